@@ -1,0 +1,81 @@
+//! The public error type of the engine.
+//!
+//! Owns: `Error` and the crate-wide `Result` alias.
+//! Must not touch: anything else; modules keep private detail in the message fields.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Result of every fallible engine operation.
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// What went wrong. A variant exists only where a caller would react differently;
+/// the detail in the fields and the message is not API.
+///
+/// `Error` is `Clone` so that a background failure can be returned to every later writer.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Stored bytes failed a checksum or did not decode. Nothing was returned from them.
+    #[error("corrupt {}: byte {offset}: {reason}", .file.display())]
+    Corruption {
+        /// The damaged file.
+        file: PathBuf,
+        /// Byte offset in that file where decoding stopped.
+        offset: u64,
+        /// What was wrong there.
+        reason: String,
+    },
+    /// An operating-system I/O call failed.
+    #[error("I/O on {}: {source}", .path.display())]
+    Io {
+        /// The file or directory the call was about.
+        path: PathBuf,
+        /// The operating system's error.
+        #[source]
+        source: Arc<std::io::Error>,
+    },
+    /// The caller passed something the engine cannot accept (an option, a range, a path).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// Another process (or another `Db` in this one) holds the database's LOCK file.
+    #[error("database at {} is locked by another process", .0.display())]
+    Locked(PathBuf),
+    /// A background flush or compaction failed; the database refuses writes until reopened.
+    #[error("database is read-only after a background error: {0}")]
+    Background(Arc<Error>),
+    /// The database was closed.
+    #[error("database is closed")]
+    Closed,
+    /// The operation is not supported by this build or configuration.
+    #[error("not supported: {0}")]
+    Unsupported(String),
+}
+
+impl Error {
+    /// An I/O error about `path`.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source: Arc::new(source),
+        }
+    }
+
+    /// A corruption found in `file` at byte `offset`.
+    pub fn corruption(file: impl Into<PathBuf>, offset: u64, reason: impl Into<String>) -> Self {
+        Error::Corruption {
+            file: file.into(),
+            offset,
+            reason: reason.into(),
+        }
+    }
+
+    /// True for checksum and decoding failures.
+    pub fn is_corruption(&self) -> bool {
+        match self {
+            Error::Corruption { .. } => true,
+            Error::Background(inner) => inner.is_corruption(),
+            _ => false,
+        }
+    }
+}

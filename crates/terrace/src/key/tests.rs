@@ -1,0 +1,46 @@
+use super::*;
+
+#[test]
+fn newer_versions_sort_first() {
+    let a = internal_key(b"k", 5, ValueType::Value);
+    let b = internal_key(b"k", 3, ValueType::Value);
+    let c = internal_key(b"l", 9, ValueType::Value);
+    assert_eq!(compare(&a, &b), Ordering::Less);
+    assert_eq!(compare(&b, &c), Ordering::Less);
+    assert_eq!(compare(&a, &a), Ordering::Equal);
+}
+
+#[test]
+fn seek_key_lands_on_visible_version() {
+    let target = seek_key(b"k", 4);
+    let newer = internal_key(b"k", 5, ValueType::Value);
+    let visible = internal_key(b"k", 4, ValueType::Deletion);
+    assert_eq!(compare(&newer, &target), Ordering::Less);
+    assert_eq!(compare(&target, &visible), Ordering::Less);
+}
+
+#[test]
+fn round_trip_and_bad_keys() {
+    let k = internal_key(b"user", MAX_SEQ, ValueType::RangeDeletion);
+    let p = try_parse(&k).unwrap();
+    assert_eq!(p.user_key, b"user");
+    assert_eq!(p.seq, MAX_SEQ);
+    assert_eq!(p.kind, ValueType::RangeDeletion);
+    assert!(try_parse(b"short").is_err());
+    let mut bad = internal_key(b"x", 1, ValueType::Value);
+    let n = bad.len();
+    bad[n - 8] = 9;
+    assert!(try_parse(&bad).is_err());
+    assert!(parse(&bad, std::path::Path::new("f"), 7)
+        .unwrap_err()
+        .is_corruption());
+}
+
+#[test]
+fn range_deletion_sentinel_sorts_before_real_entries() {
+    // A file whose largest key is a range-deletion end sentinel (e, MAX_SEQ) must sort
+    // before any real entry of `e`, so that the next file can start at `e`.
+    let sentinel = internal_key(b"e", MAX_SEQ, ValueType::RangeDeletion);
+    let real = internal_key(b"e", 100, ValueType::Value);
+    assert_eq!(compare(&sentinel, &real), Ordering::Less);
+}

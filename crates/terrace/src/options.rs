@@ -1,0 +1,230 @@
+//! Options of a database, of reads and of writes, with RocksDB's names and defaults
+//! where RocksDB has the same knob.
+//!
+//! Owns: option structs and their validation.
+//! Must not touch: anything that acts on options.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::storage::{FsStorage, Storage};
+
+/// Per-block compression of table files.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
+pub enum Compression {
+    /// Blocks are stored as built.
+    #[default]
+    None,
+    /// LZ4 block format.
+    Lz4,
+    /// Zstandard at the given level.
+    Zstd(i32),
+}
+
+/// How write-ahead-log damage found on open is handled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub enum WalRecoveryMode {
+    /// Damage in the last record of the newest log (a torn write) is dropped and counted;
+    /// any other damage fails the open with `Error::Corruption`.
+    #[default]
+    TolerateCorruptedTailRecords,
+    /// Replay stops at the first damage anywhere; what follows is dropped, logged and counted.
+    PointInTime,
+}
+
+/// Options of a database, fixed at open.
+#[derive(Clone)]
+pub struct Options {
+    /// Create the database if it does not exist.
+    pub create_if_missing: bool,
+    /// Fail the open if the database exists.
+    pub error_if_exists: bool,
+    /// The file system to use.
+    pub storage: Arc<dyn Storage>,
+    /// Bytes a memtable may hold before it is switched out and flushed.
+    pub write_buffer_size: usize,
+    /// Memtables (active plus immutable) allowed before writes stop.
+    pub max_write_buffer_number: usize,
+    /// Target uncompressed size of a table data block.
+    pub block_size: usize,
+    /// Keys between restart points inside a block.
+    pub block_restart_interval: usize,
+    /// Bloom filter bits per key; 0 disables filters.
+    pub bloom_bits_per_key: usize,
+    /// Compression of table blocks.
+    pub compression: Compression,
+    /// Capacity of the shared block cache in bytes.
+    pub block_cache_bytes: usize,
+    /// Table files kept open in the table cache.
+    pub max_open_files: usize,
+    /// Number of levels, level 0 included.
+    pub num_levels: usize,
+    /// Level-0 file count that triggers a compaction into level 1.
+    pub level0_file_num_compaction_trigger: usize,
+    /// Level-0 file count at which writes are delayed.
+    pub level0_slowdown_writes_trigger: usize,
+    /// Level-0 file count at which writes stop until compaction catches up.
+    pub level0_stop_writes_trigger: usize,
+    /// Target size of level 1 in bytes.
+    pub max_bytes_for_level_base: u64,
+    /// Size ratio between adjacent levels.
+    pub max_bytes_for_level_multiplier: f64,
+    /// Size the last level drives the targets of the others (RocksDB's dynamic level bytes).
+    pub level_compaction_dynamic_level_bytes: bool,
+    /// Target size of a compaction output file.
+    pub target_file_size_base: u64,
+    /// Background threads running flushes.
+    pub max_background_flushes: usize,
+    /// Background threads running compactions.
+    pub max_background_compactions: usize,
+    /// Key-range subtasks one compaction may be cut into, run in parallel.
+    pub max_subcompactions: usize,
+    /// Write rate in bytes per second while writes are slowed down.
+    pub delayed_write_rate: u64,
+    /// Handling of write-ahead-log damage on open.
+    pub wal_recovery_mode: WalRecoveryMode,
+    /// Manifest size after which a new manifest is started.
+    pub max_manifest_file_size: u64,
+    /// Extra directories ("volumes") for table files; volume 0 is the database directory,
+    /// volume `i` is `volumes[i - 1]`.
+    pub volumes: Vec<PathBuf>,
+    /// The volume that receives the table files of each level; missing levels use volume 0.
+    pub level_volumes: Vec<u32>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            create_if_missing: true,
+            error_if_exists: false,
+            storage: Arc::new(FsStorage::new()),
+            write_buffer_size: 64 << 20,
+            max_write_buffer_number: 2,
+            block_size: 4096,
+            block_restart_interval: 16,
+            bloom_bits_per_key: 10,
+            compression: Compression::None,
+            block_cache_bytes: 32 << 20,
+            max_open_files: 1000,
+            num_levels: 7,
+            level0_file_num_compaction_trigger: 4,
+            level0_slowdown_writes_trigger: 20,
+            level0_stop_writes_trigger: 36,
+            max_bytes_for_level_base: 256 << 20,
+            max_bytes_for_level_multiplier: 10.0,
+            level_compaction_dynamic_level_bytes: false,
+            target_file_size_base: 64 << 20,
+            max_background_flushes: 1,
+            max_background_compactions: 1,
+            max_subcompactions: 1,
+            delayed_write_rate: 16 << 20,
+            wal_recovery_mode: WalRecoveryMode::default(),
+            max_manifest_file_size: 64 << 20,
+            volumes: Vec::new(),
+            level_volumes: Vec::new(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Options")
+            .field("write_buffer_size", &self.write_buffer_size)
+            .field("max_write_buffer_number", &self.max_write_buffer_number)
+            .field("block_size", &self.block_size)
+            .field("bloom_bits_per_key", &self.bloom_bits_per_key)
+            .field("compression", &self.compression)
+            .field("num_levels", &self.num_levels)
+            .field("target_file_size_base", &self.target_file_size_base)
+            .field("max_bytes_for_level_base", &self.max_bytes_for_level_base)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Options {
+    /// Checks that the options make sense together.
+    ///
+    /// # Errors
+    /// `Error::InvalidArgument` naming the first bad option.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |m: &str| Err(Error::InvalidArgument(m.to_string()));
+        if self.write_buffer_size < 4096 {
+            return bad("write_buffer_size must be at least 4096");
+        }
+        if self.max_write_buffer_number < 2 {
+            return bad("max_write_buffer_number must be at least 2");
+        }
+        if self.block_size < 64 || self.block_restart_interval == 0 {
+            return bad("block_size must be at least 64 and block_restart_interval at least 1");
+        }
+        if !(2..=64).contains(&self.num_levels) {
+            return bad("num_levels must be between 2 and 64");
+        }
+        if self.level0_file_num_compaction_trigger == 0
+            || self.level0_slowdown_writes_trigger < self.level0_file_num_compaction_trigger
+            || self.level0_stop_writes_trigger < self.level0_slowdown_writes_trigger
+        {
+            return bad("level-0 triggers must satisfy 0 < compaction <= slowdown <= stop");
+        }
+        if self.max_bytes_for_level_multiplier < 1.0 || self.target_file_size_base == 0 {
+            return bad(
+                "max_bytes_for_level_multiplier must be >= 1 and target_file_size_base > 0",
+            );
+        }
+        if self.max_background_flushes == 0 || self.max_background_compactions == 0 {
+            return bad("at least one flush and one compaction thread are needed");
+        }
+        if self.max_subcompactions == 0 {
+            return bad("max_subcompactions must be at least 1");
+        }
+        if let Compression::Zstd(level) = self.compression {
+            if !(-7..=22).contains(&level) {
+                return bad("zstd level must be between -7 and 22");
+            }
+        }
+        if self
+            .level_volumes
+            .iter()
+            .any(|v| *v as usize > self.volumes.len())
+        {
+            return bad("level_volumes names a volume that is not configured");
+        }
+        Ok(())
+    }
+}
+
+/// Options of one write.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WriteOptions {
+    /// Sync the write-ahead log before acknowledging.
+    pub sync: bool,
+    /// Skip the write-ahead log: the write is lost on a crash before the next flush.
+    pub disable_wal: bool,
+}
+
+/// Options of one read.
+#[derive(Debug, Clone)]
+pub struct ReadOptions {
+    /// Read at this sequence number (from a snapshot) instead of the latest.
+    pub snapshot_seq: Option<crate::key::SeqNo>,
+    /// Iterators: first user key to return (inclusive).
+    pub lower_bound: Option<Vec<u8>>,
+    /// Iterators: first user key not to return (exclusive).
+    pub upper_bound: Option<Vec<u8>>,
+    /// Whether blocks read go into the block cache.
+    pub fill_cache: bool,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            snapshot_seq: None,
+            lower_bound: None,
+            upper_bound: None,
+            fill_cache: true,
+        }
+    }
+}

@@ -1,0 +1,185 @@
+//! Fault injection: a storage that behaves like a machine that can lose power.
+//!
+//! Bytes appended to a file stay in this process's memory until the file is synced, so
+//! killing the process (SIGKILL) loses exactly what a power failure would. Files created
+//! since their directory was last synced can be dropped with [`FaultStorage::simulate_crash`]
+//! (in-process crash tests), and writes or syncs can be made to fail to test error paths.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::{FileLock, IoClass, IoStats, ReadableFile, Storage, WritableFile};
+use crate::error::{Error, Result};
+
+#[derive(Debug, Default)]
+struct FaultState {
+    fail_writes: AtomicBool,
+    fail_syncs: AtomicBool,
+    /// Files created or renamed into place whose directory has not been synced since.
+    undurable_names: Mutex<BTreeSet<PathBuf>>,
+}
+
+/// Wraps another storage; unsynced data lives only in memory. See the module docs.
+#[derive(Debug, Clone)]
+pub struct FaultStorage {
+    inner: Arc<dyn Storage>,
+    state: Arc<FaultState>,
+}
+
+impl FaultStorage {
+    /// Wraps `inner`.
+    pub fn new(inner: Arc<dyn Storage>) -> Self {
+        FaultStorage {
+            inner,
+            state: Arc::default(),
+        }
+    }
+
+    /// Makes every later append (and file creation) fail with an I/O error while `on`.
+    pub fn set_fail_writes(&self, on: bool) {
+        self.state.fail_writes.store(on, Ordering::SeqCst);
+    }
+
+    /// Makes every later sync fail with an I/O error while `on`.
+    pub fn set_fail_syncs(&self, on: bool) {
+        self.state.fail_syncs.store(on, Ordering::SeqCst);
+    }
+
+    /// Deletes every file created (or renamed into place) since its directory was last
+    /// synced, as a power failure may. Unsynced appends are already absent from the
+    /// underlying files. Call it only when no database uses this storage.
+    ///
+    /// # Errors
+    /// I/O errors of the underlying storage.
+    pub fn simulate_crash(&self) -> Result<()> {
+        let names = std::mem::take(&mut *self.state.undurable_names.lock());
+        for p in names {
+            if self.inner.exists(&p)? {
+                self.inner.remove_file(&p)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn injected(what: &str, path: &Path) -> Error {
+        Error::io(
+            path,
+            std::io::Error::other(format!("injected {what} failure")),
+        )
+    }
+}
+
+struct FaultWritable {
+    path: PathBuf,
+    inner: Box<dyn WritableFile>,
+    pending: Vec<u8>,
+    len: u64,
+    state: Arc<FaultState>,
+}
+
+impl WritableFile for FaultWritable {
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        if self.state.fail_writes.load(Ordering::SeqCst) {
+            return Err(FaultStorage::injected("write", &self.path));
+        }
+        self.pending.extend_from_slice(data);
+        self.len += data.len() as u64;
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        if self.state.fail_syncs.load(Ordering::SeqCst) {
+            return Err(FaultStorage::injected("sync", &self.path));
+        }
+        if !self.pending.is_empty() {
+            self.inner.append(&self.pending)?;
+            self.pending.clear();
+        }
+        self.inner.sync()
+    }
+
+    fn len(&self) -> u64 {
+        self.len
+    }
+}
+
+impl Storage for FaultStorage {
+    fn create_dir_all(&self, dir: &Path) -> Result<()> {
+        self.inner.create_dir_all(dir)
+    }
+
+    fn create(&self, path: &Path, class: IoClass) -> Result<Box<dyn WritableFile>> {
+        if self.state.fail_writes.load(Ordering::SeqCst) {
+            return Err(FaultStorage::injected("create", path));
+        }
+        let inner = self.inner.create(path, class)?;
+        self.state.undurable_names.lock().insert(path.to_path_buf());
+        Ok(Box::new(FaultWritable {
+            path: path.to_path_buf(),
+            inner,
+            pending: Vec::new(),
+            len: 0,
+            state: self.state.clone(),
+        }))
+    }
+
+    fn open(&self, path: &Path) -> Result<Arc<dyn ReadableFile>> {
+        self.inner.open(path)
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        if self.state.fail_writes.load(Ordering::SeqCst) {
+            return Err(FaultStorage::injected("rename", from));
+        }
+        self.inner.rename(from, to)?;
+        let mut names = self.state.undurable_names.lock();
+        names.remove(from);
+        names.insert(to.to_path_buf());
+        Ok(())
+    }
+
+    fn remove_file(&self, path: &Path) -> Result<()> {
+        self.state.undurable_names.lock().remove(path);
+        self.inner.remove_file(path)
+    }
+
+    fn list(&self, dir: &Path) -> Result<Vec<String>> {
+        self.inner.list(dir)
+    }
+
+    fn exists(&self, path: &Path) -> Result<bool> {
+        self.inner.exists(path)
+    }
+
+    fn sync_dir(&self, dir: &Path) -> Result<()> {
+        if self.state.fail_syncs.load(Ordering::SeqCst) {
+            return Err(FaultStorage::injected("directory sync", dir));
+        }
+        self.inner.sync_dir(dir)?;
+        self.state
+            .undurable_names
+            .lock()
+            .retain(|p| p.parent() != Some(dir));
+        Ok(())
+    }
+
+    fn link_or_copy(&self, from: &Path, to: &Path) -> Result<()> {
+        self.inner.link_or_copy(from, to)
+    }
+
+    fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
+        self.inner.lock(path)
+    }
+
+    fn io_stats(&self) -> &IoStats {
+        self.inner.io_stats()
+    }
+}

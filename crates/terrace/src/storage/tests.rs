@@ -1,0 +1,85 @@
+use std::sync::Arc;
+
+use super::*;
+
+#[test]
+fn fs_round_trip_and_accounting() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = FsStorage::new();
+    let p = dir.path().join("a");
+    let mut w = s.create(&p, IoClass::Flush).unwrap();
+    w.append(b"hello ").unwrap();
+    w.append(b"world").unwrap();
+    w.sync().unwrap();
+    assert_eq!(w.len(), 11);
+    drop(w);
+    let r = s.open(&p).unwrap();
+    let mut buf = [0u8; 5];
+    r.read_exact_at(6, &mut buf, IoClass::Foreground).unwrap();
+    assert_eq!(&buf, b"world");
+    assert!(r.read_exact_at(8, &mut buf, IoClass::Foreground).is_err());
+    let st = s.io_stats().get(IoClass::Flush);
+    assert_eq!(st.write_bytes, 11);
+    assert_eq!(st.sync_ops, 1);
+    assert_eq!(s.io_stats().get(IoClass::Foreground).read_bytes, 5);
+    assert_eq!(s.list(dir.path()).unwrap(), vec!["a".to_string()]);
+}
+
+#[test]
+fn write_atomic_replaces() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = FsStorage::new();
+    let p = dir.path().join("CURRENT");
+    s.write_atomic(&p, b"one", IoClass::Manifest).unwrap();
+    s.write_atomic(&p, b"two", IoClass::Manifest).unwrap();
+    assert_eq!(s.read_all(&p, IoClass::Manifest).unwrap(), b"two");
+    assert_eq!(s.list(dir.path()).unwrap(), vec!["CURRENT".to_string()]);
+}
+
+#[test]
+fn lock_is_exclusive() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = FsStorage::new();
+    let p = dir.path().join("LOCK");
+    let held = s.lock(&p).unwrap();
+    assert!(matches!(s.lock(&p), Err(crate::Error::Locked(_))));
+    drop(held);
+    s.lock(&p).unwrap();
+}
+
+#[test]
+fn fault_storage_loses_unsynced_data_and_undurable_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = FaultStorage::new(Arc::new(FsStorage::new()));
+    let synced = dir.path().join("synced");
+    let mut w = f.create(&synced, IoClass::Wal).unwrap();
+    w.append(b"kept").unwrap();
+    w.sync().unwrap();
+    w.append(b"lost").unwrap();
+    w.flush().unwrap();
+    drop(w);
+    f.sync_dir(dir.path()).unwrap();
+    let fresh = dir.path().join("fresh");
+    let mut w = f.create(&fresh, IoClass::Wal).unwrap();
+    w.append(b"x").unwrap();
+    w.sync().unwrap();
+    drop(w);
+    f.simulate_crash().unwrap();
+    assert_eq!(f.read_all(&synced, IoClass::Wal).unwrap(), b"kept");
+    assert!(!f.exists(&fresh).unwrap());
+}
+
+#[test]
+fn fault_storage_injects_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = FaultStorage::new(Arc::new(FsStorage::new()));
+    let p = dir.path().join("x");
+    let mut w = f.create(&p, IoClass::Flush).unwrap();
+    f.set_fail_syncs(true);
+    w.append(b"a").unwrap();
+    assert!(w.sync().is_err());
+    f.set_fail_syncs(false);
+    f.set_fail_writes(true);
+    assert!(w.append(b"b").is_err());
+    assert!(f.create(&dir.path().join("y"), IoClass::Flush).is_err());
+}
