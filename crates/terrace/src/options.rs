@@ -93,6 +93,12 @@ pub struct Options {
     pub volumes: Vec<PathBuf>,
     /// The volume that receives the table files of each level; missing levels use volume 0.
     pub level_volumes: Vec<u32>,
+    /// The compaction filter every compaction runs, by registered name and parameters.
+    pub compaction_filter: Option<crate::compaction::FilterSpec>,
+    /// Extra compaction-filter factories to register (built-ins are always there).
+    pub compaction_filter_factories: Vec<Arc<dyn crate::compaction::CompactionFilterFactory>>,
+    /// Receivers of flush, compaction and background-error events.
+    pub listeners: Vec<Arc<dyn crate::db::EventListener>>,
 }
 
 impl Default for Options {
@@ -125,6 +131,9 @@ impl Default for Options {
             max_manifest_file_size: 64 << 20,
             volumes: Vec::new(),
             level_volumes: Vec::new(),
+            compaction_filter: None,
+            compaction_filter_factories: Vec::new(),
+            listeners: Vec::new(),
         }
     }
 }

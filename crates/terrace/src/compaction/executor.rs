@@ -1,0 +1,220 @@
+//! Executing one compaction (sub)task from its plain description.
+//!
+//! Everything the task needs is in [`CompactionTask`] plus an [`ExecutorEnv`] giving access
+//! to storage, so the same function can run on a background thread, on a subcompaction
+//! thread, or (later) in a worker process next to the data.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::stream::CompactionStream;
+use super::{CompactionResult, CompactionStats, CompactionTask, FilterRegistry};
+use crate::error::{Error, Result};
+use crate::iter::InternalIterator;
+use crate::key::{self, MAX_SEQ};
+use crate::merge::MergingIterator;
+use crate::range_del::{FragmentedTombstones, RangeTombstone};
+use crate::sst::{SstBuilder, SstInfo, SstOptions, SstReader};
+use crate::storage::{IoClass, Storage};
+use crate::version::{table_file_name, FileMeta};
+
+/// What an executor needs from its host.
+pub struct ExecutorEnv<'a> {
+    /// The storage holding inputs and receiving outputs.
+    pub storage: &'a dyn Storage,
+    /// The directory of each volume.
+    pub volume_dir: &'a (dyn Fn(u32) -> PathBuf + Sync),
+    /// Opens an input table (through a table cache, or directly).
+    pub open_table: &'a (dyn Fn(&FileMeta) -> Result<Arc<SstReader>> + Sync),
+    /// Compaction filters by name.
+    pub filters: &'a FilterRegistry,
+}
+
+/// The manifest's record of a finished table.
+pub(crate) fn file_meta(number: u64, volume: u32, info: &SstInfo) -> FileMeta {
+    FileMeta {
+        number,
+        volume,
+        size: info.file_size,
+        smallest: info.smallest.clone(),
+        largest: info.largest.clone(),
+        smallest_seq: info.smallest_seq,
+        largest_seq: info.largest_seq,
+        num_entries: info.num_entries,
+        num_deletions: info.num_deletions,
+        num_range_deletions: info.num_range_deletions,
+        file_checksum: info.file_checksum,
+    }
+}
+
+/// Stops an iterator at an exclusive user-key bound.
+struct Bounded<'a> {
+    inner: &'a mut dyn InternalIterator,
+    upper: Option<&'a [u8]>,
+}
+
+impl Bounded<'_> {
+    fn valid(&self) -> bool {
+        self.inner.valid()
+            && self
+                .upper
+                .is_none_or(|u| key::user_key(self.inner.key()) < u)
+    }
+}
+
+/// Writes output tables, cutting at the target size on user-key changes.
+struct OutputWriter<'a, 'e> {
+    env: &'e ExecutorEnv<'e>,
+    task: &'a CompactionTask,
+    tombstones: &'a FragmentedTombstones,
+    next_number: usize,
+    current: Option<(SstBuilder, u64, Option<Vec<u8>>)>,
+    next_lower: Option<Vec<u8>>,
+    last_user_key: Vec<u8>,
+    outputs: Vec<FileMeta>,
+}
+
+impl OutputWriter<'_, '_> {
+    fn open_next(&mut self) -> Result<()> {
+        let number = *self
+            .task
+            .output
+            .file_numbers
+            .get(self.next_number)
+            .ok_or_else(|| Error::InvalidArgument("compaction ran out of pre-allocated file numbers".into()))?;
+        self.next_number += 1;
+        let path = (self.env.volume_dir)(self.task.output.volume).join(table_file_name(number));
+        let file = self.env.storage.create(&path, IoClass::Compaction)?;
+        let opts = SstOptions {
+            block_size: self.task.output.block_size,
+            restart_interval: self.task.output.restart_interval,
+            bloom_bits_per_key: self.task.output.bloom_bits_per_key,
+            compression: self.task.output.compression,
+        };
+        self.current = Some((SstBuilder::new(file, path, opts), number, self.next_lower.take()));
+        Ok(())
+    }
+
+    fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
+        let uk = key::user_key(ikey);
+        let full = self
+            .current
+            .as_ref()
+            .is_some_and(|(b, _, _)| b.estimated_size() >= self.task.output.target_file_size);
+        if full && uk != self.last_user_key.as_slice() {
+            self.finish_current(Some(uk.to_vec()))?;
+        }
+        if self.current.is_none() {
+            self.open_next()?;
+        }
+        if let Some((b, _, _)) = self.current.as_mut() {
+            b.add(ikey, value)?;
+        }
+        self.last_user_key.clear();
+        self.last_user_key.extend_from_slice(uk);
+        Ok(())
+    }
+
+    /// Finishes the open table; its tombstones are clipped to `[its lower, upper)`.
+    fn finish_current(&mut self, upper: Option<Vec<u8>>) -> Result<()> {
+        let Some((mut b, number, lower)) = self.current.take() else {
+            return Ok(());
+        };
+        for t in self.tombstones.clipped(lower.as_deref(), upper.as_deref()) {
+            b.add_range_tombstone(&t);
+        }
+        let info = b.finish()?;
+        self.outputs.push(file_meta(number, self.task.output.volume, &info));
+        self.next_lower = upper;
+        Ok(())
+    }
+}
+
+/// Runs `task` and returns its outputs. Output files are synced; the caller installs them.
+///
+/// # Errors
+/// I/O and corruption errors of inputs or outputs; `InvalidArgument` for a task that
+/// names an unknown filter or runs out of file numbers.
+pub fn execute(task: &CompactionTask, env: &ExecutorEnv<'_>) -> Result<CompactionResult> {
+    let started = Instant::now();
+    let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+    let mut tombs: Vec<RangeTombstone> = Vec::new();
+    let mut input_bytes = 0u64;
+    for level in &task.inputs {
+        for f in &level.files {
+            let reader = (env.open_table)(f)?;
+            tombs.extend(reader.range_tombstones().iter().cloned());
+            children.push(Box::new(reader.iter(IoClass::Compaction, false)));
+            input_bytes += f.size;
+        }
+    }
+    let lower = task.smallest_user_key.as_deref();
+    let upper = task.largest_user_key.as_deref();
+    let in_range = |t: &RangeTombstone| {
+        upper.is_none_or(|u| t.start.as_slice() < u) && lower.is_none_or(|l| t.end.as_slice() > l)
+    };
+    tombs.retain(|t| in_range(t));
+    let fragmented = FragmentedTombstones::new(&tombs, MAX_SEQ);
+    let filter = match &task.filter {
+        Some(spec) => Some(env.filters.create(&spec.name, &spec.params)?),
+        None => None,
+    };
+
+    let mut merged = MergingIterator::new(children);
+    match lower {
+        Some(l) => merged.seek(&key::seek_key(l, MAX_SEQ))?,
+        None => merged.seek_to_first()?,
+    }
+    let mut bounded = Bounded {
+        inner: &mut merged,
+        upper,
+    };
+    let mut stream = CompactionStream::new(
+        &task.snapshots,
+        task.bottommost,
+        &fragmented,
+        filter.as_deref(),
+        task.output_level as usize,
+    );
+    let kept_tombstones = FragmentedTombstones::new(&stream.tombstones_to_keep(&tombs), MAX_SEQ);
+    let mut writer = OutputWriter {
+        env,
+        task,
+        tombstones: &kept_tombstones,
+        next_number: 0,
+        current: None,
+        next_lower: lower.map(<[u8]>::to_vec),
+        last_user_key: Vec::new(),
+        outputs: Vec::new(),
+    };
+    while bounded.valid() {
+        let (k, v) = (bounded.inner.key(), bounded.inner.value());
+        if let Some((ok, ov)) = stream.push(k, v)? {
+            writer.add(&ok, &ov)?;
+        }
+        bounded.inner.next()?;
+    }
+    for (ok, ov) in stream.finish()? {
+        writer.add(&ok, &ov)?;
+    }
+    if writer.current.is_none() && writer.outputs.is_empty() && !kept_tombstones.is_empty() {
+        writer.open_next()?;
+    }
+    writer.finish_current(upper.map(<[u8]>::to_vec))?;
+    let outputs = writer.outputs;
+    let counters = stream.counters();
+    Ok(CompactionResult {
+        task_id: task.id,
+        stats: CompactionStats {
+            input_entries: counters.input_entries,
+            input_bytes,
+            output_entries: outputs.iter().map(|f| f.num_entries).sum(),
+            output_bytes: outputs.iter().map(|f| f.size).sum(),
+            dropped_entries: counters.dropped_entries,
+            filtered_entries: counters.filtered_entries,
+            elapsed_micros: started.elapsed().as_micros() as u64,
+        },
+        outputs,
+    })
+}

@@ -1,0 +1,89 @@
+//! Background threads: flush workers and compaction workers.
+//!
+//! Each worker sleeps on `bg_work` until there is something for it, runs it with the
+//! state lock released during I/O, and records any failure as the database's background
+//! error (which makes it read-only).
+
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use parking_lot::MutexGuard;
+
+use super::{DbInner, DbState};
+use crate::error::Result;
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Flush,
+    Compaction,
+}
+
+/// Starts the configured flush and compaction threads.
+pub(crate) fn spawn(inner: &Arc<DbInner>) -> Result<Vec<JoinHandle<()>>> {
+    let mut out = Vec::new();
+    let kinds = std::iter::repeat_n(Kind::Flush, inner.opts.max_background_flushes)
+        .chain(std::iter::repeat_n(Kind::Compaction, inner.opts.max_background_compactions));
+    for (i, kind) in kinds.enumerate() {
+        let db = inner.clone();
+        let name = match kind {
+            Kind::Flush => format!("terrace-flush-{i}"),
+            Kind::Compaction => format!("terrace-compact-{i}"),
+        };
+        let h = std::thread::Builder::new()
+            .name(name)
+            .spawn(move || worker(&db, kind))
+            .map_err(|e| crate::Error::io(&inner.dir, e))?;
+        out.push(h);
+    }
+    Ok(out)
+}
+
+fn worker(db: &DbInner, kind: Kind) {
+    let mut st = db.state.lock();
+    loop {
+        if st.shutting_down {
+            return;
+        }
+        if st.bg_error.is_some() {
+            db.bg_work.wait(&mut st);
+            continue;
+        }
+        let did = match kind {
+            Kind::Flush => db.run_flush(&mut st),
+            Kind::Compaction => run_compaction_step(db, &mut st),
+        };
+        match did {
+            Ok(true) => continue,
+            Ok(false) => db.bg_work.wait(&mut st),
+            Err(e) => db.set_bg_error(&mut st, e),
+        }
+    }
+}
+
+fn run_compaction_step(db: &DbInner, st: &mut MutexGuard<'_, DbState>) -> Result<bool> {
+    // Flushes go first: while a memtable waits, a compaction thread helps if no flush runs.
+    if st.imms.front().is_some_and(|i| !i.flushing) {
+        return db.run_flush(st);
+    }
+    db.run_auto_compaction(st)
+}
+
+impl DbInner {
+    /// Waits until nothing is left to flush or compact.
+    pub(crate) fn wait_idle(&self) -> Result<()> {
+        let mut st = self.state.lock();
+        loop {
+            if let Some(e) = &st.bg_error {
+                return Err(crate::Error::Background(Arc::new(e.clone())));
+            }
+            if st.shutting_down {
+                return Err(crate::Error::Closed);
+            }
+            if st.imms.is_empty() && st.running_compactions == 0 && !self.needs_compaction(&st) {
+                return Ok(());
+            }
+            self.bg_work.notify_all();
+            self.bg_done.wait(&mut st);
+        }
+    }
+}

@@ -1,0 +1,300 @@
+//! Running compactions: picking under the state lock, executing the (sub)tasks with the
+//! lock released, and installing the outputs as one version edit.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::MutexGuard;
+
+use super::listener::CompactionInfo;
+use super::{DbInner, DbState};
+use crate::compaction::{
+    self, CompactionInputLevel, CompactionResult, CompactionTask, LevelState, OutputSpec,
+    PickedCompaction,
+};
+use crate::error::{Error, Result};
+use crate::version::VersionEdit;
+
+impl DbInner {
+    /// The picker's view of the current state.
+    fn pick_auto(&self, st: &DbState) -> Option<PickedCompaction> {
+        let v = st.versions.current();
+        let pointers: Vec<_> = (0..v.num_levels())
+            .map(|l| st.versions.compact_pointer(l).cloned())
+            .collect();
+        let state = LevelState {
+            levels: v.levels(),
+            compact_pointers: &pointers,
+            being_compacted: &st.being_compacted,
+        };
+        compaction::pick(&state, &self.opts)
+    }
+
+    /// True if the picker would start a compaction now.
+    pub(crate) fn needs_compaction(&self, st: &DbState) -> bool {
+        self.pick_auto(st).is_some()
+    }
+
+    /// Picks and runs one automatic compaction. Returns whether it did any work.
+    pub(crate) fn run_auto_compaction(&self, st: &mut MutexGuard<'_, DbState>) -> Result<bool> {
+        match self.pick_auto(st) {
+            Some(picked) => {
+                self.run_compaction(st, picked)?;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// Runs `picked` to completion. Holds the state lock only to prepare and to install.
+    pub(crate) fn run_compaction(&self, st: &mut MutexGuard<'_, DbState>, picked: PickedCompaction) -> Result<()> {
+        let inputs: Vec<u64> = picked
+            .inputs
+            .iter()
+            .chain(picked.output_inputs.iter())
+            .map(|f| f.number)
+            .collect();
+        st.being_compacted.extend(inputs.iter().copied());
+        st.running_compactions += 1;
+        let r = self.run_compaction_inner(st, &picked);
+        for n in &inputs {
+            st.being_compacted.remove(n);
+        }
+        st.running_compactions -= 1;
+        self.bg_done.notify_all();
+        self.bg_work.notify_all();
+        r
+    }
+
+    fn run_compaction_inner(&self, st: &mut MutexGuard<'_, DbState>, picked: &PickedCompaction) -> Result<()> {
+        let out_volume = self.volume_for_level(picked.output_level);
+        let all_same_volume = picked.inputs.iter().all(|f| f.volume == out_volume);
+        if picked.trivial_move && all_same_volume {
+            let mut edit = VersionEdit::default();
+            for f in &picked.inputs {
+                edit.deleted_files.push((picked.level as u32, f.number));
+                edit.new_files
+                    .push((picked.output_level as u32, f.as_ref().clone()));
+            }
+            if let Some(last) = picked.inputs.last() {
+                edit.compact_pointers
+                    .push((picked.level as u32, last.largest.clone()));
+            }
+            self.apply_edit(st, edit)?;
+            self.install_super_version(st);
+            super::stats::add(&self.counters.compactions, 1);
+            super::stats::add(&self.counters.trivial_moves, 1);
+            let info = CompactionInfo {
+                input_level: picked.level,
+                output_level: picked.output_level,
+                input_files: picked.inputs.iter().map(|f| f.number).collect(),
+                output_files: picked.inputs.iter().map(|f| f.number).collect(),
+                bytes_read: 0,
+                bytes_written: 0,
+                trivial_move: true,
+            };
+            for l in &self.listeners {
+                l.on_compaction_completed(&info);
+            }
+            return Ok(());
+        }
+
+        let task = self.describe(st, picked, out_volume);
+        let reserved: Vec<u64> = task.output.file_numbers.clone();
+        st.pending_outputs.extend(reserved.iter().copied());
+        let subtasks = task.split_for(self.opts.max_subcompactions);
+        let results = MutexGuard::unlocked(st, || self.execute_parallel(&subtasks));
+        let installed = results.and_then(|results| self.install_compaction(st, picked, &task, results));
+        for n in &reserved {
+            st.pending_outputs.remove(n);
+        }
+        self.delete_obsolete_files(st);
+        installed
+    }
+
+    /// The serializable description of `picked`, with every live snapshot and
+    /// pre-allocated output file numbers.
+    fn describe(&self, st: &mut DbState, picked: &PickedCompaction, volume: u32) -> CompactionTask {
+        let input_bytes: u64 = picked
+            .inputs
+            .iter()
+            .chain(picked.output_inputs.iter())
+            .map(|f| f.size)
+            .sum();
+        let target = self.opts.target_file_size_base.max(1);
+        let pieces = self.opts.max_subcompactions as u64;
+        // Outputs never exceed the inputs' size by much; reserve generously: numbers are cheap.
+        let count = 2 * (input_bytes / target + 2) + 2 * pieces;
+        let file_numbers = (0..count).map(|_| st.versions.new_file_number()).collect();
+        let mut inputs = vec![CompactionInputLevel {
+            level: picked.level as u32,
+            files: picked.inputs.iter().map(|f| f.as_ref().clone()).collect(),
+        }];
+        if !picked.output_inputs.is_empty() {
+            inputs.push(CompactionInputLevel {
+                level: picked.output_level as u32,
+                files: picked
+                    .output_inputs
+                    .iter()
+                    .map(|f| f.as_ref().clone())
+                    .collect(),
+            });
+        }
+        CompactionTask {
+            id: file_numbers_first(&file_numbers),
+            inputs,
+            output_level: picked.output_level as u32,
+            smallest_user_key: None,
+            largest_user_key: None,
+            snapshots: self.snapshots.all(),
+            bottommost: picked.bottommost,
+            output: OutputSpec {
+                target_file_size: self.opts.target_file_size_base,
+                block_size: self.opts.block_size,
+                restart_interval: self.opts.block_restart_interval,
+                bloom_bits_per_key: self.opts.bloom_bits_per_key,
+                compression: self.opts.compression,
+                volume,
+                file_numbers,
+            },
+            filter: self.opts.compaction_filter.clone(),
+            reason: picked.reason,
+        }
+    }
+
+    /// Runs subtasks in parallel threads; the first error wins.
+    fn execute_parallel(&self, subtasks: &[CompactionTask]) -> Result<Vec<CompactionResult>> {
+        if subtasks.len() == 1 {
+            return subtasks.iter().map(|t| self.execute_task(t)).collect();
+        }
+        std::thread::scope(|s| {
+            let handles: Vec<_> = subtasks
+                .iter()
+                .map(|t| s.spawn(move || self.execute_task(t)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(Error::InvalidArgument("subcompaction thread panicked".into())))
+                })
+                .collect()
+        })
+    }
+
+    fn install_compaction(
+        &self,
+        st: &mut MutexGuard<'_, DbState>,
+        picked: &PickedCompaction,
+        task: &CompactionTask,
+        results: Vec<CompactionResult>,
+    ) -> Result<()> {
+        let mut edit = VersionEdit::default();
+        for input in &task.inputs {
+            for f in &input.files {
+                edit.deleted_files.push((input.level, f.number));
+            }
+        }
+        let mut outputs = Vec::new();
+        let (mut read, mut written) = (0u64, 0u64);
+        for r in results {
+            read += r.stats.input_bytes;
+            written += r.stats.output_bytes;
+            outputs.extend(r.outputs);
+        }
+        let numbers: HashSet<u64> = outputs.iter().map(|f| f.number).collect();
+        for f in outputs {
+            edit.new_files.push((task.output_level, f));
+        }
+        if let Some(last) = picked.inputs.last() {
+            edit.compact_pointers
+                .push((picked.level as u32, last.largest.clone()));
+        }
+        self.apply_edit(st, edit)?;
+        self.install_super_version(st);
+        super::stats::add(&self.counters.compactions, 1);
+        super::stats::add(&self.counters.compaction_bytes_read, read);
+        super::stats::add(&self.counters.compaction_bytes_written, written);
+        let mut output_files: Vec<u64> = numbers.into_iter().collect();
+        output_files.sort_unstable();
+        let info = CompactionInfo {
+            input_level: picked.level,
+            output_level: picked.output_level,
+            input_files: task
+                .inputs
+                .iter()
+                .flat_map(|i| i.files.iter().map(|f| f.number))
+                .collect(),
+            output_files,
+            bytes_read: read,
+            bytes_written: written,
+            trivial_move: false,
+        };
+        for l in &self.listeners {
+            l.on_compaction_completed(&info);
+        }
+        Ok(())
+    }
+
+    /// Compacts everything overlapping `[start, end]` down to the last non-empty level.
+    pub(crate) fn compact_range(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        self.flush_and_wait()?;
+        let mut st = self.state.lock();
+        st.manual_compactions += 1;
+        let r = self.compact_range_locked(&mut st, start, end);
+        st.manual_compactions -= 1;
+        self.bg_work.notify_all();
+        r
+    }
+
+    fn compact_range_locked(
+        &self,
+        st: &mut MutexGuard<'_, DbState>,
+        start: Option<&[u8]>,
+        end: Option<&[u8]>,
+    ) -> Result<()> {
+        let v = st.versions.current();
+        let Some(last) = (0..v.num_levels()).rev().find(|l| !v.files(*l).is_empty()) else {
+            return Ok(());
+        };
+        let last = if last == 0 { 1 } else { last };
+        for level in 0..last {
+            loop {
+                if let Some(e) = &st.bg_error {
+                    return Err(Error::Background(Arc::new(e.clone())));
+                }
+                if st.shutting_down {
+                    return Err(Error::Closed);
+                }
+                let v = st.versions.current();
+                let overlapping = v.overlapping_files(level, start, end);
+                if overlapping.is_empty() {
+                    break;
+                }
+                if overlapping.iter().any(|f| st.being_compacted.contains(&f.number)) {
+                    self.bg_done.wait_for(st, Duration::from_millis(50));
+                    continue;
+                }
+                let pointers: Vec<_> = (0..v.num_levels())
+                    .map(|l| st.versions.compact_pointer(l).cloned())
+                    .collect();
+                let state = LevelState {
+                    levels: v.levels(),
+                    compact_pointers: &pointers,
+                    being_compacted: &st.being_compacted,
+                };
+                let Some(picked) = compaction::pick_manual(&state, &self.opts, level, start, end) else {
+                    self.bg_done.wait_for(st, Duration::from_millis(50));
+                    continue;
+                };
+                self.run_compaction(st, picked)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn file_numbers_first(numbers: &[u64]) -> u64 {
+    numbers.first().copied().unwrap_or(0)
+}

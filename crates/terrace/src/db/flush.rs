@@ -1,0 +1,163 @@
+//! Flushes: writing the oldest immutable memtable to a level-0 table and installing it.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use parking_lot::MutexGuard;
+
+use super::listener::FlushInfo;
+use super::{DbInner, DbState};
+use crate::error::{Error, Result};
+use crate::iter::InternalIterator;
+use crate::range_del::RangeTombstone;
+use crate::compaction::file_meta;
+use crate::sst::{SstBuilder, SstOptions};
+use crate::options::Options;
+use crate::storage::{IoClass, Storage};
+use crate::version::{table_file_name, FileMeta, VersionEdit};
+
+/// Writes every entry of `iter` and `tombstones` into table `number` in `dir` (the
+/// directory of `volume`) and syncs both. Returns `None` (writing nothing) if both are empty.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn write_table(
+    storage: &dyn Storage,
+    opts: &Options,
+    dir: &Path,
+    volume: u32,
+    number: u64,
+    iter: &mut dyn InternalIterator,
+    tombstones: &[RangeTombstone],
+    class: IoClass,
+) -> Result<Option<FileMeta>> {
+    iter.seek_to_first()?;
+    if !iter.valid() && tombstones.is_empty() {
+        return Ok(None);
+    }
+    let path = dir.join(table_file_name(number));
+    let file = storage.create(&path, class)?;
+    let mut builder = SstBuilder::new(file, path, SstOptions::from_options(opts));
+    while iter.valid() {
+        builder.add(iter.key(), iter.value())?;
+        iter.next()?;
+    }
+    for t in tombstones {
+        builder.add_range_tombstone(t);
+    }
+    let info = builder.finish()?;
+    storage.sync_dir(dir)?;
+    Ok(Some(file_meta(number, volume, &info)))
+}
+
+impl DbInner {
+    /// Sets the manifest's last sequence to the newest write and applies `edit`.
+    pub(crate) fn apply_edit(&self, st: &mut DbState, edit: VersionEdit) -> Result<()> {
+        let seq = self.last_seq.load(std::sync::atomic::Ordering::Acquire);
+        if seq > st.versions.last_sequence() {
+            st.versions.set_last_sequence(seq);
+        }
+        st.versions.log_and_apply(edit)
+    }
+
+    /// Flushes the oldest immutable memtable if no flush is running. Returns whether it did
+    /// any work. Called by a background thread holding the state lock.
+    pub(crate) fn run_flush(&self, st: &mut MutexGuard<'_, DbState>) -> Result<bool> {
+        let Some(front) = st.imms.front_mut() else {
+            return Ok(false);
+        };
+        if front.flushing {
+            return Ok(false);
+        }
+        front.flushing = true;
+        let mem = front.mem.clone();
+        let number = st.versions.new_file_number();
+        st.pending_outputs.insert(number);
+        let volume = self.volume_for_level(0);
+
+        let built = MutexGuard::unlocked(st, || {
+            let mut it = mem.iter();
+            write_table(
+                self.storage.as_ref(),
+                &self.opts,
+                &self.volume_dir(volume),
+                volume,
+                number,
+                &mut it,
+                &mem.range_tombstones(),
+                IoClass::Flush,
+            )
+        });
+        st.pending_outputs.remove(&number);
+        let meta = match built {
+            Ok(m) => m,
+            Err(e) => {
+                if let Some(f) = st.imms.front_mut() {
+                    f.flushing = false;
+                }
+                return Err(e);
+            }
+        };
+
+        let mut edit = VersionEdit::default();
+        if let Some(m) = &meta {
+            edit.new_files.push((0, m.clone()));
+        }
+        let next_log = st
+            .imms
+            .get(1)
+            .map_or(st.mem_wal_number, |i| i.wal_number);
+        edit.log_number = Some(next_log);
+        if let Err(e) = self.apply_edit(st, edit) {
+            if let Some(f) = st.imms.front_mut() {
+                f.flushing = false;
+            }
+            return Err(e);
+        }
+        st.imms.pop_front();
+        self.install_super_version(st);
+        let bytes = meta.as_ref().map_or(0, |m| m.size);
+        super::stats::add(&self.counters.flush_bytes, bytes);
+        super::stats::add(&self.counters.flushes, 1);
+        let info = FlushInfo {
+            file_number: meta.as_ref().map(|m| m.number),
+            bytes_written: bytes,
+            entries: meta.as_ref().map_or(0, |m| m.num_entries),
+            largest_seq: mem.largest_seq(),
+        };
+        self.bg_done.notify_all();
+        self.bg_work.notify_all();
+        self.delete_obsolete_files(st);
+        for l in &self.listeners {
+            l.on_flush_completed(&info);
+        }
+        Ok(true)
+    }
+
+    /// Switches the memtable (if it holds anything) and waits until every immutable
+    /// memtable is flushed.
+    pub(crate) fn flush_and_wait(&self) -> Result<()> {
+        {
+            let mut wal = self.wal.lock();
+            let mut st = self.state.lock();
+            if let Some(e) = &st.bg_error {
+                return Err(Error::Background(Arc::new(e.clone())));
+            }
+            if !st.mem.is_empty() || !st.mem.range_tombstones().is_empty() {
+                self.switch_memtable(&mut st, &mut wal)?;
+            }
+        }
+        let mut st = self.state.lock();
+        loop {
+            if let Some(e) = &st.bg_error {
+                return Err(Error::Background(Arc::new(e.clone())));
+            }
+            if st.imms.is_empty() {
+                return Ok(());
+            }
+            if st.shutting_down {
+                return Err(Error::Closed);
+            }
+            self.bg_work.notify_all();
+            self.bg_done.wait(&mut st);
+        }
+    }
+}

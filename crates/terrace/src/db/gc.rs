@@ -1,0 +1,65 @@
+//! Obsolete-file garbage collection.
+//!
+//! A table file is deleted only when no installed version that is still alive (held by a
+//! reader, an iterator or a snapshot's view) references it and no unfinished job is
+//! writing it; WAL files older than the manifest's log number, superseded manifests go too
+//! (temporary files only on open, where no rename can be in flight). Run after every install and on open, where it also removes the
+//! outputs of jobs abandoned by a crash.
+
+use std::path::PathBuf;
+
+use parking_lot::MutexGuard;
+
+use super::{DbInner, DbState};
+use crate::version::{parse_file_name, FileKind};
+
+impl DbInner {
+    /// Lists obsolete files under the state lock and deletes them with the lock released.
+    pub(crate) fn delete_obsolete_files(&self, st: &mut MutexGuard<'_, DbState>) {
+        let doomed = self.obsolete_files(st);
+        if doomed.is_empty() {
+            return;
+        }
+        MutexGuard::unlocked(st, || {
+            for (path, table) in doomed {
+                if let Some(n) = table {
+                    self.table_cache.evict(n);
+                }
+                if let Err(e) = self.storage.remove_file(&path) {
+                    tracing::warn!(path = %path.display(), error = %e, "could not delete obsolete file");
+                }
+            }
+        });
+    }
+
+    fn obsolete_files(&self, st: &DbState) -> Vec<(PathBuf, Option<u64>)> {
+        let mut live = st.versions.live_files();
+        live.extend(st.pending_outputs.iter().copied());
+        let log_number = st.versions.log_number();
+        let manifest = st.versions.manifest_number();
+        let mut out = Vec::new();
+        let mut dirs = vec![self.dir.clone()];
+        dirs.extend(self.opts.volumes.iter().cloned());
+        for (i, dir) in dirs.iter().enumerate() {
+            let Ok(names) = self.storage.list(dir) else {
+                continue;
+            };
+            for name in names {
+                let Some((kind, number)) = parse_file_name(&name) else {
+                    continue;
+                };
+                let obsolete = match kind {
+                    FileKind::Table => !live.contains(&number),
+                    FileKind::Wal => i == 0 && number < log_number,
+                    FileKind::Manifest => i == 0 && number != manifest,
+                    _ => false,
+                };
+                if obsolete {
+                    let table = (kind == FileKind::Table).then_some(number);
+                    out.push((dir.join(&name), table));
+                }
+            }
+        }
+        out
+    }
+}

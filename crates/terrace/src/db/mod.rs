@@ -1,0 +1,386 @@
+//! The database: open and recovery, the write path with group commit, the read path,
+//! snapshots, iterators, background flushes and compactions, and statistics.
+//!
+//! Owns: `Db` and everything that ties the lower modules together.
+//! Must not touch: file formats (sst, wal, version own them) or policy (compaction::picker).
+//! Concurrency: `Db` is `Send + Sync`. One writer at a time leads a group commit; readers
+//! take an `Arc` of the current [`SuperVersion`] and never block writers; background
+//! threads take the state mutex only to pick work and to install results.
+
+mod background;
+mod checkpoint;
+mod compact;
+mod flush;
+mod gc;
+mod iterator;
+mod level_iter;
+mod listener;
+mod open;
+mod read;
+mod snapshot;
+mod stats;
+mod write;
+
+use std::collections::{HashSet, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use parking_lot::{Condvar, Mutex, RwLock};
+
+use crate::batch::WriteBatch;
+use crate::compaction::FilterRegistry;
+use crate::error::{Error, Result};
+use crate::key::SeqNo;
+use crate::memtable::MemTable;
+use crate::options::{Options, ReadOptions, WriteOptions};
+use crate::sst::{BlockCache, TableCache};
+use crate::storage::{FileLock, Storage};
+use crate::version::{Version, VersionSet};
+use crate::wal::LogWriter;
+
+pub use iterator::DbIterator;
+pub use listener::{CompactionInfo, EventListener, FlushInfo};
+pub use read::PinnedValue;
+pub use snapshot::Snapshot;
+pub use stats::{DbStats, LatencySummary, LevelStats};
+
+/// What a reader needs for a consistent view: the memtables and the table files.
+pub(crate) struct SuperVersion {
+    pub(crate) mem: Arc<MemTable>,
+    /// Immutable memtables, newest first.
+    pub(crate) imms: Vec<Arc<MemTable>>,
+    pub(crate) version: Arc<Version>,
+}
+
+/// An immutable memtable waiting for (or in) flush.
+pub(crate) struct ImmMemTable {
+    pub(crate) mem: Arc<MemTable>,
+    /// The WAL file that holds this memtable's writes.
+    pub(crate) wal_number: u64,
+    pub(crate) flushing: bool,
+}
+
+/// State changed by the write leader and the background threads, under `DbInner::state`.
+pub(crate) struct DbState {
+    pub(crate) versions: VersionSet,
+    pub(crate) mem: Arc<MemTable>,
+    pub(crate) mem_wal_number: u64,
+    /// Oldest first.
+    pub(crate) imms: VecDeque<ImmMemTable>,
+    /// File numbers being written by unfinished jobs; never garbage-collected.
+    pub(crate) pending_outputs: HashSet<u64>,
+    /// Input files of running compactions.
+    pub(crate) being_compacted: HashSet<u64>,
+    pub(crate) running_compactions: usize,
+    pub(crate) manual_compactions: usize,
+    pub(crate) bg_error: Option<Error>,
+    pub(crate) shutting_down: bool,
+}
+
+/// The write-ahead log, used only by the group-commit leader (and by close).
+pub(crate) struct WalState {
+    pub(crate) log: Box<dyn LogWriter>,
+    pub(crate) number: u64,
+}
+
+pub(crate) struct DbInner {
+    pub(crate) dir: PathBuf,
+    pub(crate) opts: Options,
+    pub(crate) storage: Arc<dyn Storage>,
+    pub(crate) state: Mutex<DbState>,
+    /// Signalled when background work finishes or the state changes.
+    pub(crate) bg_done: Condvar,
+    /// Signalled when there may be background work to do.
+    pub(crate) bg_work: Condvar,
+    pub(crate) super_version: RwLock<Arc<SuperVersion>>,
+    /// The newest sequence number visible to readers.
+    pub(crate) last_seq: AtomicU64,
+    pub(crate) writers: write::WriteQueue,
+    pub(crate) wal: Mutex<WalState>,
+    pub(crate) table_cache: TableCache,
+    pub(crate) block_cache: Arc<BlockCache>,
+    pub(crate) snapshots: Arc<snapshot::SnapshotList>,
+    pub(crate) counters: stats::Counters,
+    pub(crate) filters: FilterRegistry,
+    pub(crate) listeners: Vec<Arc<dyn EventListener>>,
+    pub(crate) _lock: Box<dyn FileLock>,
+}
+
+/// The directory of volume `v`: 0 is `db_dir`, `i` is `opts.volumes[i - 1]`. A volume that
+/// is not configured (e.g. when a checkpoint is opened elsewhere) falls back to `db_dir`.
+pub(crate) fn volume_dir(opts: &Options, db_dir: &Path, v: u32) -> PathBuf {
+    v.checked_sub(1)
+        .and_then(|i| opts.volumes.get(i as usize))
+        .cloned()
+        .unwrap_or_else(|| db_dir.to_path_buf())
+}
+
+/// An open database. `Send + Sync`: share it between threads with `Arc` or references.
+///
+/// Dropping it (or calling [`Db::close`]) stops background work, waits for running jobs
+/// and syncs the write-ahead log.
+pub struct Db {
+    inner: Arc<DbInner>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Db").field("dir", &self.inner.dir).finish()
+    }
+}
+
+impl Db {
+    /// Opens (or creates, with `create_if_missing`) the database in `path`, replaying
+    /// its write-ahead logs.
+    ///
+    /// # Errors
+    /// `Locked` if another process has it open, `Corruption` for a damaged MANIFEST or
+    /// WAL (see `WalRecoveryMode`), `InvalidArgument` for bad options, I/O errors.
+    pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
+        open::open(path.as_ref(), opts)
+    }
+
+    /// Stores `value` under `key`.
+    ///
+    /// # Errors
+    /// I/O errors of the WAL, `Background` after a background failure, `Closed`.
+    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.put(key, value);
+        self.write(b, WriteOptions::default())
+    }
+
+    /// Deletes `key`.
+    ///
+    /// # Errors
+    /// As [`Db::put`].
+    pub fn delete(&self, key: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete(key);
+        self.write(b, WriteOptions::default())
+    }
+
+    /// Deletes every key in `[start, end)`.
+    ///
+    /// # Errors
+    /// `InvalidArgument` if `start > end`; otherwise as [`Db::put`].
+    pub fn delete_range(&self, start: &[u8], end: &[u8]) -> Result<()> {
+        if start > end {
+            return Err(Error::InvalidArgument(
+                "delete_range: start is after end".into(),
+            ));
+        }
+        let mut b = WriteBatch::new();
+        b.delete_range(start, end);
+        self.write(b, WriteOptions::default())
+    }
+
+    /// Applies `batch` atomically.
+    ///
+    /// # Errors
+    /// As [`Db::put`].
+    pub fn write(&self, batch: WriteBatch, opts: WriteOptions) -> Result<()> {
+        self.inner.write(batch, opts)
+    }
+
+    /// The value of `key`, or `None`.
+    ///
+    /// # Errors
+    /// I/O errors and `Corruption` of table files; never a wrong value.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self
+            .inner
+            .get_pinned(&ReadOptions::default(), key)?
+            .map(|v| v.to_vec()))
+    }
+
+    /// The value of `key` read with `opts` (e.g. at a snapshot).
+    ///
+    /// # Errors
+    /// As [`Db::get`].
+    pub fn get_opt(&self, opts: &ReadOptions, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self.inner.get_pinned(opts, key)?.map(|v| v.to_vec()))
+    }
+
+    /// The value of `key` as a pinned slice of the memtable or cached block: no copy.
+    ///
+    /// # Errors
+    /// As [`Db::get`].
+    pub fn get_pinned(&self, opts: &ReadOptions, key: &[u8]) -> Result<Option<PinnedValue>> {
+        self.inner.get_pinned(opts, key)
+    }
+
+    /// Reads `key` into `buf` (cleared first); returns whether it was found.
+    ///
+    /// # Errors
+    /// As [`Db::get`].
+    pub fn get_into(&self, opts: &ReadOptions, key: &[u8], buf: &mut Vec<u8>) -> Result<bool> {
+        buf.clear();
+        match self.inner.get_pinned(opts, key)? {
+            Some(v) => {
+                buf.extend_from_slice(&v);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// Reads several keys at one consistent point in time.
+    ///
+    /// # Errors
+    /// The first error met.
+    pub fn multi_get(&self, opts: &ReadOptions, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        self.inner.multi_get(opts, keys)
+    }
+
+    /// Takes a snapshot of the current state.
+    pub fn snapshot(&self) -> Snapshot {
+        let seq = self.inner.last_seq.load(Ordering::Acquire);
+        self.inner.snapshots.acquire(seq);
+        Snapshot {
+            seq,
+            list: self.inner.snapshots.clone(),
+        }
+    }
+
+    /// An iterator over a point-in-time view (the snapshot in `opts`, or now).
+    /// It is not positioned: call a seek first.
+    ///
+    /// # Errors
+    /// I/O errors opening table files.
+    pub fn iter(&self, opts: ReadOptions) -> Result<DbIterator> {
+        self.inner.new_iterator(opts)
+    }
+
+    /// Flushes the memtable to level 0 and waits until every immutable memtable is flushed.
+    ///
+    /// # Errors
+    /// The flush's error.
+    pub fn flush(&self) -> Result<()> {
+        self.inner.flush_and_wait()
+    }
+
+    /// Compacts every level's files overlapping `[start, end]` (None = unbounded) down to
+    /// the last level that has data, then waits.
+    ///
+    /// # Errors
+    /// The compaction's error.
+    pub fn compact_range(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        self.inner.compact_range(start, end)
+    }
+
+    /// Waits until no flush or compaction is pending or running.
+    ///
+    /// # Errors
+    /// A background error.
+    pub fn wait_for_compactions(&self) -> Result<()> {
+        self.inner.wait_idle()
+    }
+
+    /// Writes a consistent copy of the database into `dir` (which must not exist),
+    /// hard-linking table files where possible. The copy opens as a database.
+    ///
+    /// # Errors
+    /// `InvalidArgument` if `dir` exists; I/O errors.
+    pub fn checkpoint(&self, dir: impl AsRef<Path>) -> Result<()> {
+        self.inner.checkpoint(dir.as_ref())
+    }
+
+    /// A report of levels, bytes written, write amplification, stalls and latencies.
+    pub fn stats(&self) -> DbStats {
+        self.inner.stats()
+    }
+
+    /// A named property, RocksDB style: `terrace.stats`, `terrace.num-files-at-level<N>`,
+    /// `terrace.levelstats`, `terrace.write-amplification`, `terrace.estimate-live-data-size`,
+    /// `terrace.num-immutable-mem-table`, `terrace.cur-size-all-mem-tables`,
+    /// `terrace.background-errors`. `None` for an unknown name.
+    pub fn property(&self, name: &str) -> Option<String> {
+        self.inner.property(name)
+    }
+
+    /// The newest sequence number.
+    pub fn latest_sequence(&self) -> SeqNo {
+        self.inner.last_seq.load(Ordering::Acquire)
+    }
+
+    /// The database directory.
+    pub fn path(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// Stops background work, waits for running jobs and syncs the WAL. Also done on drop.
+    ///
+    /// # Errors
+    /// The WAL sync's error, or the background error that stopped the database.
+    pub fn close(self) -> Result<()> {
+        self.shutdown()
+    }
+
+    fn shutdown(&self) -> Result<()> {
+        {
+            let mut st = self.inner.state.lock();
+            st.shutting_down = true;
+        }
+        self.inner.bg_work.notify_all();
+        self.inner.bg_done.notify_all();
+        for t in self.threads.lock().drain(..) {
+            let _ = t.join();
+        }
+        let mut wal = self.inner.wal.lock();
+        wal.log.sync()
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        let _ = self.shutdown();
+    }
+}
+
+impl DbInner {
+    /// The current consistent view.
+    pub(crate) fn super_version(&self) -> Arc<SuperVersion> {
+        self.super_version.read().clone()
+    }
+
+    /// Publishes a new view built from `st`. Call with the state lock held.
+    pub(crate) fn install_super_version(&self, st: &DbState) {
+        let sv = SuperVersion {
+            mem: st.mem.clone(),
+            imms: st.imms.iter().rev().map(|i| i.mem.clone()).collect(),
+            version: st.versions.current(),
+        };
+        *self.super_version.write() = Arc::new(sv);
+    }
+
+    /// The directory of volume `v`.
+    pub(crate) fn volume_dir(&self, v: u32) -> PathBuf {
+        volume_dir(&self.opts, &self.dir, v)
+    }
+
+    /// The volume that receives new files of `level`.
+    pub(crate) fn volume_for_level(&self, level: usize) -> u32 {
+        self.opts.level_volumes.get(level).copied().unwrap_or(0)
+    }
+
+    pub(crate) fn table_path(&self, volume: u32, number: u64) -> PathBuf {
+        self.volume_dir(volume)
+            .join(crate::version::table_file_name(number))
+    }
+
+    /// Records a background failure: the database becomes read-only.
+    pub(crate) fn set_bg_error(&self, st: &mut DbState, e: Error) {
+        if st.bg_error.is_none() {
+            tracing::error!(error = %e, "background error; database is now read-only");
+            for l in &self.listeners {
+                l.on_background_error(&e);
+            }
+            st.bg_error = Some(e);
+        }
+        self.bg_done.notify_all();
+    }
+}

@@ -1,0 +1,232 @@
+//! Opening a database: lock, manifest recovery, WAL replay, a fresh WAL, and the
+//! background threads.
+
+use std::collections::{HashSet, VecDeque};
+use std::path::Path;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+use parking_lot::{Condvar, Mutex, RwLock};
+
+use super::{background, flush, stats, write, Db, DbInner, DbState, SuperVersion, WalState};
+use crate::batch::WriteBatch;
+use crate::compaction::FilterRegistry;
+use crate::error::{Error, Result};
+use crate::key::SeqNo;
+use crate::memtable::MemTable;
+use crate::options::{Options, WalRecoveryMode};
+use crate::sst::{BlockCache, TableCache};
+use crate::storage::{IoClass, Storage};
+use crate::version::{parse_file_name, wal_file_name, FileKind, FileMeta, VersionEdit, VersionSet};
+use crate::wal::{FileLogWriter, LogReader, ReadOutcome};
+
+pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
+    opts.validate()?;
+    let storage = opts.storage.clone();
+    let exists = storage.exists(dir)?;
+    if !exists && !opts.create_if_missing {
+        return Err(Error::InvalidArgument(format!(
+            "{} does not exist and create_if_missing is false",
+            dir.display()
+        )));
+    }
+    storage.create_dir_all(dir)?;
+    let lock = storage.lock(&dir.join("LOCK"))?;
+    for v in &opts.volumes {
+        storage.create_dir_all(v)?;
+    }
+    let has_db = storage.exists(&dir.join("CURRENT"))?;
+    if has_db && opts.error_if_exists {
+        return Err(Error::InvalidArgument(format!("{} already exists", dir.display())));
+    }
+    let mut versions = if has_db {
+        VersionSet::recover(storage.clone(), dir, opts.num_levels, opts.max_manifest_file_size)?
+    } else if opts.create_if_missing {
+        VersionSet::create(storage.clone(), dir, opts.num_levels, opts.max_manifest_file_size)?
+    } else {
+        return Err(Error::InvalidArgument(format!(
+            "{} is not a database and create_if_missing is false",
+            dir.display()
+        )));
+    };
+    let names = storage.list(dir)?;
+    for name in &names {
+        if let Some((FileKind::Temp, _)) = parse_file_name(name) {
+            storage.remove_file(&dir.join(name))?;
+        }
+    }
+    let block_cache = Arc::new(BlockCache::new(opts.block_cache_bytes));
+    let table_cache = TableCache::new(storage.clone(), opts.max_open_files, Some(block_cache.clone()));
+    let filters = FilterRegistry::with_builtins();
+    for f in &opts.compaction_filter_factories {
+        filters.register(f.clone());
+    }
+    let inner_mem = Arc::new(MemTable::new());
+    let listeners = opts.listeners.clone();
+
+    // Replay the logs into level-0 tables.
+    let counters = stats::Counters::default();
+    let mut recovered = Recovery {
+        storage: storage.as_ref(),
+        dir,
+        opts: &opts,
+        versions: &mut versions,
+        new_files: Vec::new(),
+        max_seq: 0,
+        dropped: 0,
+    };
+    recovered.replay(&names)?;
+    let Recovery {
+        new_files,
+        max_seq,
+        dropped,
+        ..
+    } = recovered;
+    stats::add(&counters.wal_records_dropped, dropped);
+
+    let wal_number = versions.new_file_number();
+    let wal_path = dir.join(wal_file_name(wal_number));
+    let wal_file = storage.create(&wal_path, IoClass::Wal)?;
+    storage.sync_dir(dir)?;
+    let last_seq = versions.last_sequence().max(max_seq);
+    versions.set_last_sequence(last_seq);
+    let mut edit = VersionEdit {
+        log_number: Some(wal_number),
+        ..VersionEdit::default()
+    };
+    edit.new_files = new_files.into_iter().map(|f| (0, f)).collect();
+    versions.log_and_apply(edit)?;
+
+    let sv = SuperVersion {
+        mem: inner_mem.clone(),
+        imms: Vec::new(),
+        version: versions.current(),
+    };
+    let state = DbState {
+        versions,
+        mem: inner_mem,
+        mem_wal_number: wal_number,
+        imms: VecDeque::new(),
+        pending_outputs: HashSet::new(),
+        being_compacted: HashSet::new(),
+        running_compactions: 0,
+        manual_compactions: 0,
+        bg_error: None,
+        shutting_down: false,
+    };
+    let inner = Arc::new(DbInner {
+        dir: dir.to_path_buf(),
+        storage,
+        state: Mutex::new(state),
+        bg_done: Condvar::new(),
+        bg_work: Condvar::new(),
+        super_version: RwLock::new(Arc::new(sv)),
+        last_seq: AtomicU64::new(last_seq),
+        writers: write::WriteQueue::default(),
+        wal: Mutex::new(WalState {
+            log: Box::new(FileLogWriter::new(wal_file)),
+            number: wal_number,
+        }),
+        table_cache,
+        block_cache,
+        snapshots: Arc::default(),
+        counters,
+        filters,
+        listeners,
+        opts,
+        _lock: lock,
+    });
+    {
+        let mut st = inner.state.lock();
+        inner.delete_obsolete_files(&mut st);
+    }
+    let threads = background::spawn(&inner)?;
+    inner.bg_work.notify_all();
+    Ok(Db {
+        inner,
+        threads: Mutex::new(threads),
+    })
+}
+
+/// WAL replay state.
+struct Recovery<'a> {
+    storage: &'a dyn Storage,
+    dir: &'a Path,
+    opts: &'a Options,
+    versions: &'a mut VersionSet,
+    new_files: Vec<FileMeta>,
+    max_seq: SeqNo,
+    dropped: u64,
+}
+
+impl Recovery<'_> {
+    fn replay(&mut self, names: &[String]) -> Result<()> {
+        let min_log = self.versions.log_number();
+        let mut logs: Vec<u64> = names
+            .iter()
+            .filter_map(|n| parse_file_name(n))
+            .filter(|(k, n)| *k == FileKind::Wal && *n >= min_log)
+            .map(|(_, n)| n)
+            .collect();
+        logs.sort_unstable();
+        for n in &logs {
+            self.versions.mark_file_number_used(*n);
+        }
+        let mut mem = MemTable::new();
+        for (i, number) in logs.iter().enumerate() {
+            let newest = i + 1 == logs.len();
+            let path = self.dir.join(wal_file_name(*number));
+            let mut reader = LogReader::new(self.storage.open(&path)?, path.clone());
+            let stop = loop {
+                match reader.read_record()? {
+                    ReadOutcome::Record { data, offset } => {
+                        let batch = WriteBatch::from_record(data, &path, offset)?;
+                        let seq = batch.sequence();
+                        write::insert_into_memtable(&mem, &batch, seq)?;
+                        let last = seq + u64::from(batch.count()).saturating_sub(1);
+                        self.max_seq = self.max_seq.max(last);
+                        if mem.approximate_memory_usage() >= self.opts.write_buffer_size {
+                            self.flush(std::mem::take(&mut mem))?;
+                        }
+                    }
+                    ReadOutcome::Eof => break false,
+                    ReadOutcome::Corrupt { offset, reason, tail } => {
+                        let tolerated = match self.opts.wal_recovery_mode {
+                            WalRecoveryMode::PointInTime => true,
+                            WalRecoveryMode::TolerateCorruptedTailRecords => tail && newest,
+                        };
+                        if !tolerated {
+                            return Err(Error::corruption(&path, offset, reason));
+                        }
+                        tracing::warn!(path = %path.display(), offset, %reason, "dropping damaged write-ahead-log records");
+                        self.dropped += 1;
+                        break true;
+                    }
+                }
+            };
+            if stop {
+                break;
+            }
+        }
+        self.flush(mem)
+    }
+
+    fn flush(&mut self, mem: MemTable) -> Result<()> {
+        let mem = Arc::new(mem);
+        let number = self.versions.new_file_number();
+        let volume = self.opts.level_volumes.first().copied().unwrap_or(0);
+        let dir = super::volume_dir(self.opts, self.dir, volume);
+        let written = flush::write_table(
+            self.storage,
+            self.opts,
+            &dir,
+            volume,
+            number,
+            &mut mem.iter(),
+            &mem.range_tombstones(),
+            IoClass::Flush,
+        )?;
+        self.new_files.extend(written);
+        Ok(())
+    }
+}

@@ -1,0 +1,247 @@
+//! Engine statistics: counters kept by the database and the public report built from them.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use hdrhistogram::Histogram;
+use parking_lot::Mutex;
+
+/// Latency percentiles of one operation, in microseconds.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct LatencySummary {
+    /// Operations recorded.
+    pub count: u64,
+    /// Median.
+    pub p50_micros: f64,
+    /// 99th percentile.
+    pub p99_micros: f64,
+    /// 99.9th percentile.
+    pub p999_micros: f64,
+    /// Largest.
+    pub max_micros: f64,
+}
+
+/// Files and bytes of one level.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct LevelStats {
+    /// Level number.
+    pub level: usize,
+    /// Table files.
+    pub files: usize,
+    /// Bytes of those files.
+    pub bytes: u64,
+    /// The level's byte target (0 for level 0).
+    pub target_bytes: u64,
+}
+
+/// A report of the engine's state and work since open. See `Db::stats`.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct DbStats {
+    /// Per-level files and bytes.
+    pub levels: Vec<LevelStats>,
+    /// Bytes of keys and values written by users.
+    pub user_bytes_written: u64,
+    /// Bytes written to the write-ahead log.
+    pub wal_bytes_written: u64,
+    /// Bytes of table files written by flushes.
+    pub flush_bytes_written: u64,
+    /// Bytes of table files written by compactions.
+    pub compaction_bytes_written: u64,
+    /// Bytes of table files read by compactions.
+    pub compaction_bytes_read: u64,
+    /// (flush + compaction bytes written) / user bytes written; 0 before any write.
+    pub write_amplification: f64,
+    /// Flushes completed.
+    pub flushes: u64,
+    /// Compactions completed (trivial moves included).
+    pub compactions: u64,
+    /// Compactions that moved a file without rewriting it.
+    pub trivial_moves: u64,
+    /// Microseconds writers spent delayed or stopped.
+    pub stall_micros: u64,
+    /// Writes that were delayed or stopped.
+    pub stall_count: u64,
+    /// Damaged write-ahead-log records dropped on open.
+    pub wal_records_dropped: u64,
+    /// Block cache hits and misses.
+    pub block_cache_hits: u64,
+    /// Block cache misses.
+    pub block_cache_misses: u64,
+    /// Memtable bytes (active plus immutable).
+    pub memtable_bytes: u64,
+    /// Immutable memtables waiting for flush.
+    pub immutable_memtables: usize,
+    /// Latest sequence number.
+    pub last_sequence: u64,
+    /// Get latency.
+    pub get_latency: LatencySummary,
+    /// Write (put, delete, batch) latency.
+    pub write_latency: LatencySummary,
+}
+
+/// Counters updated by the engine's threads.
+#[derive(Debug)]
+pub(crate) struct Counters {
+    pub(crate) user_bytes: AtomicU64,
+    pub(crate) wal_bytes: AtomicU64,
+    pub(crate) flush_bytes: AtomicU64,
+    pub(crate) compaction_bytes_written: AtomicU64,
+    pub(crate) compaction_bytes_read: AtomicU64,
+    pub(crate) flushes: AtomicU64,
+    pub(crate) compactions: AtomicU64,
+    pub(crate) trivial_moves: AtomicU64,
+    pub(crate) stall_micros: AtomicU64,
+    pub(crate) stall_count: AtomicU64,
+    pub(crate) wal_records_dropped: AtomicU64,
+    get_hist: Mutex<Option<Histogram<u64>>>,
+    write_hist: Mutex<Option<Histogram<u64>>>,
+}
+
+/// 1 us .. 1 hour at 3 significant digits. `None` only if the library rejected constant
+/// bounds, in which case latencies are simply not recorded.
+fn new_hist() -> Option<Histogram<u64>> {
+    Histogram::new_with_bounds(1, 3_600_000_000, 3).ok()
+}
+
+impl Default for Counters {
+    fn default() -> Self {
+        Counters {
+            user_bytes: AtomicU64::new(0),
+            wal_bytes: AtomicU64::new(0),
+            flush_bytes: AtomicU64::new(0),
+            compaction_bytes_written: AtomicU64::new(0),
+            compaction_bytes_read: AtomicU64::new(0),
+            flushes: AtomicU64::new(0),
+            compactions: AtomicU64::new(0),
+            trivial_moves: AtomicU64::new(0),
+            stall_micros: AtomicU64::new(0),
+            stall_count: AtomicU64::new(0),
+            wal_records_dropped: AtomicU64::new(0),
+            get_hist: Mutex::new(new_hist()),
+            write_hist: Mutex::new(new_hist()),
+        }
+    }
+}
+
+pub(crate) fn add(c: &AtomicU64, v: u64) {
+    c.fetch_add(v, Ordering::Relaxed);
+}
+
+pub(crate) fn load(c: &AtomicU64) -> u64 {
+    c.load(Ordering::Relaxed)
+}
+
+fn summarize(h: &Option<Histogram<u64>>) -> LatencySummary {
+    let Some(h) = h.as_ref().filter(|h| !h.is_empty()) else {
+        return LatencySummary::default();
+    };
+    LatencySummary {
+        count: h.len(),
+        p50_micros: h.value_at_quantile(0.5) as f64,
+        p99_micros: h.value_at_quantile(0.99) as f64,
+        p999_micros: h.value_at_quantile(0.999) as f64,
+        max_micros: h.max() as f64,
+    }
+}
+
+impl Counters {
+    pub(crate) fn record_get(&self, micros: u64) {
+        if let Some(h) = self.get_hist.lock().as_mut() {
+            h.saturating_record(micros.max(1));
+        }
+    }
+    pub(crate) fn record_write(&self, micros: u64) {
+        if let Some(h) = self.write_hist.lock().as_mut() {
+            h.saturating_record(micros.max(1));
+        }
+    }
+    pub(crate) fn get_latency(&self) -> LatencySummary {
+        summarize(&self.get_hist.lock())
+    }
+    pub(crate) fn write_latency(&self) -> LatencySummary {
+        summarize(&self.write_hist.lock())
+    }
+}
+
+impl super::DbInner {
+    pub(crate) fn stats(&self) -> DbStats {
+        let sv = self.super_version();
+        let targets = crate::compaction::level_targets(sv.version.levels(), &self.opts);
+        let levels = (0..sv.version.num_levels())
+            .map(|l| LevelStats {
+                level: l,
+                files: sv.version.files(l).len(),
+                bytes: sv.version.level_bytes(l),
+                target_bytes: targets.get(l).copied().unwrap_or(0),
+            })
+            .collect();
+        let user = load(&self.counters.user_bytes);
+        let flush = load(&self.counters.flush_bytes);
+        let compaction = load(&self.counters.compaction_bytes_written);
+        let memtable_bytes = std::iter::once(&sv.mem)
+            .chain(sv.imms.iter())
+            .map(|m| m.approximate_memory_usage() as u64)
+            .sum();
+        DbStats {
+            levels,
+            user_bytes_written: user,
+            wal_bytes_written: load(&self.counters.wal_bytes),
+            flush_bytes_written: flush,
+            compaction_bytes_written: compaction,
+            compaction_bytes_read: load(&self.counters.compaction_bytes_read),
+            write_amplification: if user == 0 {
+                0.0
+            } else {
+                (flush + compaction) as f64 / user as f64
+            },
+            flushes: load(&self.counters.flushes),
+            compactions: load(&self.counters.compactions),
+            trivial_moves: load(&self.counters.trivial_moves),
+            stall_micros: load(&self.counters.stall_micros),
+            stall_count: load(&self.counters.stall_count),
+            wal_records_dropped: load(&self.counters.wal_records_dropped),
+            block_cache_hits: self.block_cache.hits(),
+            block_cache_misses: self.block_cache.misses(),
+            memtable_bytes,
+            immutable_memtables: sv.imms.len(),
+            last_sequence: self.last_seq.load(Ordering::Acquire),
+            get_latency: self.counters.get_latency(),
+            write_latency: self.counters.write_latency(),
+        }
+    }
+
+    pub(crate) fn property(&self, name: &str) -> Option<String> {
+        let name = name.strip_prefix("terrace.").or_else(|| name.strip_prefix("rocksdb."))?;
+        let s = self.stats();
+        if let Some(level) = name.strip_prefix("num-files-at-level") {
+            let l: usize = level.parse().ok()?;
+            return s.levels.get(l).map(|x| x.files.to_string());
+        }
+        match name {
+            "stats" => serde_json::to_string_pretty(&s).ok(),
+            "levelstats" => {
+                let mut out = String::from("Level Files Size(MB) Target(MB)\n");
+                for l in &s.levels {
+                    out.push_str(&format!(
+                        "{:>5} {:>5} {:>8.1} {:>10.1}\n",
+                        l.level,
+                        l.files,
+                        l.bytes as f64 / 1048576.0,
+                        l.target_bytes as f64 / 1048576.0
+                    ));
+                }
+                Some(out)
+            }
+            "write-amplification" => Some(format!("{:.3}", s.write_amplification)),
+            "estimate-live-data-size" => {
+                Some(s.levels.iter().map(|l| l.bytes).sum::<u64>().to_string())
+            }
+            "num-immutable-mem-table" => Some(s.immutable_memtables.to_string()),
+            "cur-size-all-mem-tables" => Some(s.memtable_bytes.to_string()),
+            "background-errors" => {
+                let st = self.state.lock();
+                Some(st.bg_error.as_ref().map_or_else(|| "0".to_string(), |e| e.to_string()))
+            }
+            _ => None,
+        }
+    }
+}

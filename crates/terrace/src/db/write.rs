@@ -1,0 +1,232 @@
+//! The write path: group commit, write stalls and memtable switches.
+//!
+//! Writers queue up; the writer at the front becomes the leader, takes the queued batches
+//! (up to a size limit, never mixing WAL and no-WAL writes or pulling a sync write into a
+//! non-sync group), writes them to the WAL as one record with at most one sync, inserts
+//! them into the memtable and wakes the followers with the shared result.
+
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+
+use super::{DbInner, DbState, ImmMemTable, WalState};
+use crate::batch::{BatchOp, WriteBatch};
+use crate::error::{Error, Result};
+use crate::key::ValueType;
+use crate::memtable::MemTable;
+use crate::options::WriteOptions;
+use crate::storage::IoClass;
+use crate::wal::FileLogWriter;
+
+/// Largest group a leader assembles, in batch bytes.
+const MAX_GROUP_BYTES: usize = 1 << 20;
+
+struct Writer {
+    batch: WriteBatch,
+    opts: WriteOptions,
+    result: Mutex<Option<Result<()>>>,
+}
+
+/// Writers waiting for their batch to be committed.
+#[derive(Default)]
+pub(crate) struct WriteQueue {
+    queue: Mutex<VecDeque<Arc<Writer>>>,
+    cv: Condvar,
+}
+
+impl DbInner {
+    pub(crate) fn write(&self, batch: WriteBatch, opts: WriteOptions) -> Result<()> {
+        let start = Instant::now();
+        let me = Arc::new(Writer {
+            batch,
+            opts,
+            result: Mutex::new(None),
+        });
+        let mut q = self.writers.queue.lock();
+        q.push_back(me.clone());
+        loop {
+            if let Some(r) = me.result.lock().take() {
+                drop(q);
+                self.counters.record_write(start.elapsed().as_micros() as u64);
+                return r;
+            }
+            if q.front().is_some_and(|f| Arc::ptr_eq(f, &me)) {
+                break;
+            }
+            self.writers.cv.wait(&mut q);
+        }
+        let mut group = vec![me.clone()];
+        let mut bytes = me.batch.approximate_size();
+        for w in q.iter().skip(1) {
+            if bytes >= MAX_GROUP_BYTES
+                || w.opts.disable_wal != me.opts.disable_wal
+                || (w.opts.sync && !me.opts.sync)
+            {
+                break;
+            }
+            bytes += w.batch.approximate_size();
+            group.push(w.clone());
+        }
+        drop(q);
+
+        let r = self.write_group(&group, me.opts, bytes);
+
+        let mut q = self.writers.queue.lock();
+        for w in &group {
+            q.pop_front();
+            if !Arc::ptr_eq(w, &me) {
+                *w.result.lock() = Some(r.clone());
+            }
+        }
+        self.writers.cv.notify_all();
+        drop(q);
+        self.counters.record_write(start.elapsed().as_micros() as u64);
+        r
+    }
+
+    fn write_group(&self, group: &[Arc<Writer>], opts: WriteOptions, bytes: usize) -> Result<()> {
+        let mut wal = self.wal.lock();
+        self.make_room_for_write(&mut wal, bytes)?;
+        let sv = self.super_version();
+        let first_seq = self.last_seq.load(Ordering::Acquire) + 1;
+        let mut combined;
+        let batch = if group.len() == 1 {
+            combined = group[0].batch.clone();
+            combined.set_sequence(first_seq);
+            &combined
+        } else {
+            combined = WriteBatch::new();
+            for w in group {
+                combined.append(&w.batch);
+            }
+            combined.set_sequence(first_seq);
+            &combined
+        };
+        let count = u64::from(batch.count());
+        if count == 0 {
+            return Ok(());
+        }
+        if !opts.disable_wal {
+            let r = wal.log.add_record(batch.data()).and_then(|()| {
+                if opts.sync {
+                    wal.log.sync()
+                } else {
+                    wal.log.flush()
+                }
+            });
+            if let Err(e) = r {
+                let mut st = self.state.lock();
+                self.set_bg_error(&mut st, e.clone());
+                return Err(e);
+            }
+            super::stats::add(&self.counters.wal_bytes, batch.data().len() as u64);
+        }
+        let user_bytes = insert_into_memtable(&sv.mem, batch, first_seq)?;
+        super::stats::add(&self.counters.user_bytes, user_bytes);
+        self.last_seq
+            .store(first_seq + count - 1, Ordering::Release);
+        Ok(())
+    }
+
+    /// Waits out stalls and switches a full memtable. Called by the leader with the WAL lock.
+    fn make_room_for_write(&self, wal: &mut WalState, bytes: usize) -> Result<()> {
+        let mut allow_delay = true;
+        let mut st = self.state.lock();
+        loop {
+            if let Some(e) = &st.bg_error {
+                return Err(Error::Background(Arc::new(e.clone())));
+            }
+            if st.shutting_down {
+                return Err(Error::Closed);
+            }
+            let l0_files = st.versions.current().files(0).len();
+            if allow_delay && l0_files >= self.opts.level0_slowdown_writes_trigger {
+                // Delay this group as if writes were limited to delayed_write_rate.
+                drop(st);
+                let rate = self.opts.delayed_write_rate.max(1);
+                let micros = (bytes as u64).saturating_mul(1_000_000) / rate;
+                let delay = Duration::from_micros(micros.clamp(100, 1_000_000));
+                let t = Instant::now();
+                std::thread::sleep(delay);
+                self.record_stall(t);
+                allow_delay = false;
+                st = self.state.lock();
+                continue;
+            }
+            if st.mem.approximate_memory_usage() < self.opts.write_buffer_size {
+                return Ok(());
+            }
+            if st.imms.len() + 1 >= self.opts.max_write_buffer_number
+                || l0_files >= self.opts.level0_stop_writes_trigger
+            {
+                let t = Instant::now();
+                self.bg_work.notify_all();
+                self.bg_done.wait_for(&mut st, Duration::from_millis(100));
+                self.record_stall(t);
+                continue;
+            }
+            if let Err(e) = self.switch_memtable(&mut st, wal) {
+                self.set_bg_error(&mut st, e.clone());
+                return Err(e);
+            }
+        }
+    }
+
+    fn record_stall(&self, since: Instant) {
+        super::stats::add(&self.counters.stall_count, 1);
+        super::stats::add(
+            &self.counters.stall_micros,
+            since.elapsed().as_micros() as u64,
+        );
+    }
+
+    /// Makes the active memtable immutable and starts a new WAL for its successor.
+    pub(crate) fn switch_memtable(&self, st: &mut DbState, wal: &mut WalState) -> Result<()> {
+        let number = st.versions.new_file_number();
+        let path = self.dir.join(crate::version::wal_file_name(number));
+        let file = self.storage.create(&path, IoClass::Wal)?;
+        self.storage.sync_dir(&self.dir)?;
+        // The old log must be durable before writes go to the new one, so that a crash
+        // never keeps later writes while losing earlier ones.
+        wal.log.sync()?;
+        wal.log = Box::new(FileLogWriter::new(file));
+        wal.number = number;
+        let old = std::mem::replace(&mut st.mem, Arc::new(MemTable::new()));
+        st.imms.push_back(ImmMemTable {
+            mem: old,
+            wal_number: st.mem_wal_number,
+            flushing: false,
+        });
+        st.mem_wal_number = number;
+        self.install_super_version(st);
+        self.bg_work.notify_all();
+        Ok(())
+    }
+}
+
+/// Inserts a batch whose first operation has sequence `first_seq`; returns user bytes.
+pub(crate) fn insert_into_memtable(mem: &MemTable, batch: &WriteBatch, first_seq: u64) -> Result<u64> {
+    let mut seq = first_seq;
+    let mut bytes = 0u64;
+    for op in batch.iter() {
+        match op? {
+            BatchOp::Put { key, value } => {
+                mem.add(seq, ValueType::Value, key, value);
+                bytes += (key.len() + value.len()) as u64;
+            }
+            BatchOp::Delete { key } => {
+                mem.add(seq, ValueType::Deletion, key, &[]);
+                bytes += key.len() as u64;
+            }
+            BatchOp::DeleteRange { start, end } => {
+                mem.add(seq, ValueType::RangeDeletion, start, end);
+                bytes += (start.len() + end.len()) as u64;
+            }
+        }
+        seq += 1;
+    }
+    Ok(bytes)
+}

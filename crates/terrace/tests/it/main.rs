@@ -1,0 +1,46 @@
+//! The integration tests: public API only, one binary.
+
+mod api;
+mod concurrency;
+mod corruption;
+mod crash;
+mod model;
+mod seams;
+
+use std::path::Path;
+
+use terrace::{Db, Options};
+
+/// Options that make flushes and compactions happen after a few kilobytes.
+pub fn small_options() -> Options {
+    Options {
+        write_buffer_size: 16 << 10,
+        target_file_size_base: 32 << 10,
+        max_bytes_for_level_base: 128 << 10,
+        level0_file_num_compaction_trigger: 2,
+        level0_slowdown_writes_trigger: 8,
+        level0_stop_writes_trigger: 12,
+        block_size: 1024,
+        ..Options::default()
+    }
+}
+
+/// Every key and value of the database, in order.
+pub fn scan_all(db: &Db) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut it = db.iter(terrace::ReadOptions::default()).unwrap();
+    it.seek_to_first().unwrap();
+    it.collect_remaining().unwrap()
+}
+
+/// Opens `dir` with `opts`, panicking with the error on failure.
+pub fn open(dir: &Path, opts: Options) -> Db {
+    Db::open(dir, opts).unwrap()
+}
+
+/// The proptest case count: `PROPTEST_CASES` or `default`.
+pub fn cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}

@@ -1,0 +1,107 @@
+//! The seams later capabilities plug into, each proven with a second implementation.
+
+use std::sync::Arc;
+
+use terrace::storage::{FaultStorage, FsStorage};
+use terrace::{Db, Options};
+
+use crate::{scan_all, small_options};
+
+fn count_tables(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "sst"))
+        .count()
+}
+
+#[test]
+fn levels_live_in_two_directories() {
+    let root = tempfile::tempdir().unwrap();
+    let fast = root.path().join("fast");
+    let slow = root.path().join("slow");
+    let opts = Options {
+        volumes: vec![slow.clone()],
+        level_volumes: vec![0, 1, 1, 1, 1, 1, 1],
+        ..small_options()
+    };
+    let db = Db::open(&fast, opts.clone()).unwrap();
+    for i in 0..6000u32 {
+        db.put(format!("k{i:05}").as_bytes(), &[3u8; 50]).unwrap();
+    }
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    assert!(count_tables(&slow) > 0, "no table reached the second volume");
+    assert_eq!(count_tables(&fast), 0, "level 0 should be empty after a full compaction");
+    db.close().unwrap();
+    let db = Db::open(&fast, opts).unwrap();
+    assert_eq!(scan_all(&db).len(), 6000);
+}
+
+#[test]
+fn background_io_error_makes_the_database_read_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let fault = FaultStorage::new(Arc::new(FsStorage::new()));
+    let opts = Options {
+        storage: Arc::new(fault.clone()),
+        ..small_options()
+    };
+    let db = Db::open(dir.path(), opts).unwrap();
+    db.put(b"before", b"1").unwrap();
+    db.flush().unwrap();
+    fault.set_fail_syncs(true);
+    let mut failed = None;
+    for i in 0..20_000u32 {
+        if let Err(e) = db.put(format!("k{i:05}").as_bytes(), &[0u8; 64]) {
+            failed = Some(e);
+            break;
+        }
+    }
+    let err = failed.expect("writes kept succeeding although every sync fails");
+    assert!(matches!(err, terrace::Error::Background(_) | terrace::Error::Io { .. }), "{err}");
+    // Every later write fails with the stored error; reads still work.
+    assert!(db.put(b"later", b"x").is_err());
+    assert_eq!(db.get(b"before").unwrap(), Some(b"1".to_vec()));
+    assert_ne!(db.property("terrace.background-errors").unwrap(), "0");
+}
+
+#[test]
+fn compaction_filter_by_name_drops_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options {
+        compaction_filter: Some(terrace::compaction::FilterSpec {
+            name: "drop-prefix".into(),
+            params: "746d703a".into(), // hex of "tmp:"
+        }),
+        ..small_options()
+    };
+    let db = Db::open(dir.path(), opts).unwrap();
+    for i in 0..500u32 {
+        db.put(format!("tmp:{i:04}").as_bytes(), b"scratch").unwrap();
+        db.put(format!("keep:{i:04}").as_bytes(), b"data").unwrap();
+    }
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    let all = scan_all(&db);
+    assert_eq!(all.len(), 500);
+    assert!(all.iter().all(|(k, _)| k.starts_with(b"keep:")));
+}
+
+#[test]
+fn subcompactions_produce_the_same_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options {
+        max_subcompactions: 4,
+        ..small_options()
+    };
+    let db = Db::open(dir.path(), opts).unwrap();
+    for round in 0..3u32 {
+        for i in 0..4000u32 {
+            db.put(format!("k{i:05}").as_bytes(), format!("r{round}").as_bytes())
+                .unwrap();
+        }
+    }
+    db.compact_range(None, None).unwrap();
+    let all = scan_all(&db);
+    assert_eq!(all.len(), 4000);
+    assert!(all.iter().all(|(_, v)| v == b"r2"));
+}
