@@ -1,9 +1,30 @@
 //! Versions: the set of live table files per level, the edits that change it, and the
-//! MANIFEST log that makes each change durable.
+//! MANIFEST log that makes each change durable (docs/formats/manifest.md).
 //!
-//! Owns: `FileMeta`, `VersionEdit` (docs/formats/manifest.md), `Version`, `VersionSet`.
-//! Must not touch: table contents; it knows files only by their metadata.
+//! Owns: `FileMeta`, `VersionEdit` and its encoding (`edit`, `field`), `Version`
+//! (`version`), the manifest's record framing and CURRENT (`manifest`), `VersionSet`
+//! (`set`), and the names of database files (`file_name`).
+//! Must not touch: table or log contents; it knows files only by their metadata and names.
+//! Concurrency: `Version`s are immutable and shared by `Arc`; the `VersionSet` is not
+//! synchronised and lives under the database mutex.
 
+mod edit;
+mod field;
 mod file_meta;
+mod file_name;
+mod manifest;
+mod set;
+#[allow(clippy::module_inception)]
+mod version;
 
+pub use edit::{VersionEdit, SAFE_TO_IGNORE};
 pub use file_meta::FileMeta;
+pub use file_name::{
+    manifest_file_name, parse_file_name, table_file_name, wal_file_name, FileKind,
+    CURRENT_FILE_NAME, LOCK_FILE_NAME,
+};
+pub use set::VersionSet;
+pub use version::Version;
+
+#[cfg(test)]
+mod tests;

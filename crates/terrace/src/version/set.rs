@@ -1,0 +1,358 @@
+//! The version set: the current version, the counters the manifest keeps (file numbers,
+//! last sequence, log number, compact pointers), and the manifest that makes them durable.
+//!
+//! Owns: creating, replaying, appending to and rolling over the MANIFEST; switching CURRENT;
+//! tracking which older versions readers still hold.
+//! Must not touch: table or log contents; deleting table files (callers use `live_files`).
+//! Concurrency: not synchronised; the database keeps its `VersionSet` under its mutex.
+//! Versions handed out by `current` are immutable and may be used from any thread.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Weak};
+
+use super::file_name::{manifest_file_name, CURRENT_FILE_NAME};
+use super::manifest::{read_current, split_records, write_current, ManifestWriter, HEADER_LEN};
+use super::version::ApplyError;
+use super::{Version, VersionEdit};
+use crate::error::{Error, Result};
+use crate::key::{InternalKey, SeqNo};
+use crate::storage::{IoClass, Storage};
+
+/// The live versions and the manifest of one database. `Send` but not `Sync`: the
+/// database keeps it under its mutex.
+pub struct VersionSet {
+    storage: Arc<dyn Storage>,
+    dir: PathBuf,
+    max_manifest_bytes: u64,
+    current: Arc<Version>,
+    /// Every version installed so far that may still be alive; pruned on install.
+    installed: Vec<Weak<Version>>,
+    /// The manifest being appended to; `None` after recovery or after a failed write, in
+    /// which case the next edit starts a new manifest.
+    manifest: Option<ManifestWriter>,
+    /// The manifest CURRENT names.
+    manifest_number: u64,
+    next_file_number: u64,
+    last_sequence: SeqNo,
+    log_number: u64,
+    compact_pointers: Vec<Option<InternalKey>>,
+}
+
+impl VersionSet {
+    fn empty(
+        storage: Arc<dyn Storage>,
+        dir: &Path,
+        num_levels: usize,
+        max_manifest_bytes: u64,
+    ) -> Result<Self> {
+        if num_levels == 0 {
+            return Err(Error::InvalidArgument(
+                "num_levels must be at least 1".into(),
+            ));
+        }
+        let current = Arc::new(Version::new(num_levels));
+        Ok(VersionSet {
+            storage,
+            dir: dir.to_path_buf(),
+            max_manifest_bytes,
+            installed: vec![Arc::downgrade(&current)],
+            current,
+            manifest: None,
+            manifest_number: 0,
+            next_file_number: 1,
+            last_sequence: 0,
+            log_number: 0,
+            compact_pointers: vec![None; num_levels],
+        })
+    }
+
+    /// Creates a new database's metadata in `dir`: writes `MANIFEST-000001` holding a
+    /// snapshot edit, then CURRENT.
+    ///
+    /// # Errors
+    /// `InvalidArgument` if `num_levels` is 0 or `dir` already holds a CURRENT file;
+    /// I/O errors.
+    pub fn create(
+        storage: Arc<dyn Storage>,
+        dir: &Path,
+        num_levels: usize,
+        max_manifest_bytes: u64,
+    ) -> Result<Self> {
+        let mut set = Self::empty(storage, dir, num_levels, max_manifest_bytes)?;
+        set.storage.create_dir_all(dir)?;
+        if set.storage.exists(&dir.join(CURRENT_FILE_NAME))? {
+            return Err(Error::InvalidArgument(format!(
+                "{} already holds a database",
+                dir.display()
+            )));
+        }
+        let v = set.current.clone();
+        let cps = set.compact_pointers.clone();
+        set.start_manifest(&v, set.log_number, set.last_sequence, &cps)?;
+        Ok(set)
+    }
+
+    /// Opens an existing database's metadata: reads CURRENT and replays the manifest it
+    /// names. An incomplete final record (cut off by the end of the file: a write that was
+    /// never acknowledged) is dropped. The manifest is not written to; the first
+    /// `log_and_apply` starts a new one (see docs/formats/manifest.md, "Recovery").
+    ///
+    /// # Errors
+    /// `Corruption { file, offset }` for any damaged record, a record that contradicts the
+    /// ones before it, or a manifest without a complete record or next file number;
+    /// `Unsupported` for a field written by a newer release that may not be skipped;
+    /// `InvalidArgument` if the manifest uses more levels than `num_levels`; I/O errors.
+    pub fn recover(
+        storage: Arc<dyn Storage>,
+        dir: &Path,
+        num_levels: usize,
+        max_manifest_bytes: u64,
+    ) -> Result<Self> {
+        let mut set = Self::empty(storage, dir, num_levels, max_manifest_bytes)?;
+        let number = read_current(set.storage.as_ref(), dir)?;
+        let path = dir.join(manifest_file_name(number));
+        let data = set.storage.read_all(&path, IoClass::Manifest)?;
+        let split = split_records(&data, &path)?;
+        if split.records.is_empty() {
+            return Err(Error::corruption(
+                &path,
+                0,
+                "manifest holds no complete record",
+            ));
+        }
+        let mut version = Version::new(num_levels);
+        let mut next_file_number = None;
+        for rec in &split.records {
+            let edit = VersionEdit::decode(rec.payload, &path, rec.payload_offset)?;
+            let record_offset = rec.payload_offset - HEADER_LEN as u64;
+            version = version.apply(&edit).map_err(|e| match e {
+                ApplyError::LevelOutOfRange(r) => {
+                    Error::InvalidArgument(format!("{}: {r}", path.display()))
+                }
+                ApplyError::Invalid(r) => Error::corruption(&path, record_offset, r),
+            })?;
+            set.absorb_counters(&edit);
+            next_file_number = edit.next_file_number.or(next_file_number);
+        }
+        let Some(next) = next_file_number else {
+            return Err(Error::corruption(
+                &path,
+                0,
+                "manifest never records the next file number",
+            ));
+        };
+        if split.dropped_tail_bytes > 0 {
+            tracing::warn!(
+                manifest = %path.display(),
+                bytes = split.dropped_tail_bytes,
+                "dropped an incomplete final manifest record"
+            );
+        }
+        set.next_file_number = next;
+        set.manifest_number = number;
+        set.mark_file_number_used(number);
+        set.mark_file_number_used(set.log_number);
+        let numbers: Vec<u64> = version.file_numbers().collect();
+        for n in numbers {
+            set.mark_file_number_used(n);
+        }
+        set.install(version);
+        Ok(set)
+    }
+
+    /// The current version.
+    pub fn current(&self) -> Arc<Version> {
+        self.current.clone()
+    }
+
+    /// Applies `edit` to the current version, makes it durable, then installs the result.
+    ///
+    /// Marks the edit's file numbers (and log number) as used, fills in `next_file_number`
+    /// and `last_sequence` from the set (keeping the edit's `last_sequence` if larger) and
+    /// `log_number` if unset, appends the edit to the manifest and syncs it. If the manifest
+    /// has grown past `max_manifest_bytes` (or none is open, as after recovery), writes a
+    /// new manifest holding a snapshot instead, switches CURRENT crash-safely and deletes the
+    /// old manifest. Nothing is installed on error, and the next edit starts a new manifest.
+    ///
+    /// # Errors
+    /// `InvalidArgument` if the edit deletes a file that is not in the named level, adds a
+    /// live file number, makes files overlap in a level from 1 on, names a level out of
+    /// range, or moves the log number backwards; I/O errors of the manifest or CURRENT.
+    pub fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<()> {
+        if let Some(n) = edit.log_number {
+            if n < self.log_number {
+                return Err(Error::InvalidArgument(format!(
+                    "log number {n} is below the current {}",
+                    self.log_number
+                )));
+            }
+            self.mark_file_number_used(n);
+        }
+        for (_, f) in &edit.new_files {
+            self.mark_file_number_used(f.number);
+        }
+        let version = self
+            .current
+            .apply(&edit)
+            .map_err(|e| Error::InvalidArgument(e.reason().to_string()))?;
+        let log_number = edit.log_number.unwrap_or(self.log_number);
+        let last_sequence = edit.last_sequence.unwrap_or(0).max(self.last_sequence);
+        let mut cps = self.compact_pointers.clone();
+        for (level, k) in &edit.compact_pointers {
+            if let Some(slot) = usize::try_from(*level).ok().and_then(|l| cps.get_mut(l)) {
+                *slot = Some(k.clone());
+            }
+        }
+        let roll = self
+            .manifest
+            .as_ref()
+            .is_none_or(|m| m.len() > self.max_manifest_bytes);
+        if roll {
+            self.start_manifest(&version, log_number, last_sequence, &cps)?;
+        } else {
+            edit.log_number = Some(log_number);
+            edit.last_sequence = Some(last_sequence);
+            edit.next_file_number = Some(self.next_file_number);
+            let payload = edit.encode();
+            let written = match self.manifest.as_mut() {
+                Some(m) => m.append_synced(&payload),
+                None => Err(Error::InvalidArgument("no manifest open".into())),
+            };
+            if let Err(e) = written {
+                // The file may now end in a partial record: never append to it again.
+                self.manifest = None;
+                return Err(e);
+            }
+        }
+        self.log_number = log_number;
+        self.last_sequence = last_sequence;
+        self.compact_pointers = cps;
+        self.install(version);
+        Ok(())
+    }
+
+    /// Allocates a file number. It becomes durable with the next logged edit.
+    pub fn new_file_number(&mut self) -> u64 {
+        let n = self.next_file_number;
+        self.next_file_number = n.saturating_add(1);
+        n
+    }
+
+    /// Makes sure `n` is never allocated again.
+    pub fn mark_file_number_used(&mut self, n: u64) {
+        if n >= self.next_file_number {
+            self.next_file_number = n.saturating_add(1);
+        }
+    }
+
+    /// The largest sequence number written.
+    pub fn last_sequence(&self) -> SeqNo {
+        self.last_sequence
+    }
+
+    /// Records the largest sequence number written; durable with the next logged edit.
+    pub fn set_last_sequence(&mut self, s: SeqNo) {
+        self.last_sequence = s;
+    }
+
+    /// Write-ahead logs numbered below this are obsolete.
+    pub fn log_number(&self) -> u64 {
+        self.log_number
+    }
+
+    /// The number of the manifest CURRENT names.
+    pub fn manifest_number(&self) -> u64 {
+        self.manifest_number
+    }
+
+    /// Numbers of the table files of the current version and of every older version a
+    /// reader still holds: the files that must not be deleted.
+    pub fn live_files(&self) -> HashSet<u64> {
+        let mut live: HashSet<u64> = self.current.file_numbers().collect();
+        for v in self.installed.iter().filter_map(Weak::upgrade) {
+            live.extend(v.file_numbers());
+        }
+        live
+    }
+
+    /// Where the next compaction of `level` starts, if one was recorded.
+    pub fn compact_pointer(&self, level: usize) -> Option<&InternalKey> {
+        self.compact_pointers.get(level).and_then(Option::as_ref)
+    }
+
+    fn absorb_counters(&mut self, edit: &VersionEdit) {
+        if let Some(n) = edit.log_number {
+            self.log_number = n;
+        }
+        if let Some(s) = edit.last_sequence {
+            self.last_sequence = s;
+        }
+        for (level, k) in &edit.compact_pointers {
+            if let Some(slot) = usize::try_from(*level)
+                .ok()
+                .and_then(|l| self.compact_pointers.get_mut(l))
+            {
+                *slot = Some(k.clone());
+            }
+        }
+    }
+
+    fn install(&mut self, version: Version) {
+        self.current = Arc::new(version);
+        self.installed.retain(|w| w.strong_count() > 0);
+        self.installed.push(Arc::downgrade(&self.current));
+    }
+
+    /// Writes a new manifest holding a snapshot of `version` and the given counters, points
+    /// CURRENT at it and deletes the previous manifest.
+    fn start_manifest(
+        &mut self,
+        version: &Version,
+        log_number: u64,
+        last_sequence: SeqNo,
+        cps: &[Option<InternalKey>],
+    ) -> Result<()> {
+        self.manifest = None;
+        let number = self.new_file_number();
+        let snapshot = VersionEdit {
+            log_number: Some(log_number),
+            next_file_number: Some(self.next_file_number),
+            last_sequence: Some(last_sequence),
+            deleted_files: Vec::new(),
+            new_files: version
+                .levels()
+                .iter()
+                .enumerate()
+                .flat_map(|(l, files)| files.iter().map(move |f| (l as u32, (**f).clone())))
+                .collect(),
+            compact_pointers: cps
+                .iter()
+                .enumerate()
+                .filter_map(|(l, k)| k.clone().map(|k| (l as u32, k)))
+                .collect(),
+            unknown_fields: Vec::new(),
+        };
+        let storage = self.storage.clone();
+        let mut writer = ManifestWriter::create(storage.as_ref(), &self.dir, number)?;
+        if let Err(e) = writer.append_synced(&snapshot.encode()) {
+            let path = writer.path.clone();
+            drop(writer);
+            if let Err(rm) = storage.remove_file(&path) {
+                tracing::warn!(manifest = %path.display(), error = %rm, "cannot remove unused manifest");
+            }
+            return Err(e);
+        }
+        // If this fails, CURRENT may name either manifest: keep both files.
+        write_current(storage.as_ref(), &self.dir, number)?;
+        let old = std::mem::replace(&mut self.manifest_number, number);
+        self.manifest = Some(writer);
+        if old != 0 && old != number {
+            let old_path = self.dir.join(manifest_file_name(old));
+            if let Err(e) = storage.remove_file(&old_path) {
+                tracing::warn!(manifest = %old_path.display(), error = %e, "cannot remove old manifest");
+            }
+        }
+        Ok(())
+    }
+}
