@@ -114,3 +114,30 @@ fn table_cache_keeps_readers_open() {
     write_table(storage.as_ref(), &missing, 900);
     assert!(tc.get(9, &missing).is_ok());
 }
+
+#[test]
+fn readers_and_caches_are_shared_between_threads() {
+    fn send_sync<T: Send + Sync>() {}
+    fn send<T: Send>() {}
+    send_sync::<SstReader>();
+    send_sync::<BlockCache>();
+    send_sync::<TableCache>();
+    send::<SstIterator>();
+    send::<SstBuilder>();
+
+    let entries = sample_entries(1000);
+    let (bytes, _) = build(&entries, &[], small_opts(Compression::Zstd(1)));
+    let cache = Arc::new(BlockCache::new(64 << 10));
+    let r = Arc::new(open_mem(bytes, Some(cache)).unwrap());
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let (r, entries) = (r.clone(), &entries);
+            s.spawn(move || {
+                for (k, v) in entries.iter().skip(t).step_by(4) {
+                    let got = r.get(k, IoClass::Foreground, true).unwrap().unwrap();
+                    assert_eq!((&got.0, got.1.as_ref()), (k, v.as_slice()));
+                }
+            });
+        }
+    });
+}
