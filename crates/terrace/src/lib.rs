@@ -7,6 +7,7 @@ pub mod iter;
 pub mod key;
 pub mod options;
 pub mod range_del;
+pub mod sst;
 pub mod storage;
 pub mod version;
 

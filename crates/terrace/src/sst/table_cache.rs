@@ -1,0 +1,83 @@
+//! The cache of open table readers, so that a lookup does not reopen and re-read a table's
+//! footer, index, filter and meta blocks.
+//!
+//! Owns: [`TableCache`] (quick_cache with one unit per reader; its CLOCK-Pro-like policy
+//! approximates LRU and resists scans).
+//! Must not touch: file deletion; callers evict a number before deleting its file.
+//! Concurrency: `Send + Sync`. Concurrent misses on the same file open it once; the others wait.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use quick_cache::sync::Cache;
+
+use super::block_cache::BlockCache;
+use super::reader::SstReader;
+use crate::error::Result;
+use crate::storage::Storage;
+
+/// Open table readers, at most `capacity` of them, keyed by file number.
+pub struct TableCache {
+    storage: Arc<dyn Storage>,
+    block_cache: Option<Arc<BlockCache>>,
+    readers: Cache<u64, Arc<SstReader>>,
+}
+
+impl std::fmt::Debug for TableCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TableCache")
+            .field("open", &self.readers.len())
+            .field("capacity", &self.readers.capacity())
+            .finish_non_exhaustive()
+    }
+}
+
+impl TableCache {
+    /// A cache of at most `capacity` (at least 1) open tables of `storage`, whose blocks go
+    /// through `block_cache`.
+    pub fn new(
+        storage: Arc<dyn Storage>,
+        capacity: usize,
+        block_cache: Option<Arc<BlockCache>>,
+    ) -> Self {
+        TableCache {
+            storage,
+            block_cache,
+            readers: Cache::new(capacity.max(1)),
+        }
+    }
+
+    /// The reader of table `file_number` at `path`, opened on a miss. The file number is the
+    /// reader's block-cache id, so file numbers must never be reused for other contents.
+    ///
+    /// # Errors
+    /// I/O errors opening the file; `Corruption` from [`SstReader::open`]. Failures are not
+    /// cached: the next call tries again.
+    pub fn get(&self, file_number: u64, path: &Path) -> Result<Arc<SstReader>> {
+        self.readers.get_or_insert_with(&file_number, || {
+            let file = self.storage.open(path)?;
+            let reader = SstReader::open(
+                file,
+                path.to_path_buf(),
+                file_number,
+                self.block_cache.clone(),
+            )?;
+            Ok(Arc::new(reader))
+        })
+    }
+
+    /// Forgets table `file_number` (readers already handed out stay usable).
+    pub fn evict(&self, file_number: u64) {
+        self.readers.remove(&file_number);
+    }
+
+    /// Tables open now.
+    pub fn len(&self) -> usize {
+        self.readers.len()
+    }
+
+    /// True if no table is open.
+    pub fn is_empty(&self) -> bool {
+        self.readers.is_empty()
+    }
+}

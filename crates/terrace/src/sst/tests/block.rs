@@ -1,0 +1,259 @@
+use bytes::Bytes;
+
+use super::*;
+use crate::sst::block_builder::BlockBuilder;
+use crate::sst::block_iter::{Block, BlockIter};
+use crate::sst::bloom::{build_filter, key_hash, BloomFilter};
+use crate::sst::builder::{separator, successor};
+use crate::sst::compress::{block_trailer, compress_block, decode_block, TYPE_NONE};
+use crate::sst::format::{get_varint64, put_varint64, BlockHandle, Footer, FORMAT_VERSION};
+
+fn block_of(entries: &[(Vec<u8>, Vec<u8>)], interval: usize) -> Block {
+    let mut b = BlockBuilder::new(interval);
+    for (k, v) in entries {
+        b.add(k, v);
+    }
+    Block::new(Bytes::copy_from_slice(b.finish())).unwrap()
+}
+
+fn collect_forward(it: &mut BlockIter) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut out = Vec::new();
+    it.seek_to_first().unwrap();
+    while it.valid() {
+        out.push((it.key().to_vec(), it.value().to_vec()));
+        it.next().unwrap();
+    }
+    out
+}
+
+#[test]
+fn block_round_trip_every_restart_interval() {
+    let entries = sample_entries(100);
+    for interval in [1, 2, 3, 16, 1000] {
+        let block = block_of(&entries, interval);
+        let mut it = BlockIter::new(block);
+        assert_eq!(collect_forward(&mut it), entries);
+        // Backward.
+        let mut back = Vec::new();
+        it.seek_to_last().unwrap();
+        while it.valid() {
+            back.push((it.key().to_vec(), it.value().to_vec()));
+            it.prev().unwrap();
+        }
+        back.reverse();
+        assert_eq!(back, entries);
+        // Seek to every key and between keys.
+        for (i, (k, v)) in entries.iter().enumerate() {
+            it.seek(k).unwrap();
+            assert_eq!((it.key(), it.value()), (k.as_slice(), v.as_slice()));
+            let between = crate::key::seek_key(crate::key::user_key(k), 0);
+            it.seek(&between).unwrap();
+            let expect = entries
+                .iter()
+                .skip(i)
+                .find(|(e, _)| crate::key::compare(e, &between).is_ge());
+            assert_eq!(it.valid(), expect.is_some());
+            if let Some((ek, _)) = expect {
+                assert_eq!(it.key(), ek.as_slice());
+            }
+        }
+        it.seek(&internal_key(b"zzz", 1, ValueType::Value)).unwrap();
+        assert!(!it.valid());
+    }
+}
+
+#[test]
+fn empty_block_has_no_entries() {
+    let mut b = BlockBuilder::new(16);
+    let block = Block::new(Bytes::copy_from_slice(b.finish())).unwrap();
+    let mut it = BlockIter::new(block);
+    it.seek_to_first().unwrap();
+    assert!(!it.valid());
+    it.seek_to_last().unwrap();
+    assert!(!it.valid());
+    it.seek(b"anything").unwrap();
+    assert!(!it.valid());
+}
+
+#[test]
+fn damaged_blocks_never_panic() {
+    let entries = sample_entries(30);
+    let mut b = BlockBuilder::new(3);
+    for (k, v) in &entries {
+        b.add(k, v);
+    }
+    let good = b.finish().to_vec();
+    let probe = entries[10].0.clone();
+    for i in 0..good.len() {
+        for flip in [0x01u8, 0x80, 0xff] {
+            let mut bad = good.clone();
+            bad[i] ^= flip;
+            let Ok(block) = Block::new(Bytes::from(bad)) else {
+                continue;
+            };
+            let mut it = BlockIter::new(block);
+            let mut steps = 0;
+            if it.seek_to_first().is_ok() {
+                while it.valid() && it.next().is_ok() {
+                    steps += 1;
+                    assert!(steps < 10_000);
+                }
+            }
+            if it.seek_to_last().is_ok() {
+                while it.valid() && it.prev().is_ok() {
+                    steps += 1;
+                    assert!(steps < 20_000);
+                }
+            }
+            let _ = it.seek(&probe);
+        }
+    }
+    for n in 0..good.len() {
+        if let Ok(block) = Block::new(Bytes::copy_from_slice(&good[..n])) {
+            let mut it = BlockIter::new(block);
+            let _ = it.seek_to_first();
+            let _ = it.seek_to_last();
+            let _ = it.seek(&probe);
+        }
+    }
+}
+
+#[test]
+fn varints_round_trip_and_reject_garbage() {
+    for v in [0u64, 1, 127, 128, 300, u32::MAX as u64, u64::MAX] {
+        let mut b = Vec::new();
+        put_varint64(&mut b, v);
+        let mut pos = 0;
+        assert_eq!(get_varint64(&b, &mut pos), Some(v));
+        assert_eq!(pos, b.len());
+        let mut pos = 0;
+        assert_eq!(get_varint64(&b[..b.len() - 1], &mut pos), None);
+    }
+    let mut pos = 0;
+    assert_eq!(get_varint64(&[0xff; 11], &mut pos), None);
+}
+
+#[test]
+fn footer_and_handles_round_trip() {
+    let f = Footer {
+        metaindex: BlockHandle {
+            offset: 10,
+            size: 20,
+        },
+        index: BlockHandle {
+            offset: 35,
+            size: 400,
+        },
+        format_version: FORMAT_VERSION,
+    };
+    let enc = f.encode();
+    assert_eq!(Footer::decode(&enc).unwrap(), f);
+    assert_eq!(&enc[40..], b"TerraSST");
+    for i in 0..enc.len() {
+        let mut bad = enc;
+        bad[i] ^= 0x10;
+        assert!(Footer::decode(&bad).is_err(), "flip at {i} not caught");
+    }
+    let mut v = Vec::new();
+    f.index.encode_to(&mut v);
+    assert_eq!(BlockHandle::decode(&v), Some(f.index));
+    v.push(0);
+    assert_eq!(BlockHandle::decode(&v), None);
+}
+
+#[test]
+fn separators_stay_between_blocks() {
+    let cases: [(&[u8], &[u8]); 6] = [
+        (b"abc", b"abz"),
+        (b"abc", b"abd"),
+        (b"ab", b"abc"),
+        (b"a\xff\xff", b"b"),
+        (b"same", b"same"),
+        (b"", b"x"),
+    ];
+    for (a, b) in cases {
+        let last = internal_key(a, 9, ValueType::Value);
+        let next = internal_key(b, if a == b { 3 } else { 9 }, ValueType::Value);
+        let s = separator(&last, &next);
+        assert!(crate::key::compare(&last, &s).is_le(), "{a:?} {b:?}");
+        assert!(crate::key::compare(&s, &next).is_lt(), "{a:?} {b:?}");
+    }
+    let s = separator(
+        &internal_key(b"abc", 1, ValueType::Value),
+        &internal_key(b"abz", 1, ValueType::Value),
+    );
+    assert_eq!(crate::key::user_key(&s), b"abd");
+    for a in [&b"abc"[..], b"\xff\xff", b"a\xffb", b""] {
+        let last = internal_key(a, 9, ValueType::Value);
+        assert!(crate::key::compare(&last, &successor(&last)).is_le());
+    }
+    assert_eq!(
+        crate::key::user_key(&successor(&internal_key(b"abc", 1, ValueType::Value))),
+        b"b"
+    );
+}
+
+#[test]
+fn bloom_false_positive_rate_is_about_one_percent() {
+    let hashes: Vec<u64> = (0..10_000)
+        .map(|i| key_hash(format!("present-{i}").as_bytes()))
+        .collect();
+    let f = BloomFilter::decode(Bytes::from(build_filter(&hashes, 10))).unwrap();
+    for i in 0..10_000 {
+        assert!(f.may_contain(format!("present-{i}").as_bytes()));
+    }
+    let fp = (0..10_000)
+        .filter(|i| f.may_contain(format!("absent-{i}").as_bytes()))
+        .count();
+    let rate = fp as f64 / 10_000.0;
+    assert!(rate < 0.03, "false-positive rate {rate}");
+    // Tiny filters work too.
+    let f = BloomFilter::decode(Bytes::from(build_filter(&[key_hash(b"x")], 10))).unwrap();
+    assert!(f.may_contain(b"x"));
+    assert!(BloomFilter::decode(Bytes::from_static(&[0, 0, 0])).is_err());
+    assert!(BloomFilter::decode(Bytes::new()).is_err());
+}
+
+#[test]
+fn compression_round_trips_and_falls_back() {
+    use crate::options::Compression;
+    let compressible = b"abcdefgh".repeat(100);
+    let random: Vec<u8> = {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        (0..800).map(|_| rng.gen::<u8>()).collect()
+    };
+    for c in [Compression::None, Compression::Lz4, Compression::Zstd(3)] {
+        for raw in [&compressible, &random] {
+            let mut out = Vec::new();
+            let kind = compress_block(raw, c, &mut out);
+            let stored = if kind == TYPE_NONE { raw.clone() } else { out };
+            if c != Compression::None && raw == &compressible {
+                assert_ne!(kind, TYPE_NONE);
+                assert!(stored.len() < raw.len() - raw.len() / 8);
+            }
+            if raw == &random {
+                assert_eq!(
+                    kind, TYPE_NONE,
+                    "{c:?} should not keep an incompressible block"
+                );
+            }
+            let mut buf = stored.clone();
+            buf.extend_from_slice(&block_trailer(&stored, kind));
+            assert_eq!(decode_block(buf.clone()).unwrap().as_ref(), raw.as_slice());
+            // Damaged payloads with a recomputed (matching) checksum: an error or some
+            // bytes, never a panic.
+            for i in 0..stored.len() {
+                let mut bad = stored.clone();
+                bad[i] ^= 0x55;
+                let mut b = bad.clone();
+                b.extend_from_slice(&block_trailer(&bad, kind));
+                let _ = decode_block(b);
+            }
+            // Unknown type byte.
+            let mut b = stored.clone();
+            b.extend_from_slice(&block_trailer(&stored, 9));
+            assert!(decode_block(b).is_err());
+        }
+    }
+}

@@ -1,0 +1,143 @@
+use std::path::Path;
+
+use super::*;
+use crate::key::{seek_key, MAX_SEQ};
+use crate::options::Compression;
+use crate::storage::{FsStorage, Storage};
+
+#[test]
+fn block_cache_serves_repeated_reads() {
+    let entries = sample_entries(500);
+    let (bytes, _) = build(&entries, &[], small_opts(Compression::Lz4));
+    let cache = Arc::new(BlockCache::new(1 << 20));
+    let r = open_mem(bytes, Some(cache.clone())).unwrap();
+    assert_eq!(
+        (cache.hits(), cache.misses(), cache.usage_bytes()),
+        (0, 0, 0)
+    );
+    let target = seek_key(crate::key::user_key(&entries[100].0), MAX_SEQ);
+
+    // Not filling the cache: both reads miss.
+    r.get(&target, IoClass::Foreground, false).unwrap().unwrap();
+    r.get(&target, IoClass::Foreground, false).unwrap().unwrap();
+    assert_eq!((cache.hits(), cache.misses()), (0, 2));
+    assert_eq!(cache.usage_bytes(), 0);
+
+    let first = r.get(&target, IoClass::Foreground, true).unwrap().unwrap();
+    assert_eq!(cache.misses(), 3);
+    assert!(cache.usage_bytes() > 0);
+    let second = r.get(&target, IoClass::Foreground, true).unwrap().unwrap();
+    assert_eq!(cache.hits(), 1);
+    assert_eq!(first, second);
+    let newest = entries
+        .iter()
+        .find(|(k, _)| crate::key::user_key(k) == crate::key::user_key(&entries[100].0))
+        .unwrap();
+    assert_eq!(
+        (&first.0, first.1.as_ref()),
+        (&newest.0, newest.1.as_slice())
+    );
+
+    // An iterator filling the cache, then a second one reading only from it.
+    let r = Arc::new(r);
+    let n = collect_all(&r);
+    let misses = cache.misses();
+    assert_eq!(collect_all(&r), n);
+    assert_eq!(cache.misses(), misses);
+    assert!(cache.usage_bytes() <= cache.capacity_bytes());
+}
+
+fn collect_all(r: &Arc<SstReader>) -> usize {
+    use crate::iter::InternalIterator;
+    let mut it = r.iter(IoClass::Foreground, true);
+    it.seek_to_first().unwrap();
+    let mut n = 0;
+    while it.valid() {
+        n += 1;
+        it.next().unwrap();
+    }
+    n
+}
+
+#[test]
+fn block_cache_respects_capacity() {
+    let entries = sample_entries(2000);
+    let (bytes, _) = build(&entries, &[], small_opts(Compression::None));
+    let cache = Arc::new(BlockCache::new(4096));
+    let r = Arc::new(open_mem(bytes, Some(cache.clone())).unwrap());
+    assert_eq!(collect_all(&r), entries.len());
+    assert!(cache.usage_bytes() <= 4096, "usage {}", cache.usage_bytes());
+}
+
+fn write_table(storage: &dyn Storage, path: &Path, first: u64) {
+    let file = storage.create(path, IoClass::Flush).unwrap();
+    let mut b = SstBuilder::new(file, path.to_path_buf(), SstOptions::default());
+    for i in 0..10u64 {
+        let k = internal_key(format!("k{:04}", first + i).as_bytes(), 1, ValueType::Value);
+        b.add(&k, b"v").unwrap();
+    }
+    b.finish().unwrap();
+}
+
+#[test]
+fn table_cache_keeps_readers_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage: Arc<dyn Storage> = Arc::new(FsStorage::new());
+    let paths: Vec<PathBuf> = (1..=3u64)
+        .map(|n| dir.path().join(format!("{n:06}.sst")))
+        .collect();
+    for (i, p) in paths.iter().enumerate() {
+        write_table(storage.as_ref(), p, i as u64 * 100);
+    }
+    let block_cache = Arc::new(BlockCache::new(1 << 20));
+    let tc = TableCache::new(storage.clone(), 2, Some(block_cache));
+    let a = tc.get(1, &paths[0]).unwrap();
+    let again = tc.get(1, &paths[0]).unwrap();
+    assert!(Arc::ptr_eq(&a, &again));
+    assert_eq!(a.path(), paths[0].as_path());
+    assert_eq!(a.properties().num_entries, 10);
+    tc.get(2, &paths[1]).unwrap();
+    tc.get(3, &paths[2]).unwrap();
+    assert!(tc.len() <= 2);
+    tc.evict(1);
+    let reopened = tc.get(1, &paths[0]).unwrap();
+    assert!(!Arc::ptr_eq(&a, &reopened));
+    // A reader handed out before eviction keeps working.
+    tc.evict(1);
+    let got = a
+        .get(&seek_key(b"k0003", MAX_SEQ), IoClass::Foreground, true)
+        .unwrap();
+    assert!(got.is_some());
+    // A missing file is an error, not cached.
+    let missing = dir.path().join("000009.sst");
+    assert!(tc.get(9, &missing).is_err());
+    write_table(storage.as_ref(), &missing, 900);
+    assert!(tc.get(9, &missing).is_ok());
+}
+
+#[test]
+fn readers_and_caches_are_shared_between_threads() {
+    fn send_sync<T: Send + Sync>() {}
+    fn send<T: Send>() {}
+    send_sync::<SstReader>();
+    send_sync::<BlockCache>();
+    send_sync::<TableCache>();
+    send::<SstIterator>();
+    send::<SstBuilder>();
+
+    let entries = sample_entries(1000);
+    let (bytes, _) = build(&entries, &[], small_opts(Compression::Zstd(1)));
+    let cache = Arc::new(BlockCache::new(64 << 10));
+    let r = Arc::new(open_mem(bytes, Some(cache)).unwrap());
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let (r, entries) = (r.clone(), &entries);
+            s.spawn(move || {
+                for (k, v) in entries.iter().skip(t).step_by(4) {
+                    let got = r.get(k, IoClass::Foreground, true).unwrap().unwrap();
+                    assert_eq!((&got.0, got.1.as_ref()), (k, v.as_slice()));
+                }
+            });
+        }
+    });
+}
