@@ -99,6 +99,8 @@ pub struct Options {
     pub compaction_filter_factories: Vec<Arc<dyn crate::compaction::CompactionFilterFactory>>,
     /// Receivers of flush, compaction and background-error events.
     pub listeners: Vec<Arc<dyn crate::db::EventListener>>,
+    /// The kind of level 0 (classic level-0 table files by default).
+    pub level0: Arc<dyn crate::level0::Level0>,
 }
 
 impl Default for Options {
@@ -134,6 +136,7 @@ impl Default for Options {
             compaction_filter: None,
             compaction_filter_factories: Vec::new(),
             listeners: Vec::new(),
+            level0: Arc::new(crate::level0::ClassicLevel0),
         }
     }
 }
@@ -149,6 +152,7 @@ impl std::fmt::Debug for Options {
             .field("num_levels", &self.num_levels)
             .field("target_file_size_base", &self.target_file_size_base)
             .field("max_bytes_for_level_base", &self.max_bytes_for_level_base)
+            .field("level0", &self.level0.kind())
             .finish_non_exhaustive()
     }
 }
@@ -165,6 +169,9 @@ impl Options {
         }
         if self.max_write_buffer_number < 2 {
             return bad("max_write_buffer_number must be at least 2");
+        }
+        if self.bloom_bits_per_key > 64 {
+            return bad("bloom_bits_per_key must be at most 64");
         }
         if self.block_size < 64 || self.block_restart_interval == 0 {
             return bad("block_size must be at least 64 and block_restart_interval at least 1");

@@ -4,8 +4,6 @@
 //! to storage, so the same function can run on a background thread, on a subcompaction
 //! thread, or (later) in a worker process next to the data.
 
-use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Instant;
 
 use super::stream::CompactionStream;
@@ -15,18 +13,17 @@ use crate::iter::InternalIterator;
 use crate::key::{self, MAX_SEQ};
 use crate::merge::MergingIterator;
 use crate::range_del::{FragmentedTombstones, RangeTombstone};
-use crate::sst::{SstBuilder, SstInfo, SstOptions, SstReader};
+use crate::sst::{SstBuilder, SstInfo, SstOptions};
 use crate::storage::{IoClass, Storage};
-use crate::version::{table_file_name, FileMeta};
+use crate::tables::Tables;
+use crate::version::FileMeta;
 
 /// What an executor needs from its host.
 pub struct ExecutorEnv<'a> {
     /// The storage holding inputs and receiving outputs.
     pub storage: &'a dyn Storage,
-    /// The directory of each volume.
-    pub volume_dir: &'a (dyn Fn(u32) -> PathBuf + Sync),
-    /// Opens an input table (through a table cache, or directly).
-    pub open_table: &'a (dyn Fn(&FileMeta) -> Result<Arc<SstReader>> + Sync),
+    /// The table files: volume directories and open readers.
+    pub tables: &'a Tables,
     /// Compaction filters by name.
     pub filters: &'a FilterRegistry,
 }
@@ -84,7 +81,7 @@ impl OutputWriter<'_, '_> {
             .get(self.next_number)
             .ok_or_else(|| Error::InvalidArgument("compaction ran out of pre-allocated file numbers".into()))?;
         self.next_number += 1;
-        let path = (self.env.volume_dir)(self.task.output.volume).join(table_file_name(number));
+        let path = self.env.tables.path(self.task.output.volume, number);
         let file = self.env.storage.create(&path, IoClass::Compaction)?;
         let opts = SstOptions {
             block_size: self.task.output.block_size,
@@ -143,7 +140,7 @@ pub fn execute(task: &CompactionTask, env: &ExecutorEnv<'_>) -> Result<Compactio
     let mut input_bytes = 0u64;
     for level in &task.inputs {
         for f in &level.files {
-            let reader = (env.open_table)(f)?;
+            let reader = env.tables.open(f)?;
             tombs.extend(reader.range_tombstones().iter().cloned());
             children.push(Box::new(reader.iter(IoClass::Compaction, false)));
             input_bytes += f.size;

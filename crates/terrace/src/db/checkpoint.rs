@@ -31,7 +31,7 @@ impl DbInner {
             for f in level {
                 let name = table_file_name(f.number);
                 self.storage
-                    .link_or_copy(&self.table_path(f.volume, f.number), &tmp.join(&name))?;
+                    .link_or_copy(&self.tables.path(f.volume, f.number), &tmp.join(&name))?;
             }
         }
         let manifest = manifest_file_name(st.versions.manifest_number());

@@ -10,8 +10,8 @@ use parking_lot::MutexGuard;
 use super::listener::CompactionInfo;
 use super::{DbInner, DbState};
 use crate::compaction::{
-    self, CompactionInputLevel, CompactionResult, CompactionTask, LevelState, OutputSpec,
-    PickedCompaction,
+    self, CompactionInputLevel, CompactionResult, CompactionTask, ExecutorEnv, LevelState,
+    OutputSpec, PickedCompaction,
 };
 use crate::error::{Error, Result};
 use crate::version::VersionEdit;
@@ -292,6 +292,18 @@ impl DbInner {
             }
         }
         Ok(())
+    }
+}
+
+impl DbInner {
+    /// Runs one (sub)task here, through the same description a remote worker would get.
+    pub(crate) fn execute_task(&self, task: &CompactionTask) -> Result<CompactionResult> {
+        let env = ExecutorEnv {
+            storage: self.storage.as_ref(),
+            tables: &self.tables,
+            filters: &self.filters,
+        };
+        compaction::execute(task, &env)
     }
 }
 

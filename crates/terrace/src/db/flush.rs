@@ -1,6 +1,5 @@
 //! Flushes: writing the oldest immutable memtable to a level-0 table and installing it.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use parking_lot::MutexGuard;
@@ -8,45 +7,7 @@ use parking_lot::MutexGuard;
 use super::listener::FlushInfo;
 use super::{DbInner, DbState};
 use crate::error::{Error, Result};
-use crate::iter::InternalIterator;
-use crate::range_del::RangeTombstone;
-use crate::compaction::file_meta;
-use crate::sst::{SstBuilder, SstOptions};
-use crate::options::Options;
-use crate::storage::{IoClass, Storage};
-use crate::version::{table_file_name, FileMeta, VersionEdit};
-
-/// Writes every entry of `iter` and `tombstones` into table `number` in `dir` (the
-/// directory of `volume`) and syncs both. Returns `None` (writing nothing) if both are empty.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn write_table(
-    storage: &dyn Storage,
-    opts: &Options,
-    dir: &Path,
-    volume: u32,
-    number: u64,
-    iter: &mut dyn InternalIterator,
-    tombstones: &[RangeTombstone],
-    class: IoClass,
-) -> Result<Option<FileMeta>> {
-    iter.seek_to_first()?;
-    if !iter.valid() && tombstones.is_empty() {
-        return Ok(None);
-    }
-    let path = dir.join(table_file_name(number));
-    let file = storage.create(&path, class)?;
-    let mut builder = SstBuilder::new(file, path, SstOptions::from_options(opts));
-    while iter.valid() {
-        builder.add(iter.key(), iter.value())?;
-        iter.next()?;
-    }
-    for t in tombstones {
-        builder.add_range_tombstone(t);
-    }
-    let info = builder.finish()?;
-    storage.sync_dir(dir)?;
-    Ok(Some(file_meta(number, volume, &info)))
-}
+use crate::version::VersionEdit;
 
 impl DbInner {
     /// Sets the manifest's last sequence to the newest write and applies `edit`.
@@ -71,23 +32,9 @@ impl DbInner {
         let mem = front.mem.clone();
         let number = st.versions.new_file_number();
         st.pending_outputs.insert(number);
-        let volume = self.volume_for_level(0);
-
-        let built = MutexGuard::unlocked(st, || {
-            let mut it = mem.iter();
-            write_table(
-                self.storage.as_ref(),
-                &self.opts,
-                &self.volume_dir(volume),
-                volume,
-                number,
-                &mut it,
-                &mem.range_tombstones(),
-                IoClass::Flush,
-            )
-        });
+        let built = MutexGuard::unlocked(st, || self.level0.flush(&self.level0_env(), &mem, number));
         st.pending_outputs.remove(&number);
-        let meta = match built {
+        let flushed = match built {
             Ok(m) => m,
             Err(e) => {
                 if let Some(f) = st.imms.front_mut() {
@@ -98,9 +45,7 @@ impl DbInner {
         };
 
         let mut edit = VersionEdit::default();
-        if let Some(m) = &meta {
-            edit.new_files.push((0, m.clone()));
-        }
+        edit.new_files = flushed.new_files.iter().map(|f| (0, f.clone())).collect();
         let next_log = st
             .imms
             .get(1)
@@ -114,13 +59,13 @@ impl DbInner {
         }
         st.imms.pop_front();
         self.install_super_version(st);
-        let bytes = meta.as_ref().map_or(0, |m| m.size);
+        let bytes = flushed.bytes_written;
         super::stats::add(&self.counters.flush_bytes, bytes);
         super::stats::add(&self.counters.flushes, 1);
         let info = FlushInfo {
-            file_number: meta.as_ref().map(|m| m.number),
+            file_number: flushed.new_files.first().map(|m| m.number),
             bytes_written: bytes,
-            entries: meta.as_ref().map_or(0, |m| m.num_entries),
+            entries: flushed.new_files.iter().map(|m| m.num_entries).sum(),
             largest_seq: mem.largest_seq(),
         };
         self.bg_done.notify_all();

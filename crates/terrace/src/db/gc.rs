@@ -23,7 +23,7 @@ impl DbInner {
         MutexGuard::unlocked(st, || {
             for (path, table) in doomed {
                 if let Some(n) = table {
-                    self.table_cache.evict(n);
+                    self.tables.evict(n);
                 }
                 if let Err(e) = self.storage.remove_file(&path) {
                     tracing::warn!(path = %path.display(), error = %e, "could not delete obsolete file");

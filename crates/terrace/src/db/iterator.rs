@@ -7,7 +7,6 @@
 
 use std::sync::Arc;
 
-use super::level_iter::{LevelIterator, TableOpener};
 use super::{DbInner, SuperVersion};
 use crate::error::Result;
 use crate::iter::InternalIterator;
@@ -16,6 +15,7 @@ use crate::merge::MergingIterator;
 use crate::options::ReadOptions;
 use crate::range_del::FragmentedTombstones;
 use crate::storage::IoClass;
+use crate::tables::LevelIterator;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Direction {
@@ -42,7 +42,7 @@ pub struct DbIterator {
 }
 
 impl DbInner {
-    pub(crate) fn new_iterator(self: &Arc<Self>, opts: ReadOptions) -> Result<DbIterator> {
+    pub(crate) fn new_iterator(&self, opts: ReadOptions) -> Result<DbIterator> {
         let sv = self.super_version();
         let seq = self.read_seq(&opts);
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
@@ -51,30 +51,19 @@ impl DbInner {
             children.push(Box::new(mem.iter()));
             tombs.extend(mem.range_tombstones());
         }
-        for f in sv.version.files(0) {
-            let reader = self
-                .table_cache
-                .get(f.number, &self.table_path(f.volume, f.number))?;
-            tombs.extend(reader.range_tombstones().iter().cloned());
-            children.push(Box::new(reader.iter(IoClass::Foreground, opts.fill_cache)));
-        }
-        let inner = self.clone();
-        let opener: TableOpener = Arc::new(move |f| {
-            inner
-                .table_cache
-                .get(f.number, &inner.table_path(f.volume, f.number))
-        });
+        sv.level0
+            .add_iterators(&mut children, &mut tombs, opts.fill_cache)?;
         for level in 1..sv.version.num_levels() {
             let files = sv.version.files(level);
             if files.is_empty() {
                 continue;
             }
             for f in files.iter().filter(|f| f.num_range_deletions > 0) {
-                tombs.extend(opener(f)?.range_tombstones().iter().cloned());
+                tombs.extend(self.tables.open(f)?.range_tombstones().iter().cloned());
             }
             children.push(Box::new(LevelIterator::new(
                 files.to_vec(),
-                opener.clone(),
+                self.tables.clone(),
                 IoClass::Foreground,
                 opts.fill_cache,
             )));

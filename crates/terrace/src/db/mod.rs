@@ -13,7 +13,6 @@ mod compact;
 mod flush;
 mod gc;
 mod iterator;
-mod level_iter;
 mod listener;
 mod open;
 mod read;
@@ -35,7 +34,9 @@ use crate::error::{Error, Result};
 use crate::key::SeqNo;
 use crate::memtable::MemTable;
 use crate::options::{Options, ReadOptions, WriteOptions};
-use crate::sst::{BlockCache, TableCache};
+use crate::level0::{Level0, Level0Env, Level0View};
+use crate::sst::BlockCache;
+use crate::tables::Tables;
 use crate::storage::{FileLock, Storage};
 use crate::version::{Version, VersionSet};
 use crate::wal::LogWriter;
@@ -52,6 +53,7 @@ pub(crate) struct SuperVersion {
     /// Immutable memtables, newest first.
     pub(crate) imms: Vec<Arc<MemTable>>,
     pub(crate) version: Arc<Version>,
+    pub(crate) level0: Arc<dyn Level0View>,
 }
 
 /// An immutable memtable waiting for (or in) flush.
@@ -99,22 +101,14 @@ pub(crate) struct DbInner {
     pub(crate) last_seq: AtomicU64,
     pub(crate) writers: write::WriteQueue,
     pub(crate) wal: Mutex<WalState>,
-    pub(crate) table_cache: TableCache,
+    pub(crate) tables: Arc<Tables>,
+    pub(crate) level0: Arc<dyn Level0>,
     pub(crate) block_cache: Arc<BlockCache>,
     pub(crate) snapshots: Arc<snapshot::SnapshotList>,
     pub(crate) counters: stats::Counters,
     pub(crate) filters: FilterRegistry,
     pub(crate) listeners: Vec<Arc<dyn EventListener>>,
     pub(crate) _lock: Box<dyn FileLock>,
-}
-
-/// The directory of volume `v`: 0 is `db_dir`, `i` is `opts.volumes[i - 1]`. A volume that
-/// is not configured (e.g. when a checkpoint is opened elsewhere) falls back to `db_dir`.
-pub(crate) fn volume_dir(opts: &Options, db_dir: &Path, v: u32) -> PathBuf {
-    v.checked_sub(1)
-        .and_then(|i| opts.volumes.get(i as usize))
-        .cloned()
-        .unwrap_or_else(|| db_dir.to_path_buf())
 }
 
 /// An open database. `Send + Sync`: share it between threads with `Arc` or references.
@@ -349,27 +343,29 @@ impl DbInner {
 
     /// Publishes a new view built from `st`. Call with the state lock held.
     pub(crate) fn install_super_version(&self, st: &DbState) {
+        let version = st.versions.current();
         let sv = SuperVersion {
             mem: st.mem.clone(),
             imms: st.imms.iter().rev().map(|i| i.mem.clone()).collect(),
-            version: st.versions.current(),
+            level0: self.level0.view(&self.tables, &version),
+            version,
         };
         *self.super_version.write() = Arc::new(sv);
     }
 
     /// The directory of volume `v`.
-    pub(crate) fn volume_dir(&self, v: u32) -> PathBuf {
-        volume_dir(&self.opts, &self.dir, v)
-    }
-
     /// The volume that receives new files of `level`.
     pub(crate) fn volume_for_level(&self, level: usize) -> u32 {
         self.opts.level_volumes.get(level).copied().unwrap_or(0)
     }
 
-    pub(crate) fn table_path(&self, volume: u32, number: u64) -> PathBuf {
-        self.volume_dir(volume)
-            .join(crate::version::table_file_name(number))
+    /// What a level 0 needs to do I/O.
+    pub(crate) fn level0_env(&self) -> Level0Env<'_> {
+        Level0Env {
+            storage: self.storage.as_ref(),
+            opts: &self.opts,
+            tables: &self.tables,
+        }
     }
 
     /// Records a background failure: the database becomes read-only.

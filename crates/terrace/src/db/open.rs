@@ -8,14 +8,16 @@ use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
-use super::{background, flush, stats, write, Db, DbInner, DbState, SuperVersion, WalState};
+use super::{background, stats, write, Db, DbInner, DbState, SuperVersion, WalState};
 use crate::batch::WriteBatch;
 use crate::compaction::FilterRegistry;
 use crate::error::{Error, Result};
 use crate::key::SeqNo;
 use crate::memtable::MemTable;
 use crate::options::{Options, WalRecoveryMode};
-use crate::sst::{BlockCache, TableCache};
+use crate::level0::{Level0, Level0Env};
+use crate::sst::BlockCache;
+use crate::tables::Tables;
 use crate::storage::{IoClass, Storage};
 use crate::version::{parse_file_name, wal_file_name, FileKind, FileMeta, VersionEdit, VersionSet};
 use crate::wal::{FileLogWriter, LogReader, ReadOutcome};
@@ -56,7 +58,13 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
         }
     }
     let block_cache = Arc::new(BlockCache::new(opts.block_cache_bytes));
-    let table_cache = TableCache::new(storage.clone(), opts.max_open_files, Some(block_cache.clone()));
+    let tables = Arc::new(Tables::new(
+        storage.clone(),
+        dir,
+        opts.volumes.clone(),
+        opts.max_open_files,
+        Some(block_cache.clone()),
+    ));
     let filters = FilterRegistry::with_builtins();
     for f in &opts.compaction_filter_factories {
         filters.register(f.clone());
@@ -66,10 +74,19 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
 
     // Replay the logs into level-0 tables.
     let counters = stats::Counters::default();
+    let level0 = opts.level0.clone();
+    let env = Level0Env {
+        storage: storage.as_ref(),
+        opts: &opts,
+        tables: &tables,
+    };
+    level0.recover(&env, &versions.current())?;
     let mut recovered = Recovery {
         storage: storage.as_ref(),
         dir,
         opts: &opts,
+        env: &env,
+        level0: level0.as_ref(),
         versions: &mut versions,
         new_files: Vec::new(),
         max_seq: 0,
@@ -97,10 +114,12 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
     edit.new_files = new_files.into_iter().map(|f| (0, f)).collect();
     versions.log_and_apply(edit)?;
 
+    let version = versions.current();
     let sv = SuperVersion {
         mem: inner_mem.clone(),
         imms: Vec::new(),
-        version: versions.current(),
+        level0: level0.view(&tables, &version),
+        version,
     };
     let state = DbState {
         versions,
@@ -127,7 +146,8 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
             log: Box::new(FileLogWriter::new(wal_file)),
             number: wal_number,
         }),
-        table_cache,
+        tables,
+        level0,
         block_cache,
         snapshots: Arc::default(),
         counters,
@@ -153,6 +173,8 @@ struct Recovery<'a> {
     storage: &'a dyn Storage,
     dir: &'a Path,
     opts: &'a Options,
+    env: &'a Level0Env<'a>,
+    level0: &'a dyn Level0,
     versions: &'a mut VersionSet,
     new_files: Vec<FileMeta>,
     max_seq: SeqNo,
@@ -212,21 +234,9 @@ impl Recovery<'_> {
     }
 
     fn flush(&mut self, mem: MemTable) -> Result<()> {
-        let mem = Arc::new(mem);
         let number = self.versions.new_file_number();
-        let volume = self.opts.level_volumes.first().copied().unwrap_or(0);
-        let dir = super::volume_dir(self.opts, self.dir, volume);
-        let written = flush::write_table(
-            self.storage,
-            self.opts,
-            &dir,
-            volume,
-            number,
-            &mut mem.iter(),
-            &mem.range_tombstones(),
-            IoClass::Flush,
-        )?;
-        self.new_files.extend(written);
+        let flushed = self.level0.flush(self.env, &Arc::new(mem), number)?;
+        self.new_files.extend(flushed.new_files);
         Ok(())
     }
 }

@@ -9,10 +9,9 @@ use bytes::Bytes;
 
 use super::{DbInner, SuperVersion};
 use crate::error::Result;
-use crate::key::{self, SeqNo, ValueType};
+use crate::key::{self, SeqNo};
 use crate::options::ReadOptions;
-use crate::storage::IoClass;
-use crate::version::FileMeta;
+use crate::tables::{lookup, resolve, Lookup};
 
 /// A value read without copying: it shares the memtable's or the cached block's memory.
 #[derive(Clone, PartialEq, Eq)]
@@ -48,22 +47,6 @@ impl std::fmt::Debug for PinnedValue {
     }
 }
 
-/// Outcome of looking in one source.
-enum Found {
-    /// The newest visible entry: a value, or `None` if it is deleted.
-    Entry(Option<PinnedValue>),
-    /// Nothing here; look further down.
-    Missing,
-}
-
-fn resolve(kind: ValueType, seq: SeqNo, max_tombstone: SeqNo, value: Bytes) -> Option<PinnedValue> {
-    if seq < max_tombstone || kind != ValueType::Value {
-        None
-    } else {
-        Some(PinnedValue(value))
-    }
-}
-
 impl DbInner {
     pub(crate) fn read_seq(&self, opts: &ReadOptions) -> SeqNo {
         opts.snapshot_seq
@@ -92,17 +75,12 @@ impl DbInner {
         for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
             max_tombstone = max_tombstone.max(mem.max_covering_tombstone_seq(key, snap));
             if let Some(e) = mem.get(key, snap) {
-                return Ok(resolve(e.kind, e.seq, max_tombstone, e.value));
+                return Ok(resolve(e.kind, e.seq, max_tombstone, e.value).map(PinnedValue));
             }
         }
         let seek = key::seek_key(key, snap);
-        for f in sv.version.files(0) {
-            if f.smallest_user_key() > key || f.largest_user_key() < key {
-                continue;
-            }
-            if let Found::Entry(v) = self.get_from_file(f, &seek, key, snap, &mut max_tombstone, fill_cache)? {
-                return Ok(v);
-            }
+        if let Lookup::Found(v) = sv.level0.get(key, &seek, snap, &mut max_tombstone, fill_cache)? {
+            return Ok(v.map(PinnedValue));
         }
         for level in 1..sv.version.num_levels() {
             let Some(f) = sv.version.file_for_key(level, &seek) else {
@@ -111,36 +89,11 @@ impl DbInner {
             if f.smallest_user_key() > key {
                 continue;
             }
-            if let Found::Entry(v) = self.get_from_file(f, &seek, key, snap, &mut max_tombstone, fill_cache)? {
-                return Ok(v);
+            let reader = self.tables.open(f)?;
+            if let Lookup::Found(v) = lookup(&reader, key, &seek, snap, &mut max_tombstone, fill_cache)? {
+                return Ok(v.map(PinnedValue));
             }
         }
         Ok(None)
-    }
-
-    fn get_from_file(
-        &self,
-        f: &FileMeta,
-        seek: &[u8],
-        key: &[u8],
-        snap: SeqNo,
-        max_tombstone: &mut SeqNo,
-        fill_cache: bool,
-    ) -> Result<Found> {
-        let reader = self
-            .table_cache
-            .get(f.number, &self.table_path(f.volume, f.number))?;
-        for t in reader.range_tombstones() {
-            if t.seq <= snap && t.seq > *max_tombstone && t.contains(key) {
-                *max_tombstone = t.seq;
-            }
-        }
-        match reader.get(seek, IoClass::Foreground, fill_cache)? {
-            Some((ikey, value)) => {
-                let p = key::parse(&ikey, reader.path(), 0)?;
-                Ok(Found::Entry(resolve(p.kind, p.seq, *max_tombstone, value)))
-            }
-            None => Ok(Found::Missing),
-        }
     }
 }

@@ -16,6 +16,7 @@ use super::{DbInner, DbState, ImmMemTable, WalState};
 use crate::batch::{BatchOp, WriteBatch};
 use crate::error::{Error, Result};
 use crate::key::ValueType;
+use crate::level0::Backpressure;
 use crate::memtable::MemTable;
 use crate::options::WriteOptions;
 use crate::storage::IoClass;
@@ -142,8 +143,8 @@ impl DbInner {
             if st.shutting_down {
                 return Err(Error::Closed);
             }
-            let l0_files = st.versions.current().files(0).len();
-            if allow_delay && l0_files >= self.opts.level0_slowdown_writes_trigger {
+            let pressure = self.level0.backpressure(&st.versions.current(), &self.opts);
+            if allow_delay && pressure == Backpressure::Slowdown {
                 // Delay this group as if writes were limited to delayed_write_rate.
                 drop(st);
                 let rate = self.opts.delayed_write_rate.max(1);
@@ -160,7 +161,7 @@ impl DbInner {
                 return Ok(());
             }
             if st.imms.len() + 1 >= self.opts.max_write_buffer_number
-                || l0_files >= self.opts.level0_stop_writes_trigger
+                || pressure == Backpressure::Stop
             {
                 let t = Instant::now();
                 self.bg_work.notify_all();

@@ -1,0 +1,126 @@
+//! Level 0: where flushed memtables land, behind one interface so that other kinds of
+//! level 0 (a matrix container on persistent memory) can replace the classic one.
+//!
+//! Owns: the [`Level0`] and [`Level0View`] traits, [`Backpressure`], and the classic
+//! implementation ([`ClassicLevel0`]: level-0 table files recorded in the manifest).
+//! Must not touch: the write path, the memtable switch or the manifest writer; a level 0
+//! returns the version-edit changes it needs and the database applies them.
+//! Concurrency: implementations are `Send + Sync`; a view is immutable and shared by the
+//! readers that hold it.
+//!
+//! Contract for implementations:
+//! - `flush` makes the memtable's entries durable and returns what the version edit must
+//!   record; until that edit is durable the entries are also in the WAL.
+//! - A view answers reads for exactly the state it was made from, for as long as a reader
+//!   holds it, whatever flushes and compactions do meanwhile. State consumed by a
+//!   compaction is released only once the edit replacing it is durable and no view uses it.
+//! - `backpressure` replaces file-count triggers: it tells the write path when to slow
+//!   down or stop.
+
+mod classic;
+
+use std::sync::Arc;
+
+use crate::error::Result;
+use crate::iter::InternalIterator;
+use crate::key::SeqNo;
+use crate::memtable::MemTable;
+use crate::options::Options;
+use crate::range_del::RangeTombstone;
+use crate::storage::Storage;
+use crate::tables::{Lookup, Tables};
+use crate::version::{FileMeta, Version};
+
+pub use classic::ClassicLevel0;
+
+/// What level 0 asks of the write path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backpressure {
+    /// Write at full speed.
+    None,
+    /// Delay writes to the configured delayed write rate.
+    Slowdown,
+    /// Stop writes until compaction frees room.
+    Stop,
+}
+
+/// What a level 0 needs from the database to do I/O.
+pub struct Level0Env<'a> {
+    /// The database's storage.
+    pub storage: &'a dyn Storage,
+    /// The database's options.
+    pub opts: &'a Options,
+    /// The table files and their volumes.
+    pub tables: &'a Arc<Tables>,
+}
+
+/// What a flush produced: the changes the version edit must record.
+#[derive(Debug, Clone, Default)]
+pub struct Level0Flush {
+    /// New level-0 table files.
+    pub new_files: Vec<FileMeta>,
+    /// Bytes written to storage.
+    pub bytes_written: u64,
+}
+
+/// An immutable view of level 0 for readers.
+pub trait Level0View: Send + Sync {
+    /// Looks `user_key` up at snapshot `snap`, newest data first; raises `max_tombstone`
+    /// to the newest covering range tombstone seen (see `tables::lookup`).
+    ///
+    /// # Errors
+    /// I/O errors and `Corruption`.
+    fn get(
+        &self,
+        user_key: &[u8],
+        seek_key: &[u8],
+        snap: SeqNo,
+        max_tombstone: &mut SeqNo,
+        fill_cache: bool,
+    ) -> Result<Lookup>;
+
+    /// Adds iterators over every level-0 entry, and every level-0 range tombstone.
+    ///
+    /// # Errors
+    /// I/O errors and `Corruption`.
+    fn add_iterators(
+        &self,
+        out: &mut Vec<Box<dyn InternalIterator>>,
+        tombstones: &mut Vec<RangeTombstone>,
+        fill_cache: bool,
+    ) -> Result<()>;
+}
+
+/// A kind of level 0. See the module docs for the contract.
+pub trait Level0: Send + Sync {
+    /// A short name ("classic").
+    fn kind(&self) -> &'static str;
+
+    /// Persists an immutable memtable as level-0 data; `file_number` is reserved for it.
+    ///
+    /// # Errors
+    /// I/O errors; nothing is installed on error.
+    fn flush(&self, env: &Level0Env<'_>, mem: &Arc<MemTable>, file_number: u64) -> Result<Level0Flush>;
+
+    /// The reader's view of level 0 in `version`.
+    fn view(&self, tables: &Arc<Tables>, version: &Arc<Version>) -> Arc<dyn Level0View>;
+
+    /// Bytes level 0 holds (the L1 target may follow it).
+    fn size_bytes(&self, version: &Version) -> u64;
+
+    /// What the write path must do now.
+    fn backpressure(&self, version: &Version, opts: &Options) -> Backpressure;
+
+    /// The newest sequence number that level 0 (and below) holds durably: WAL records up to
+    /// it are no longer needed once the edit installing it is durable.
+    fn durable_seq(&self, version: &Version) -> SeqNo;
+
+    /// Brings level 0 back after open, checking it against `version`.
+    ///
+    /// # Errors
+    /// `Corruption` if level 0's own state disagrees with the manifest.
+    fn recover(&self, env: &Level0Env<'_>, version: &Version) -> Result<()>;
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,257 @@
+//! The live table files as a set: where each file lives (its volume), opening it through
+//! the table cache, a point lookup in one table, and an iterator over a sorted level.
+//!
+//! Owns: [`Tables`], [`LevelIterator`], [`lookup`].
+//! Must not touch: the manifest (files are named by their `FileMeta`) or the memtables.
+//! Concurrency: `Tables` is `Send + Sync` and shared by `Arc`; iterators have one owner.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use crate::error::Result;
+use crate::iter::InternalIterator;
+use crate::key::{self, SeqNo, ValueType};
+use crate::sst::{BlockCache, SstReader, TableCache};
+use crate::storage::{IoClass, Storage};
+use crate::version::{table_file_name, FileMeta};
+
+/// The table files of one database: volume directories and the table cache.
+pub struct Tables {
+    cache: TableCache,
+    db_dir: PathBuf,
+    volumes: Vec<PathBuf>,
+}
+
+impl Tables {
+    /// Tables of the database in `db_dir` whose extra volumes are `volumes`
+    /// (volume `i >= 1` is `volumes[i - 1]`).
+    pub fn new(
+        storage: Arc<dyn Storage>,
+        db_dir: &Path,
+        volumes: Vec<PathBuf>,
+        max_open_files: usize,
+        block_cache: Option<Arc<BlockCache>>,
+    ) -> Self {
+        Tables {
+            cache: TableCache::new(storage, max_open_files, block_cache),
+            db_dir: db_dir.to_path_buf(),
+            volumes,
+        }
+    }
+
+    /// The directory of `volume`. A volume that is not configured (a checkpoint opened
+    /// elsewhere, say) resolves to the database directory.
+    pub fn dir(&self, volume: u32) -> PathBuf {
+        volume
+            .checked_sub(1)
+            .and_then(|i| self.volumes.get(i as usize))
+            .cloned()
+            .unwrap_or_else(|| self.db_dir.clone())
+    }
+
+    /// The path of table `number` on `volume`.
+    pub fn path(&self, volume: u32, number: u64) -> PathBuf {
+        self.dir(volume).join(table_file_name(number))
+    }
+
+    /// Opens (or finds open) the table of `f`.
+    ///
+    /// # Errors
+    /// I/O errors and `Corruption` of the table's footer or meta blocks.
+    pub fn open(&self, f: &FileMeta) -> Result<Arc<SstReader>> {
+        self.cache.get(f.number, &self.path(f.volume, f.number))
+    }
+
+    /// Forgets an open table (after its file was deleted).
+    pub fn evict(&self, number: u64) {
+        self.cache.evict(number);
+    }
+}
+
+/// What one source says about a key.
+pub enum Lookup {
+    /// The newest visible entry: the value, or `None` if it is deleted.
+    Found(Option<Bytes>),
+    /// Nothing here; look further down.
+    Missing,
+}
+
+/// Resolves an entry against the newest covering range tombstone.
+pub fn resolve(kind: ValueType, seq: SeqNo, max_tombstone: SeqNo, value: Bytes) -> Option<Bytes> {
+    (seq >= max_tombstone && kind == ValueType::Value).then_some(value)
+}
+
+/// Looks `user_key` up in one table at snapshot `snap`. First raises `max_tombstone` to
+/// the newest visible range tombstone of the table covering the key (tombstones count even
+/// where the bloom filter rules the key out).
+///
+/// # Errors
+/// I/O errors and `Corruption`.
+pub fn lookup(
+    reader: &SstReader,
+    user_key: &[u8],
+    seek_key: &[u8],
+    snap: SeqNo,
+    max_tombstone: &mut SeqNo,
+    fill_cache: bool,
+) -> Result<Lookup> {
+    for t in reader.range_tombstones() {
+        if t.seq <= snap && t.seq > *max_tombstone && t.contains(user_key) {
+            *max_tombstone = t.seq;
+        }
+    }
+    match reader.get(seek_key, IoClass::Foreground, fill_cache)? {
+        Some((ikey, value)) => {
+            let p = key::parse(&ikey, reader.path(), 0)?;
+            Ok(Lookup::Found(resolve(p.kind, p.seq, *max_tombstone, value)))
+        }
+        None => Ok(Lookup::Missing),
+    }
+}
+
+/// Concatenates the tables of a level >= 1 (or of any list of sorted, disjoint files),
+/// opening each lazily.
+pub struct LevelIterator {
+    files: Vec<Arc<FileMeta>>,
+    tables: Arc<Tables>,
+    class: IoClass,
+    fill_cache: bool,
+    idx: usize,
+    cur: Option<Box<dyn InternalIterator>>,
+}
+
+impl LevelIterator {
+    /// Iterates `files` (sorted by key, disjoint), reading with `class`.
+    pub fn new(files: Vec<Arc<FileMeta>>, tables: Arc<Tables>, class: IoClass, fill_cache: bool) -> Self {
+        LevelIterator {
+            idx: files.len(),
+            files,
+            tables,
+            class,
+            fill_cache,
+            cur: None,
+        }
+    }
+
+    fn open_at(&mut self, idx: usize) -> Result<()> {
+        self.idx = idx;
+        self.cur = None;
+        if let Some(f) = self.files.get(idx) {
+            let reader = self.tables.open(f)?;
+            self.cur = Some(Box::new(reader.iter(self.class, self.fill_cache)));
+        }
+        Ok(())
+    }
+
+    fn skip_forward(&mut self) -> Result<()> {
+        while self.cur.as_ref().is_some_and(|c| !c.valid()) {
+            let next = self.idx + 1;
+            self.open_at(next)?;
+            if let Some(c) = self.cur.as_mut() {
+                c.seek_to_first()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn skip_backward(&mut self) -> Result<()> {
+        while self.cur.as_ref().is_some_and(|c| !c.valid()) {
+            if self.idx == 0 {
+                self.cur = None;
+                self.idx = self.files.len();
+                return Ok(());
+            }
+            let prev = self.idx - 1;
+            self.open_at(prev)?;
+            if let Some(c) = self.cur.as_mut() {
+                c.seek_to_last()?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl InternalIterator for LevelIterator {
+    fn valid(&self) -> bool {
+        self.cur.as_ref().is_some_and(|c| c.valid())
+    }
+
+    fn seek_to_first(&mut self) -> Result<()> {
+        self.open_at(0)?;
+        if let Some(c) = self.cur.as_mut() {
+            c.seek_to_first()?;
+        }
+        self.skip_forward()
+    }
+
+    fn seek_to_last(&mut self) -> Result<()> {
+        match self.files.len().checked_sub(1) {
+            Some(last) => {
+                self.open_at(last)?;
+                if let Some(c) = self.cur.as_mut() {
+                    c.seek_to_last()?;
+                }
+                self.skip_backward()
+            }
+            None => {
+                self.cur = None;
+                Ok(())
+            }
+        }
+    }
+
+    fn seek(&mut self, target: &[u8]) -> Result<()> {
+        let i = self
+            .files
+            .partition_point(|f| key::compare(f.largest.encoded(), target).is_lt());
+        self.open_at(i)?;
+        if let Some(c) = self.cur.as_mut() {
+            c.seek(target)?;
+        }
+        self.skip_forward()
+    }
+
+    fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
+        let i = self
+            .files
+            .partition_point(|f| key::compare(f.smallest.encoded(), target).is_le());
+        match i.checked_sub(1) {
+            Some(i) => {
+                self.open_at(i)?;
+                if let Some(c) = self.cur.as_mut() {
+                    c.seek_for_prev(target)?;
+                }
+                self.skip_backward()
+            }
+            None => {
+                self.cur = None;
+                self.idx = self.files.len();
+                Ok(())
+            }
+        }
+    }
+
+    fn next(&mut self) -> Result<()> {
+        if let Some(c) = self.cur.as_mut() {
+            c.next()?;
+        }
+        self.skip_forward()
+    }
+
+    fn prev(&mut self) -> Result<()> {
+        if let Some(c) = self.cur.as_mut() {
+            c.prev()?;
+        }
+        self.skip_backward()
+    }
+
+    fn key(&self) -> &[u8] {
+        self.cur.as_ref().map_or(&[][..], |c| c.key())
+    }
+
+    fn value(&self) -> &[u8] {
+        self.cur.as_ref().map_or(&[][..], |c| c.value())
+    }
+}
