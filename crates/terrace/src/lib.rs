@@ -2,6 +2,7 @@
 //!
 //! The crate is the engine. See ARCHITECTURE.md for the map of modules.
 
+pub mod batch;
 pub mod error;
 pub mod iter;
 pub mod key;
@@ -10,5 +11,6 @@ pub mod range_del;
 pub mod storage;
 pub mod version;
 
+pub use batch::WriteBatch;
 pub use error::{Error, Result};
 pub use options::{Compression, Options, ReadOptions, WalRecoveryMode, WriteOptions};
