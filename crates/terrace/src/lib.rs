@@ -10,6 +10,7 @@ pub mod options;
 pub mod range_del;
 pub mod storage;
 pub mod version;
+pub mod wal;
 
 pub use batch::WriteBatch;
 pub use error::{Error, Result};
