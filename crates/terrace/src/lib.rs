@@ -6,6 +6,7 @@ pub mod batch;
 pub mod error;
 pub mod iter;
 pub mod key;
+pub mod memtable;
 pub mod options;
 pub mod range_del;
 pub mod storage;
