@@ -2,14 +2,18 @@
 //!
 //! The crate is the engine. See ARCHITECTURE.md for the map of modules.
 
+pub mod batch;
 pub mod error;
 pub mod iter;
 pub mod key;
+pub mod memtable;
 pub mod options;
 pub mod range_del;
 pub mod sst;
 pub mod storage;
 pub mod version;
+pub mod wal;
 
+pub use batch::WriteBatch;
 pub use error::{Error, Result};
 pub use options::{Compression, Options, ReadOptions, WalRecoveryMode, WriteOptions};

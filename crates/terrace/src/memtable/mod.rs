@@ -1,0 +1,195 @@
+//! Memtable: the in-memory, concurrently written, ordered buffer of recent writes.
+//!
+//! Owns: point entries keyed by internal key (a `crossbeam_skiplist::SkipMap`), the
+//! memtable's range tombstones, its memory accounting, and [`MemTableIterator`].
+//! Must not touch: the log, sequence allocation or flushing; the write path calls
+//! [`MemTable::add`] with sequence numbers it assigned, and flush reads [`MemTable::iter`].
+//! Concurrency: `Send + Sync`. Any number of threads call `add` and read at once
+//! through `&self`; entries are never removed, so a reader sees every entry whose `add`
+//! returned before the read began.
+
+mod iter;
+
+use std::ops::Bound;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use crossbeam_skiplist::SkipMap;
+use parking_lot::RwLock;
+
+use crate::key::{seek_key, try_parse, InternalKey, SeqNo, ValueType, MAX_SEQ};
+use crate::range_del::{FragmentedTombstones, RangeTombstone};
+
+pub use iter::MemTableIterator;
+
+/// Bytes charged per entry on top of its key and value: the skiplist node and tower,
+/// the key's trailer and `Vec` header, the value's `Bytes` header, and two heap blocks.
+pub const ENTRY_OVERHEAD_BYTES: usize = 96;
+
+/// A point entry found by [`MemTable::get`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemEntry {
+    /// Sequence number of the write.
+    pub seq: SeqNo,
+    /// `Value` or `Deletion`.
+    pub kind: ValueType,
+    /// The value (empty for a deletion); shares the memtable's copy, no bytes copied.
+    pub value: Bytes,
+}
+
+#[derive(Default)]
+struct Tombstones {
+    list: Vec<RangeTombstone>,
+    /// `list` fragmented, built on the first read after a change.
+    fragmented: Option<Arc<FragmentedTombstones>>,
+}
+
+/// The memtable. See the module docs for the concurrency rule.
+pub struct MemTable {
+    map: SkipMap<InternalKey, Bytes>,
+    tombstones: RwLock<Tombstones>,
+    memory_bytes: AtomicUsize,
+    entries: AtomicUsize,
+    largest_seq: AtomicU64,
+}
+
+impl Default for MemTable {
+    fn default() -> Self {
+        MemTable::new()
+    }
+}
+
+impl std::fmt::Debug for MemTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemTable")
+            .field("entries", &self.len())
+            .field("memory_bytes", &self.approximate_memory_usage())
+            .field("largest_seq", &self.largest_seq())
+            .finish()
+    }
+}
+
+impl MemTable {
+    /// An empty memtable.
+    pub fn new() -> Self {
+        MemTable {
+            map: SkipMap::new(),
+            tombstones: RwLock::default(),
+            memory_bytes: AtomicUsize::new(0),
+            entries: AtomicUsize::new(0),
+            largest_seq: AtomicU64::new(0),
+        }
+    }
+
+    /// Records one write. `Value` and `Deletion` are point entries. For `RangeDeletion`,
+    /// `user_key` is the start and `value` the (exclusive) end; it goes to the tombstone
+    /// list, not to the point entries seen by [`MemTable::iter`].
+    ///
+    /// Each `(user_key, seq, kind)` is written once; adding it again replaces the value.
+    pub fn add(&self, seq: SeqNo, kind: ValueType, user_key: &[u8], value: &[u8]) {
+        match kind {
+            ValueType::RangeDeletion => {
+                let mut t = self.tombstones.write();
+                t.list.push(RangeTombstone {
+                    start: user_key.to_vec(),
+                    end: value.to_vec(),
+                    seq,
+                });
+                t.fragmented = None;
+            }
+            ValueType::Value | ValueType::Deletion => {
+                self.map.insert(
+                    InternalKey::new(user_key, seq, kind),
+                    Bytes::copy_from_slice(value),
+                );
+            }
+        }
+        self.memory_bytes.fetch_add(
+            user_key.len() + value.len() + ENTRY_OVERHEAD_BYTES,
+            Ordering::Relaxed,
+        );
+        self.entries.fetch_add(1, Ordering::Relaxed);
+        self.largest_seq.fetch_max(seq, Ordering::Relaxed);
+    }
+
+    /// The newest point entry of `user_key` with `seq <= snapshot`. Range tombstones are
+    /// not applied here; see [`MemTable::max_covering_tombstone_seq`].
+    pub fn get(&self, user_key: &[u8], snapshot: SeqNo) -> Option<MemEntry> {
+        let target = InternalKey(seek_key(user_key, snapshot.min(MAX_SEQ)));
+        let e = self.map.lower_bound(Bound::Included(&target))?;
+        let p = try_parse(e.key().encoded()).ok()?;
+        (p.user_key == user_key).then(|| MemEntry {
+            seq: p.seq,
+            kind: p.kind,
+            value: e.value().clone(),
+        })
+    }
+
+    /// The largest sequence number of a range tombstone covering `user_key` with
+    /// `seq <= snapshot`, or 0 if there is none.
+    pub fn max_covering_tombstone_seq(&self, user_key: &[u8], snapshot: SeqNo) -> SeqNo {
+        let Some(frags) = self.fragmented_tombstones() else {
+            return 0;
+        };
+        frags
+            .fragment_for(user_key)
+            .and_then(|f| f.seqs.iter().copied().find(|s| *s <= snapshot))
+            .unwrap_or(0)
+    }
+
+    /// The range tombstones, in the order they were added.
+    pub fn range_tombstones(&self) -> Vec<RangeTombstone> {
+        self.tombstones.read().list.clone()
+    }
+
+    /// Bytes of keys and values plus a fixed per-entry overhead
+    /// ([`ENTRY_OVERHEAD_BYTES`]); tombstones included.
+    pub fn approximate_memory_usage(&self) -> usize {
+        self.memory_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Number of entries added: point entries and range tombstones.
+    pub fn len(&self) -> usize {
+        self.entries.load(Ordering::Relaxed)
+    }
+
+    /// True if nothing was added (no point entry and no tombstone).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The largest sequence number added, 0 if empty.
+    pub fn largest_seq(&self) -> SeqNo {
+        self.largest_seq.load(Ordering::Relaxed)
+    }
+
+    /// An iterator over the point entries in internal-key order. It holds the memtable
+    /// alive; entries added while it exists may or may not be seen.
+    pub fn iter(self: &Arc<Self>) -> MemTableIterator {
+        MemTableIterator::new(Arc::clone(self))
+    }
+
+    /// The tombstones fragmented (cached until the next range deletion), or `None`.
+    fn fragmented_tombstones(&self) -> Option<Arc<FragmentedTombstones>> {
+        {
+            let t = self.tombstones.read();
+            if t.list.is_empty() {
+                return None;
+            }
+            if let Some(f) = &t.fragmented {
+                return Some(Arc::clone(f));
+            }
+        }
+        let mut t = self.tombstones.write();
+        let built = match &t.fragmented {
+            Some(f) => Arc::clone(f),
+            None => Arc::new(FragmentedTombstones::new(&t.list, MAX_SEQ)),
+        };
+        t.fragmented = Some(Arc::clone(&built));
+        Some(built)
+    }
+}
+
+#[cfg(test)]
+mod tests;

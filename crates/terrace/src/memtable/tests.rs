@@ -1,0 +1,293 @@
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::iter::{InternalIterator, VecIterator};
+use crate::key::{internal_key, seek_key, ParsedKey};
+
+fn scan(it: &mut MemTableIterator) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut out = Vec::new();
+    it.seek_to_first().unwrap();
+    while it.valid() {
+        out.push((it.key().to_vec(), it.value().to_vec()));
+        it.next().unwrap();
+    }
+    out
+}
+
+fn parsed(k: &[u8]) -> ParsedKey<'_> {
+    crate::key::try_parse(k).unwrap()
+}
+
+#[test]
+fn empty_memtable() {
+    let m = Arc::new(MemTable::new());
+    assert!(m.is_empty());
+    assert_eq!(m.largest_seq(), 0);
+    assert_eq!(m.get(b"a", MAX_SEQ), None);
+    assert_eq!(m.max_covering_tombstone_seq(b"a", MAX_SEQ), 0);
+    let mut it = m.iter();
+    for f in [
+        MemTableIterator::seek_to_first,
+        MemTableIterator::seek_to_last,
+    ] {
+        f(&mut it).unwrap();
+        assert!(!it.valid());
+        assert_eq!(it.key(), b"");
+        assert_eq!(it.value(), b"");
+        it.next().unwrap();
+        it.prev().unwrap();
+    }
+}
+
+#[test]
+fn get_at_snapshots() {
+    let m = MemTable::new();
+    m.add(10, ValueType::Value, b"k", b"v10");
+    m.add(20, ValueType::Deletion, b"k", b"");
+    m.add(30, ValueType::Value, b"k", b"v30");
+    m.add(15, ValueType::Value, b"j", b"j15");
+    m.add(25, ValueType::Value, b"ka", b"ka25");
+    assert_eq!(m.get(b"k", 9), None);
+    let e = m.get(b"k", 10).unwrap();
+    assert_eq!(
+        (e.seq, e.kind, &e.value[..]),
+        (10, ValueType::Value, &b"v10"[..])
+    );
+    assert_eq!(m.get(b"k", 19).unwrap().seq, 10);
+    let e = m.get(b"k", 20).unwrap();
+    assert_eq!((e.seq, e.kind), (20, ValueType::Deletion));
+    assert_eq!(m.get(b"k", 29).unwrap().kind, ValueType::Deletion);
+    assert_eq!(&m.get(b"k", MAX_SEQ).unwrap().value[..], b"v30");
+    assert_eq!(&m.get(b"k", u64::MAX).unwrap().value[..], b"v30");
+    assert_eq!(m.get(b"ka", 24), None);
+    assert_eq!(m.get(b"", MAX_SEQ), None);
+    assert_eq!(m.get(b"kb", MAX_SEQ), None);
+    assert_eq!(m.largest_seq(), 30);
+    assert_eq!(m.len(), 5);
+}
+
+#[test]
+fn get_hands_out_shared_value() {
+    let m = MemTable::new();
+    m.add(1, ValueType::Value, b"k", &[5u8; 1000]);
+    let a = m.get(b"k", 1).unwrap().value;
+    let b = m.get(b"k", 1).unwrap().value;
+    assert_eq!(a.as_ptr(), b.as_ptr());
+}
+
+#[test]
+fn range_tombstones_are_separate() {
+    let m = Arc::new(MemTable::new());
+    m.add(1, ValueType::Value, b"b", b"1");
+    m.add(5, ValueType::RangeDeletion, b"a", b"c");
+    m.add(8, ValueType::RangeDeletion, b"b", b"d");
+    m.add(3, ValueType::RangeDeletion, b"b", b"z");
+    assert_eq!(m.len(), 4);
+    assert_eq!(m.largest_seq(), 8);
+    assert_eq!(scan(&mut m.iter()).len(), 1);
+    assert_eq!(m.range_tombstones().len(), 3);
+    assert_eq!(m.range_tombstones()[1].start, b"b");
+    assert_eq!(m.max_covering_tombstone_seq(b"b", MAX_SEQ), 8);
+    assert_eq!(m.max_covering_tombstone_seq(b"b", 7), 5);
+    assert_eq!(m.max_covering_tombstone_seq(b"b", 4), 3);
+    assert_eq!(m.max_covering_tombstone_seq(b"b", 2), 0);
+    assert_eq!(m.max_covering_tombstone_seq(b"a", MAX_SEQ), 5);
+    assert_eq!(m.max_covering_tombstone_seq(b"x", MAX_SEQ), 3);
+    assert_eq!(m.max_covering_tombstone_seq(b"z", MAX_SEQ), 0);
+    // A new tombstone invalidates the cached fragments.
+    m.add(9, ValueType::RangeDeletion, b"y", b"zz");
+    assert_eq!(m.max_covering_tombstone_seq(b"z", MAX_SEQ), 9);
+}
+
+#[test]
+fn memory_usage_counts_everything() {
+    let m = MemTable::new();
+    m.add(1, ValueType::Value, b"key", b"value");
+    assert_eq!(m.approximate_memory_usage(), 8 + ENTRY_OVERHEAD_BYTES);
+    m.add(2, ValueType::RangeDeletion, b"a", b"b");
+    assert_eq!(m.approximate_memory_usage(), 10 + 2 * ENTRY_OVERHEAD_BYTES);
+}
+
+#[test]
+fn concurrent_adds_then_ordered_scan() {
+    const THREADS: u64 = 4;
+    const PER_THREAD: u64 = 5_000;
+    let m = Arc::new(MemTable::new());
+    std::thread::scope(|s| {
+        for t in 0..THREADS {
+            let m = &m;
+            s.spawn(move || {
+                for i in 0..PER_THREAD {
+                    let seq = t * PER_THREAD + i + 1;
+                    // Keys collide across threads; sequence numbers never do.
+                    let key = format!("key{:05}", (i * 7919) % 2_000);
+                    m.add(seq, ValueType::Value, key.as_bytes(), &seq.to_le_bytes());
+                }
+            });
+        }
+    });
+    let n = (THREADS * PER_THREAD) as usize;
+    assert_eq!(m.len(), n);
+    assert_eq!(m.largest_seq(), THREADS * PER_THREAD);
+    let all = scan(&mut m.iter());
+    assert_eq!(all.len(), n);
+    for w in all.windows(2) {
+        assert!(crate::key::compare(&w[0].0, &w[1].0).is_lt());
+    }
+    for (k, v) in &all {
+        assert_eq!(v.as_slice(), parsed(k).seq.to_le_bytes());
+    }
+    // And backwards.
+    let mut it = m.iter();
+    it.seek_to_last().unwrap();
+    let mut back = Vec::new();
+    while it.valid() {
+        back.push(it.key().to_vec());
+        it.prev().unwrap();
+    }
+    back.reverse();
+    assert!(back.iter().eq(all.iter().map(|(k, _)| k)));
+}
+
+#[test]
+fn seek_for_prev_and_prev() {
+    let m = Arc::new(MemTable::new());
+    for (i, k) in [b"a", b"c", b"e"].iter().enumerate() {
+        m.add(10 + i as u64, ValueType::Value, *k, *k);
+        m.add(20 + i as u64, ValueType::Value, *k, *k);
+    }
+    let mut it = m.iter();
+    // The last entry <= ("d", newest) is the oldest version of "c".
+    it.seek_for_prev(&seek_key(b"d", MAX_SEQ)).unwrap();
+    assert_eq!(it.key(), internal_key(b"c", 11, ValueType::Value));
+    it.prev().unwrap();
+    assert_eq!(it.key(), internal_key(b"c", 21, ValueType::Value));
+    it.prev().unwrap();
+    assert_eq!(it.key(), internal_key(b"a", 10, ValueType::Value));
+    it.next().unwrap();
+    assert_eq!(it.key(), internal_key(b"c", 21, ValueType::Value));
+    // Exact match, then before the first entry.
+    it.seek_for_prev(&internal_key(b"e", 22, ValueType::Value))
+        .unwrap();
+    assert_eq!(parsed(it.key()).seq, 22);
+    // a@20 sorts before the target (a, 19): newer versions come first.
+    it.seek_for_prev(&seek_key(b"a", 19)).unwrap();
+    assert_eq!(parsed(it.key()).seq, 20);
+    it.seek_for_prev(&seek_key(b"a", MAX_SEQ)).unwrap();
+    assert!(!it.valid());
+    it.seek(&seek_key(b"c", 15)).unwrap();
+    assert_eq!(it.key(), internal_key(b"c", 11, ValueType::Value));
+    it.seek(&seek_key(b"f", MAX_SEQ)).unwrap();
+    assert!(!it.valid());
+}
+
+#[test]
+fn iterator_crosses_many_windows_both_ways() {
+    let m = Arc::new(MemTable::new());
+    for i in 0..2_000u64 {
+        m.add(i + 1, ValueType::Value, format!("{i:06}").as_bytes(), b"v");
+    }
+    let mut it = m.iter();
+    it.seek(&seek_key(b"000500", MAX_SEQ)).unwrap();
+    for i in 500..1_500u64 {
+        assert_eq!(crate::key::user_key(it.key()), format!("{i:06}").as_bytes());
+        it.next().unwrap();
+    }
+    for i in (0..1_500u64).rev() {
+        it.prev().unwrap();
+        assert_eq!(crate::key::user_key(it.key()), format!("{i:06}").as_bytes());
+    }
+    it.prev().unwrap();
+    assert!(!it.valid());
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    First,
+    Last,
+    Seek(Vec<u8>, u64),
+    SeekForPrev(Vec<u8>, u64),
+    Next,
+    Prev,
+}
+
+fn user_key_strategy() -> impl Strategy<Value = Vec<u8>> {
+    proptest::collection::vec(0u8..4, 0..4)
+}
+
+fn op_strategy() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        1 => Just(Op::First),
+        1 => Just(Op::Last),
+        1 => (user_key_strategy(), 0u64..60).prop_map(|(k, s)| Op::Seek(k, s)),
+        1 => (user_key_strategy(), 0u64..60).prop_map(|(k, s)| Op::SeekForPrev(k, s)),
+        4 => Just(Op::Next),
+        4 => Just(Op::Prev),
+    ]
+}
+
+type Write = (Vec<u8>, u64, bool, Vec<u8>);
+
+fn write_strategy() -> impl Strategy<Value = Write> {
+    (
+        user_key_strategy(),
+        1u64..50,
+        any::<bool>(),
+        proptest::collection::vec(any::<u8>(), 0..8),
+    )
+}
+
+// Case count: proptest's default, or PROPTEST_CASES from the environment.
+proptest! {
+    #[test]
+    fn iterator_matches_btreemap(
+        writes in proptest::collection::vec(write_strategy(), 0..200),
+        ops in proptest::collection::vec(op_strategy(), 0..100),
+        gets in proptest::collection::vec((user_key_strategy(), 0u64..60), 0..20),
+    ) {
+        let m = Arc::new(MemTable::new());
+        let mut model = BTreeMap::new();
+        for (k, seq, put, v) in &writes {
+            let (kind, v) = if *put { (ValueType::Value, v.clone()) } else { (ValueType::Deletion, vec![]) };
+            m.add(*seq, kind, k, &v);
+            model.insert(InternalKey::new(k, *seq, kind), v);
+        }
+        let mut want = VecIterator::new(
+            model.iter().map(|(k, v)| (k.0.clone(), v.clone())).collect(),
+        );
+        let mut got = m.iter();
+        for op in &ops {
+            match op {
+                Op::First => { want.seek_to_first().unwrap(); got.seek_to_first().unwrap(); }
+                Op::Last => { want.seek_to_last().unwrap(); got.seek_to_last().unwrap(); }
+                Op::Seek(k, s) => {
+                    let t = seek_key(k, *s);
+                    want.seek(&t).unwrap();
+                    got.seek(&t).unwrap();
+                }
+                Op::SeekForPrev(k, s) => {
+                    let t = seek_key(k, *s);
+                    want.seek_for_prev(&t).unwrap();
+                    got.seek_for_prev(&t).unwrap();
+                }
+                Op::Next if want.valid() => { want.next().unwrap(); got.next().unwrap(); }
+                Op::Prev if want.valid() => { want.prev().unwrap(); got.prev().unwrap(); }
+                Op::Next | Op::Prev => {}
+            }
+            prop_assert_eq!(got.valid(), want.valid());
+            prop_assert_eq!(got.key(), want.key());
+            prop_assert_eq!(got.value(), want.value());
+        }
+        for (k, snap) in &gets {
+            let expected = model
+                .iter()
+                .find(|(ik, _)| ik.user_key() == k.as_slice() && ik.seq() <= *snap)
+                .map(|(ik, v)| (ik.seq(), parsed(ik.encoded()).kind, v.clone()));
+            let actual = m.get(k, *snap).map(|e| (e.seq, e.kind, e.value.to_vec()));
+            prop_assert_eq!(actual, expected);
+        }
+    }
+}

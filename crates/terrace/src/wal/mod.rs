@@ -1,0 +1,48 @@
+//! Write-ahead log: frames write batches into checksummed records and reads them back.
+//!
+//! Owns: the log format (docs/formats/wal.md): 32 KiB blocks, fragment headers, record
+//! checksums; the [`LogWriter`] seam and the file implementation [`FileLogWriter`];
+//! the [`LogReader`] that classifies damage as a torn tail or mid-log corruption.
+//! Must not touch: the memtable, the manifest or batch contents; a record is opaque
+//! bytes here, and recovery policy (`WalRecoveryMode`) belongs to the caller.
+//! Concurrency: a writer has one owner (the write path's leader); a reader is used by
+//! one thread, during recovery.
+
+mod reader;
+mod record;
+mod writer;
+
+pub use reader::{LogReader, ReadOutcome};
+pub use record::{RecordType, BLOCK_SIZE, HEADER_SIZE};
+pub use writer::FileLogWriter;
+
+use crate::error::Result;
+
+/// Where committed write batches go before they are acknowledged.
+///
+/// Implemented by [`FileLogWriter`] (a log file on a [`crate::storage::Storage`]); other
+/// implementations (for example persistent-memory segments written by clients) can take
+/// its place behind this trait. `Send`: the log moves with the write path's leader.
+pub trait LogWriter: Send {
+    /// Appends one record. Records are read back whole and in order.
+    ///
+    /// # Errors
+    /// I/O errors of the device. After an error the writer refuses further records,
+    /// because the log may end in a partial record.
+    fn add_record(&mut self, data: &[u8]) -> Result<()>;
+    /// Hands buffered records to the operating system (they survive a process crash).
+    ///
+    /// # Errors
+    /// I/O errors of the device.
+    fn flush(&mut self) -> Result<()>;
+    /// Makes every added record durable (it survives a power failure).
+    ///
+    /// # Errors
+    /// I/O errors of the device.
+    fn sync(&mut self) -> Result<()>;
+    /// Bytes of log written so far, framing included.
+    fn size(&self) -> u64;
+}
+
+#[cfg(test)]
+mod tests;
