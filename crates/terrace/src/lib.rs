@@ -2,9 +2,11 @@
 //!
 //! The crate is the engine. See ARCHITECTURE.md for the map of modules.
 
+pub mod compaction;
 pub mod error;
 pub mod iter;
 pub mod key;
+pub mod merge;
 pub mod options;
 pub mod range_del;
 pub mod storage;
