@@ -10,3 +10,5 @@
 //! be called with a consistent snapshot of the levels (under the version lock).
 
 pub mod filter;
+pub mod picker;
+pub mod task;
