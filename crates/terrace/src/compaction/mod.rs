@@ -11,4 +11,5 @@
 
 pub mod filter;
 pub mod picker;
+pub mod stream;
 pub mod task;
