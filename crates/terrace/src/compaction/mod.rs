@@ -13,3 +13,13 @@ pub mod filter;
 pub mod picker;
 pub mod stream;
 pub mod task;
+
+pub use filter::{
+    CompactionFilter, CompactionFilterFactory, FilterDecision, FilterRegistry, FilterSpec,
+};
+pub use picker::{LevelState, PickedCompaction};
+pub use stream::{CompactionStream, StreamConfig, StreamCounters};
+pub use task::{
+    CompactionInputLevel, CompactionReason, CompactionResult, CompactionStats, CompactionTask,
+    OutputSpec,
+};
