@@ -41,7 +41,10 @@ pub fn table(path: &Path, keys: bool, verify: bool) -> anyhow::Result<()> {
     println!("range deletions:    {}", p.num_range_deletions);
     println!("smallest key:       {}", show_ikey(&p.smallest_key));
     println!("largest key:        {}", show_ikey(&p.largest_key));
-    println!("sequence range:     {} .. {}", p.smallest_seq, p.largest_seq);
+    println!(
+        "sequence range:     {} .. {}",
+        p.smallest_seq, p.largest_seq
+    );
     println!("data blocks:        {}", p.num_data_blocks);
     println!("data bytes:         {}", p.data_size);
     println!("index bytes:        {}", p.index_size);
@@ -54,7 +57,12 @@ pub fn table(path: &Path, keys: bool, verify: bool) -> anyhow::Result<()> {
     if keys {
         println!();
         for t in reader.range_tombstones() {
-            println!("range deletion [{}, {}) @{}", show(&t.start), show(&t.end), t.seq);
+            println!(
+                "range deletion [{}, {}) @{}",
+                show(&t.start),
+                show(&t.end),
+                t.seq
+            );
         }
         let mut it = reader.iter(IoClass::Foreground, false);
         it.seek_to_first()?;
@@ -97,7 +105,9 @@ pub fn database(dir: &Path, verify: bool) -> anyhow::Result<()> {
             if verify {
                 let path = layout.table_path(dir, f);
                 let reader = SstReader::open(storage.open(&path)?, path.clone(), 0, None)?;
-                reader.verify().with_context(|| format!("verifying {}", path.display()))?;
+                reader
+                    .verify()
+                    .with_context(|| format!("verifying {}", path.display()))?;
             }
         }
     }

@@ -18,7 +18,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let n = 200_000u32;
     let started = std::time::Instant::now();
     for i in 0..n {
-        db.put(format!("key{i:08}").as_bytes(), format!("value-{i}").as_bytes())?;
+        db.put(
+            format!("key{i:08}").as_bytes(),
+            format!("value-{i}").as_bytes(),
+        )?;
     }
     println!("wrote {n} keys in {:?}", started.elapsed());
 
@@ -26,7 +29,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     batch.put(b"apple", b"red");
     batch.put(b"banana", b"yellow");
     batch.delete(b"key00000000");
-    db.write(batch, WriteOptions { sync: true, ..WriteOptions::default() })?;
+    db.write(
+        batch,
+        WriteOptions {
+            sync: true,
+            ..WriteOptions::default()
+        },
+    )?;
     db.delete_range(b"key00000100", b"key00000200")?;
 
     let snapshot = db.snapshot();
@@ -34,7 +43,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "apple now = {:?}, at the snapshot = {:?}",
         db.get(b"apple")?.map(String::from_utf8),
-        db.get_opt(&snapshot.read_options(), b"apple")?.map(String::from_utf8)
+        db.get_opt(&snapshot.read_options(), b"apple")?
+            .map(String::from_utf8)
     );
     drop(snapshot);
 
@@ -56,14 +66,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let stats = db.stats();
     println!(
         "levels: {:?}",
-        stats.levels.iter().map(|l| (l.level, l.files, l.bytes)).collect::<Vec<_>>()
+        stats
+            .levels
+            .iter()
+            .map(|l| (l.level, l.files, l.bytes))
+            .collect::<Vec<_>>()
     );
     println!("write amplification {:.2}", stats.write_amplification);
     db.close()?;
 
     let db = Db::open(&dir, opts)?;
     let got = db.get(b"key00199999")?;
-    println!("after reopen key00199999 = {:?}", got.map(String::from_utf8));
+    println!(
+        "after reopen key00199999 = {:?}",
+        got.map(String::from_utf8)
+    );
     let mut it = db.iter(ReadOptions::default())?;
     it.seek_to_first()?;
     let mut count = 0u64;

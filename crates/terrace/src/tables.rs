@@ -124,7 +124,12 @@ pub struct LevelIterator {
 
 impl LevelIterator {
     /// Iterates `files` (sorted by key, disjoint), reading with `class`.
-    pub fn new(files: Vec<Arc<FileMeta>>, tables: Arc<Tables>, class: IoClass, fill_cache: bool) -> Self {
+    pub fn new(
+        files: Vec<Arc<FileMeta>>,
+        tables: Arc<Tables>,
+        class: IoClass,
+        fill_cache: bool,
+    ) -> Self {
         LevelIterator {
             idx: files.len(),
             files,

@@ -6,7 +6,7 @@
 
 use std::time::Instant;
 
-use super::stream::CompactionStream;
+use super::stream::{tombstones_to_keep, CompactionStream, StreamConfig};
 use super::{CompactionResult, CompactionStats, CompactionTask, FilterRegistry};
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
@@ -45,21 +45,6 @@ pub(crate) fn file_meta(number: u64, volume: u32, info: &SstInfo) -> FileMeta {
     }
 }
 
-/// Stops an iterator at an exclusive user-key bound.
-struct Bounded<'a> {
-    inner: &'a mut dyn InternalIterator,
-    upper: Option<&'a [u8]>,
-}
-
-impl Bounded<'_> {
-    fn valid(&self) -> bool {
-        self.inner.valid()
-            && self
-                .upper
-                .is_none_or(|u| key::user_key(self.inner.key()) < u)
-    }
-}
-
 /// Writes output tables, cutting at the target size on user-key changes.
 struct OutputWriter<'a, 'e> {
     env: &'e ExecutorEnv<'e>,
@@ -79,17 +64,23 @@ impl OutputWriter<'_, '_> {
             .output
             .file_numbers
             .get(self.next_number)
-            .ok_or_else(|| Error::InvalidArgument("compaction ran out of pre-allocated file numbers".into()))?;
+            .ok_or_else(|| {
+                Error::InvalidArgument("compaction ran out of pre-allocated file numbers".into())
+            })?;
         self.next_number += 1;
         let path = self.env.tables.path(self.task.output.volume, number);
         let file = self.env.storage.create(&path, IoClass::Compaction)?;
         let opts = SstOptions {
-            block_size: self.task.output.block_size,
-            restart_interval: self.task.output.restart_interval,
-            bloom_bits_per_key: self.task.output.bloom_bits_per_key,
+            block_size: usize::try_from(self.task.output.block_size).unwrap_or(usize::MAX),
+            restart_interval: self.task.output.restart_interval as usize,
+            bloom_bits_per_key: self.task.output.bloom_bits_per_key as usize,
             compression: self.task.output.compression,
         };
-        self.current = Some((SstBuilder::new(file, path, opts), number, self.next_lower.take()));
+        self.current = Some((
+            SstBuilder::new(file, path, opts),
+            number,
+            self.next_lower.take(),
+        ));
         Ok(())
     }
 
@@ -122,7 +113,8 @@ impl OutputWriter<'_, '_> {
             b.add_range_tombstone(&t);
         }
         let info = b.finish()?;
-        self.outputs.push(file_meta(number, self.task.output.volume, &info));
+        self.outputs
+            .push(file_meta(number, self.task.output.volume, &info));
         self.next_lower = upper;
         Ok(())
     }
@@ -154,27 +146,24 @@ pub fn execute(task: &CompactionTask, env: &ExecutorEnv<'_>) -> Result<Compactio
     tombs.retain(|t| in_range(t));
     let fragmented = FragmentedTombstones::new(&tombs, MAX_SEQ);
     let filter = match &task.filter {
-        Some(spec) => Some(env.filters.create(&spec.name, &spec.params)?),
+        Some(spec) => Some(env.filters.create_from_spec(spec)?),
         None => None,
     };
 
+    let kept_tombstones = tombstones_to_keep(&fragmented, &task.snapshots, task.bottommost);
     let mut merged = MergingIterator::new(children);
-    match lower {
-        Some(l) => merged.seek(&key::seek_key(l, MAX_SEQ))?,
-        None => merged.seek_to_first()?,
-    }
-    let mut bounded = Bounded {
-        inner: &mut merged,
-        upper,
-    };
     let mut stream = CompactionStream::new(
-        &task.snapshots,
-        task.bottommost,
+        &mut merged,
         &fragmented,
-        filter.as_deref(),
-        task.output_level as usize,
+        StreamConfig {
+            snapshots: &task.snapshots,
+            bottommost: task.bottommost,
+            filter: filter.as_deref(),
+            output_level: task.output_level as usize,
+            lower_bound: lower,
+            upper_bound: upper,
+        },
     );
-    let kept_tombstones = FragmentedTombstones::new(&stream.tombstones_to_keep(&tombs), MAX_SEQ);
     let mut writer = OutputWriter {
         env,
         task,
@@ -185,33 +174,23 @@ pub fn execute(task: &CompactionTask, env: &ExecutorEnv<'_>) -> Result<Compactio
         last_user_key: Vec::new(),
         outputs: Vec::new(),
     };
-    while bounded.valid() {
-        let (k, v) = (bounded.inner.key(), bounded.inner.value());
-        if let Some((ok, ov)) = stream.push(k, v)? {
-            writer.add(&ok, &ov)?;
-        }
-        bounded.inner.next()?;
-    }
-    for (ok, ov) in stream.finish()? {
-        writer.add(&ok, &ov)?;
+    while let Some((k, v)) = stream.next_output()? {
+        writer.add(&k, &v)?;
     }
     if writer.current.is_none() && writer.outputs.is_empty() && !kept_tombstones.is_empty() {
         writer.open_next()?;
     }
     writer.finish_current(upper.map(<[u8]>::to_vec))?;
     let outputs = writer.outputs;
-    let counters = stream.counters();
+    let mut stats = CompactionStats::default();
+    stream.counters().add_to(&mut stats);
+    // Bytes as files: what was read from and written to storage.
+    stats.input_bytes = input_bytes;
+    stats.output_bytes = outputs.iter().map(|f| f.size).sum();
+    stats.elapsed_micros = started.elapsed().as_micros() as u64;
     Ok(CompactionResult {
         task_id: task.id,
-        stats: CompactionStats {
-            input_entries: counters.input_entries,
-            input_bytes,
-            output_entries: outputs.iter().map(|f| f.num_entries).sum(),
-            output_bytes: outputs.iter().map(|f| f.size).sum(),
-            dropped_entries: counters.dropped_entries,
-            filtered_entries: counters.filtered_entries,
-            elapsed_micros: started.elapsed().as_micros() as u64,
-        },
+        stats,
         outputs,
     })
 }

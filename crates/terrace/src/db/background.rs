@@ -21,8 +21,9 @@ enum Kind {
 /// Starts the configured flush and compaction threads.
 pub(crate) fn spawn(inner: &Arc<DbInner>) -> Result<Vec<JoinHandle<()>>> {
     let mut out = Vec::new();
-    let kinds = std::iter::repeat_n(Kind::Flush, inner.opts.max_background_flushes)
-        .chain(std::iter::repeat_n(Kind::Compaction, inner.opts.max_background_compactions));
+    let kinds = std::iter::repeat_n(Kind::Flush, inner.opts.max_background_flushes).chain(
+        std::iter::repeat_n(Kind::Compaction, inner.opts.max_background_compactions),
+    );
     for (i, kind) in kinds.enumerate() {
         let db = inner.clone();
         let name = match kind {

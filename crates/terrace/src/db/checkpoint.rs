@@ -38,7 +38,9 @@ impl DbInner {
         let bytes = self
             .storage
             .read_all(&self.dir.join(&manifest), IoClass::Manifest)?;
-        let mut out = self.storage.create(&tmp.join(&manifest), IoClass::Manifest)?;
+        let mut out = self
+            .storage
+            .create(&tmp.join(&manifest), IoClass::Manifest)?;
         out.append(&bytes)?;
         out.sync()?;
         drop(out);

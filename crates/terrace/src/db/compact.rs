@@ -10,8 +10,7 @@ use parking_lot::MutexGuard;
 use super::listener::CompactionInfo;
 use super::{DbInner, DbState};
 use crate::compaction::{
-    self, CompactionInputLevel, CompactionResult, CompactionTask, ExecutorEnv, LevelState,
-    OutputSpec, PickedCompaction,
+    self, CompactionResult, CompactionTask, ExecutorEnv, LevelState, OutputSpec, PickedCompaction,
 };
 use crate::error::{Error, Result};
 use crate::version::VersionEdit;
@@ -48,7 +47,11 @@ impl DbInner {
     }
 
     /// Runs `picked` to completion. Holds the state lock only to prepare and to install.
-    pub(crate) fn run_compaction(&self, st: &mut MutexGuard<'_, DbState>, picked: PickedCompaction) -> Result<()> {
+    pub(crate) fn run_compaction(
+        &self,
+        st: &mut MutexGuard<'_, DbState>,
+        picked: PickedCompaction,
+    ) -> Result<()> {
         let inputs: Vec<u64> = picked
             .inputs
             .iter()
@@ -67,7 +70,11 @@ impl DbInner {
         r
     }
 
-    fn run_compaction_inner(&self, st: &mut MutexGuard<'_, DbState>, picked: &PickedCompaction) -> Result<()> {
+    fn run_compaction_inner(
+        &self,
+        st: &mut MutexGuard<'_, DbState>,
+        picked: &PickedCompaction,
+    ) -> Result<()> {
         let out_volume = self.volume_for_level(picked.output_level);
         let all_same_volume = picked.inputs.iter().all(|f| f.volume == out_volume);
         if picked.trivial_move && all_same_volume {
@@ -103,9 +110,13 @@ impl DbInner {
         let task = self.describe(st, picked, out_volume);
         let reserved: Vec<u64> = task.output.file_numbers.clone();
         st.pending_outputs.extend(reserved.iter().copied());
-        let subtasks = task.split_for(self.opts.max_subcompactions);
+        let subtasks = task.split(&compaction::task::subcompaction_boundaries(
+            &task,
+            self.opts.max_subcompactions,
+        ));
         let results = MutexGuard::unlocked(st, || self.execute_parallel(&subtasks));
-        let installed = results.and_then(|results| self.install_compaction(st, picked, &task, results));
+        let installed =
+            results.and_then(|results| self.install_compaction(st, picked, &task, results));
         for n in &reserved {
             st.pending_outputs.remove(n);
         }
@@ -126,41 +137,23 @@ impl DbInner {
         let pieces = self.opts.max_subcompactions as u64;
         // Outputs never exceed the inputs' size by much; reserve generously: numbers are cheap.
         let count = 2 * (input_bytes / target + 2) + 2 * pieces;
-        let file_numbers = (0..count).map(|_| st.versions.new_file_number()).collect();
-        let mut inputs = vec![CompactionInputLevel {
-            level: picked.level as u32,
-            files: picked.inputs.iter().map(|f| f.as_ref().clone()).collect(),
-        }];
-        if !picked.output_inputs.is_empty() {
-            inputs.push(CompactionInputLevel {
-                level: picked.output_level as u32,
-                files: picked
-                    .output_inputs
-                    .iter()
-                    .map(|f| f.as_ref().clone())
-                    .collect(),
-            });
-        }
-        CompactionTask {
-            id: file_numbers_first(&file_numbers),
-            inputs,
-            output_level: picked.output_level as u32,
-            smallest_user_key: None,
-            largest_user_key: None,
-            snapshots: self.snapshots.all(),
-            bottommost: picked.bottommost,
-            output: OutputSpec {
-                target_file_size: self.opts.target_file_size_base,
-                block_size: self.opts.block_size,
-                restart_interval: self.opts.block_restart_interval,
-                bloom_bits_per_key: self.opts.bloom_bits_per_key,
-                compression: self.opts.compression,
-                volume,
-                file_numbers,
-            },
-            filter: self.opts.compaction_filter.clone(),
-            reason: picked.reason,
-        }
+        let file_numbers: Vec<u64> = (0..count).map(|_| st.versions.new_file_number()).collect();
+        let id = file_numbers.first().copied().unwrap_or(0);
+        let output = OutputSpec {
+            target_file_size: self.opts.target_file_size_base,
+            block_size: self.opts.block_size as u64,
+            restart_interval: self.opts.block_restart_interval as u32,
+            bloom_bits_per_key: self.opts.bloom_bits_per_key as u32,
+            compression: self.opts.compression,
+            volume,
+            file_numbers,
+        };
+        picked.to_task(
+            id,
+            self.snapshots.all(),
+            output,
+            self.opts.compaction_filter.clone(),
+        )
     }
 
     /// Runs subtasks in parallel threads; the first error wins.
@@ -176,8 +169,11 @@ impl DbInner {
             handles
                 .into_iter()
                 .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err(Error::InvalidArgument("subcompaction thread panicked".into())))
+                    h.join().unwrap_or_else(|_| {
+                        Err(Error::InvalidArgument(
+                            "subcompaction thread panicked".into(),
+                        ))
+                    })
                 })
                 .collect()
         })
@@ -254,11 +250,13 @@ impl DbInner {
         start: Option<&[u8]>,
         end: Option<&[u8]>,
     ) -> Result<()> {
-        let v = st.versions.current();
-        let Some(last) = (0..v.num_levels()).rev().find(|l| !v.files(*l).is_empty()) else {
-            return Ok(());
+        let last = {
+            let v = st.versions.current();
+            let Some(last) = (0..v.num_levels()).rev().find(|l| !v.files(*l).is_empty()) else {
+                return Ok(());
+            };
+            last.max(1)
         };
-        let last = if last == 0 { 1 } else { last };
         for level in 0..last {
             loop {
                 if let Some(e) = &st.bg_error {
@@ -267,28 +265,37 @@ impl DbInner {
                 if st.shutting_down {
                     return Err(Error::Closed);
                 }
-                let v = st.versions.current();
-                let overlapping = v.overlapping_files(level, start, end);
-                if overlapping.is_empty() {
-                    break;
-                }
-                if overlapping.iter().any(|f| st.being_compacted.contains(&f.number)) {
-                    self.bg_done.wait_for(st, Duration::from_millis(50));
-                    continue;
-                }
-                let pointers: Vec<_> = (0..v.num_levels())
-                    .map(|l| st.versions.compact_pointer(l).cloned())
-                    .collect();
-                let state = LevelState {
-                    levels: v.levels(),
-                    compact_pointers: &pointers,
-                    being_compacted: &st.being_compacted,
+                // The version is dropped before the compaction runs, so that garbage
+                // collection after its install can delete the inputs.
+                let picked = {
+                    let v = st.versions.current();
+                    let overlapping = v.overlapping_files(level, start, end);
+                    if overlapping.is_empty() {
+                        break;
+                    }
+                    if overlapping
+                        .iter()
+                        .any(|f| st.being_compacted.contains(&f.number))
+                    {
+                        None
+                    } else {
+                        let pointers: Vec<_> = (0..v.num_levels())
+                            .map(|l| st.versions.compact_pointer(l).cloned())
+                            .collect();
+                        let state = LevelState {
+                            levels: v.levels(),
+                            compact_pointers: &pointers,
+                            being_compacted: &st.being_compacted,
+                        };
+                        compaction::pick_manual(&state, &self.opts, level, start, end)
+                    }
                 };
-                let Some(picked) = compaction::pick_manual(&state, &self.opts, level, start, end) else {
-                    self.bg_done.wait_for(st, Duration::from_millis(50));
-                    continue;
-                };
-                self.run_compaction(st, picked)?;
+                match picked {
+                    Some(picked) => self.run_compaction(st, picked)?,
+                    None => {
+                        self.bg_done.wait_for(st, Duration::from_millis(50));
+                    }
+                }
             }
         }
         Ok(())
@@ -305,8 +312,4 @@ impl DbInner {
         };
         compaction::execute(task, &env)
     }
-}
-
-fn file_numbers_first(numbers: &[u64]) -> u64 {
-    numbers.first().copied().unwrap_or(0)
 }

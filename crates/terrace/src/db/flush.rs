@@ -32,7 +32,8 @@ impl DbInner {
         let mem = front.mem.clone();
         let number = st.versions.new_file_number();
         st.pending_outputs.insert(number);
-        let built = MutexGuard::unlocked(st, || self.level0.flush(&self.level0_env(), &mem, number));
+        let built =
+            MutexGuard::unlocked(st, || self.level0.flush(&self.level0_env(), &mem, number));
         st.pending_outputs.remove(&number);
         let flushed = match built {
             Ok(m) => m,
@@ -44,12 +45,11 @@ impl DbInner {
             }
         };
 
-        let mut edit = VersionEdit::default();
-        edit.new_files = flushed.new_files.iter().map(|f| (0, f.clone())).collect();
-        let next_log = st
-            .imms
-            .get(1)
-            .map_or(st.mem_wal_number, |i| i.wal_number);
+        let mut edit = VersionEdit {
+            new_files: flushed.new_files.iter().map(|f| (0, f.clone())).collect(),
+            ..VersionEdit::default()
+        };
+        let next_log = st.imms.get(1).map_or(st.mem_wal_number, |i| i.wal_number);
         edit.log_number = Some(next_log);
         if let Err(e) = self.apply_edit(st, edit) {
             if let Some(f) = st.imms.front_mut() {

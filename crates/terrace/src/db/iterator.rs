@@ -173,10 +173,12 @@ impl DbIterator {
         self.find_prev_user_entry()
     }
 
-    /// Moves to the next key.
+    /// Moves to the next key. (A cursor step that can fail, as in RocksDB's `Next`;
+    /// not `Iterator::next`.)
     ///
     /// # Errors
     /// I/O or corruption.
+    #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<()> {
         if !self.valid {
             return Ok(());
@@ -251,8 +253,8 @@ impl DbIterator {
             if p.seq <= self.seq {
                 let hidden = skipping && p.user_key <= self.saved_key.as_slice();
                 if !hidden {
-                    let deleted = p.kind != ValueType::Value
-                        || self.tombstones.covers(p.user_key, p.seq);
+                    let deleted =
+                        p.kind != ValueType::Value || self.tombstones.covers(p.user_key, p.seq);
                     if deleted {
                         self.saved_key.clear();
                         self.saved_key.extend_from_slice(p.user_key);

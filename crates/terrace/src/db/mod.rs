@@ -32,12 +32,12 @@ use crate::batch::WriteBatch;
 use crate::compaction::FilterRegistry;
 use crate::error::{Error, Result};
 use crate::key::SeqNo;
+use crate::level0::{Level0, Level0Env, Level0View};
 use crate::memtable::MemTable;
 use crate::options::{Options, ReadOptions, WriteOptions};
-use crate::level0::{Level0, Level0Env, Level0View};
 use crate::sst::BlockCache;
-use crate::tables::Tables;
 use crate::storage::{FileLock, Storage};
+use crate::tables::Tables;
 use crate::version::{Version, VersionSet};
 use crate::wal::LogWriter;
 

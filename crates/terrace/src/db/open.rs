@@ -13,12 +13,12 @@ use crate::batch::WriteBatch;
 use crate::compaction::FilterRegistry;
 use crate::error::{Error, Result};
 use crate::key::SeqNo;
+use crate::level0::{Level0, Level0Env};
 use crate::memtable::MemTable;
 use crate::options::{Options, WalRecoveryMode};
-use crate::level0::{Level0, Level0Env};
 use crate::sst::BlockCache;
-use crate::tables::Tables;
 use crate::storage::{IoClass, Storage};
+use crate::tables::Tables;
 use crate::version::{parse_file_name, wal_file_name, FileKind, FileMeta, VersionEdit, VersionSet};
 use crate::wal::{FileLogWriter, LogReader, ReadOutcome};
 
@@ -39,12 +39,25 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
     }
     let has_db = storage.exists(&dir.join("CURRENT"))?;
     if has_db && opts.error_if_exists {
-        return Err(Error::InvalidArgument(format!("{} already exists", dir.display())));
+        return Err(Error::InvalidArgument(format!(
+            "{} already exists",
+            dir.display()
+        )));
     }
     let mut versions = if has_db {
-        VersionSet::recover(storage.clone(), dir, opts.num_levels, opts.max_manifest_file_size)?
+        VersionSet::recover(
+            storage.clone(),
+            dir,
+            opts.num_levels,
+            opts.max_manifest_file_size,
+        )?
     } else if opts.create_if_missing {
-        VersionSet::create(storage.clone(), dir, opts.num_levels, opts.max_manifest_file_size)?
+        VersionSet::create(
+            storage.clone(),
+            dir,
+            opts.num_levels,
+            opts.max_manifest_file_size,
+        )?
     } else {
         return Err(Error::InvalidArgument(format!(
             "{} is not a database and create_if_missing is false",
@@ -65,7 +78,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
         opts.max_open_files,
         Some(block_cache.clone()),
     ));
-    let filters = FilterRegistry::with_builtins();
+    let filters = FilterRegistry::new();
     for f in &opts.compaction_filter_factories {
         filters.register(f.clone());
     }
@@ -212,7 +225,11 @@ impl Recovery<'_> {
                         }
                     }
                     ReadOutcome::Eof => break false,
-                    ReadOutcome::Corrupt { offset, reason, tail } => {
+                    ReadOutcome::Corrupt {
+                        offset,
+                        reason,
+                        tail,
+                    } => {
                         let tolerated = match self.opts.wal_recovery_mode {
                             WalRecoveryMode::PointInTime => true,
                             WalRecoveryMode::TolerateCorruptedTailRecords => tail && newest,

@@ -57,20 +57,33 @@ impl DbInner {
         let start = Instant::now();
         let sv = self.super_version();
         let r = self.get_in(&sv, self.read_seq(opts), key, opts.fill_cache);
-        self.counters
-            .record_get(start.elapsed().as_micros() as u64);
+        self.counters.record_get(start.elapsed().as_micros() as u64);
         r
     }
 
-    pub(crate) fn multi_get(&self, opts: &ReadOptions, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+    pub(crate) fn multi_get(
+        &self,
+        opts: &ReadOptions,
+        keys: &[&[u8]],
+    ) -> Result<Vec<Option<Vec<u8>>>> {
         let sv = self.super_version();
         let snap = self.read_seq(opts);
         keys.iter()
-            .map(|k| Ok(self.get_in(&sv, snap, k, opts.fill_cache)?.map(|v| v.to_vec())))
+            .map(|k| {
+                Ok(self
+                    .get_in(&sv, snap, k, opts.fill_cache)?
+                    .map(|v| v.to_vec()))
+            })
             .collect()
     }
 
-    fn get_in(&self, sv: &SuperVersion, snap: SeqNo, key: &[u8], fill_cache: bool) -> Result<Option<PinnedValue>> {
+    fn get_in(
+        &self,
+        sv: &SuperVersion,
+        snap: SeqNo,
+        key: &[u8],
+        fill_cache: bool,
+    ) -> Result<Option<PinnedValue>> {
         let mut max_tombstone = 0;
         for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
             max_tombstone = max_tombstone.max(mem.max_covering_tombstone_seq(key, snap));
@@ -79,7 +92,10 @@ impl DbInner {
             }
         }
         let seek = key::seek_key(key, snap);
-        if let Lookup::Found(v) = sv.level0.get(key, &seek, snap, &mut max_tombstone, fill_cache)? {
+        if let Lookup::Found(v) = sv
+            .level0
+            .get(key, &seek, snap, &mut max_tombstone, fill_cache)?
+        {
             return Ok(v.map(PinnedValue));
         }
         for level in 1..sv.version.num_levels() {
@@ -90,7 +106,9 @@ impl DbInner {
                 continue;
             }
             let reader = self.tables.open(f)?;
-            if let Lookup::Found(v) = lookup(&reader, key, &seek, snap, &mut max_tombstone, fill_cache)? {
+            if let Lookup::Found(v) =
+                lookup(&reader, key, &seek, snap, &mut max_tombstone, fill_cache)?
+            {
                 return Ok(v.map(PinnedValue));
             }
         }

@@ -210,7 +210,9 @@ impl super::DbInner {
     }
 
     pub(crate) fn property(&self, name: &str) -> Option<String> {
-        let name = name.strip_prefix("terrace.").or_else(|| name.strip_prefix("rocksdb."))?;
+        let name = name
+            .strip_prefix("terrace.")
+            .or_else(|| name.strip_prefix("rocksdb."))?;
         let s = self.stats();
         if let Some(level) = name.strip_prefix("num-files-at-level") {
             let l: usize = level.parse().ok()?;
@@ -239,7 +241,11 @@ impl super::DbInner {
             "cur-size-all-mem-tables" => Some(s.memtable_bytes.to_string()),
             "background-errors" => {
                 let st = self.state.lock();
-                Some(st.bg_error.as_ref().map_or_else(|| "0".to_string(), |e| e.to_string()))
+                Some(
+                    st.bg_error
+                        .as_ref()
+                        .map_or_else(|| "0".to_string(), |e| e.to_string()),
+                )
             }
             _ => None,
         }

@@ -51,7 +51,8 @@ impl DbInner {
         loop {
             if let Some(r) = me.result.lock().take() {
                 drop(q);
-                self.counters.record_write(start.elapsed().as_micros() as u64);
+                self.counters
+                    .record_write(start.elapsed().as_micros() as u64);
                 return r;
             }
             if q.front().is_some_and(|f| Arc::ptr_eq(f, &me)) {
@@ -84,7 +85,8 @@ impl DbInner {
         }
         self.writers.cv.notify_all();
         drop(q);
-        self.counters.record_write(start.elapsed().as_micros() as u64);
+        self.counters
+            .record_write(start.elapsed().as_micros() as u64);
         r
     }
 
@@ -209,10 +211,13 @@ impl DbInner {
 }
 
 /// Inserts a batch whose first operation has sequence `first_seq`; returns user bytes.
-pub(crate) fn insert_into_memtable(mem: &MemTable, batch: &WriteBatch, first_seq: u64) -> Result<u64> {
-    let mut seq = first_seq;
+pub(crate) fn insert_into_memtable(
+    mem: &MemTable,
+    batch: &WriteBatch,
+    first_seq: u64,
+) -> Result<u64> {
     let mut bytes = 0u64;
-    for op in batch.iter() {
+    for (seq, op) in (first_seq..).zip(batch.iter()) {
         match op? {
             BatchOp::Put { key, value } => {
                 mem.add(seq, ValueType::Value, key, value);
@@ -227,7 +232,6 @@ pub(crate) fn insert_into_memtable(mem: &MemTable, batch: &WriteBatch, first_seq
                 bytes += (start.len() + end.len()) as u64;
             }
         }
-        seq += 1;
     }
     Ok(bytes)
 }

@@ -63,7 +63,12 @@ impl Level0 for ClassicLevel0 {
         "classic"
     }
 
-    fn flush(&self, env: &Level0Env<'_>, mem: &Arc<MemTable>, file_number: u64) -> Result<Level0Flush> {
+    fn flush(
+        &self,
+        env: &Level0Env<'_>,
+        mem: &Arc<MemTable>,
+        file_number: u64,
+    ) -> Result<Level0Flush> {
         let written = write_memtable(env, mem, file_number)?;
         Ok(Level0Flush {
             bytes_written: written.as_ref().map_or(0, |f| f.size),
@@ -123,7 +128,9 @@ impl Level0View for ClassicView {
                 continue;
             }
             let reader = self.tables.open(f)?;
-            if let Lookup::Found(v) = lookup(&reader, user_key, seek_key, snap, max_tombstone, fill_cache)? {
+            if let Lookup::Found(v) =
+                lookup(&reader, user_key, seek_key, snap, max_tombstone, fill_cache)?
+            {
                 return Ok(Lookup::Found(v));
             }
         }

@@ -100,7 +100,12 @@ pub trait Level0: Send + Sync {
     ///
     /// # Errors
     /// I/O errors; nothing is installed on error.
-    fn flush(&self, env: &Level0Env<'_>, mem: &Arc<MemTable>, file_number: u64) -> Result<Level0Flush>;
+    fn flush(
+        &self,
+        env: &Level0Env<'_>,
+        mem: &Arc<MemTable>,
+        file_number: u64,
+    ) -> Result<Level0Flush>;
 
     /// The reader's view of level 0 in `version`.
     fn view(&self, tables: &Arc<Tables>, version: &Arc<Version>) -> Arc<dyn Level0View>;

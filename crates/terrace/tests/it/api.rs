@@ -117,7 +117,8 @@ fn snapshots_see_the_past() {
     db.put(b"k", b"new").unwrap();
     db.delete(b"gone-later").unwrap();
     for i in 0..3000u32 {
-        db.put(format!("fill{i:05}").as_bytes(), &[7u8; 40]).unwrap();
+        db.put(format!("fill{i:05}").as_bytes(), &[7u8; 40])
+            .unwrap();
     }
     db.flush().unwrap();
     db.compact_range(None, None).unwrap();
@@ -128,7 +129,10 @@ fn snapshots_see_the_past() {
     assert_eq!(db.get(b"k").unwrap(), Some(b"new".to_vec()));
     let mut it = db.iter(snap.read_options()).unwrap();
     it.seek_to_first().unwrap();
-    assert_eq!(it.collect_remaining().unwrap(), vec![(b"k".to_vec(), b"old".to_vec())]);
+    assert_eq!(
+        it.collect_remaining().unwrap(),
+        vec![(b"k".to_vec(), b"old".to_vec())]
+    );
 }
 
 #[test]
@@ -180,23 +184,40 @@ fn write_batch_is_atomic_and_multi_get_and_pinned_reads_work() {
     b.put(b"x", b"1");
     b.put(b"y", b"2");
     b.delete(b"x");
-    db.write(b, WriteOptions { sync: true, disable_wal: false }).unwrap();
+    db.write(
+        b,
+        WriteOptions {
+            sync: true,
+            disable_wal: false,
+        },
+    )
+    .unwrap();
     let got = db
         .multi_get(&ReadOptions::default(), &[b"x", b"y", b"z"])
         .unwrap();
     assert_eq!(got, vec![None, Some(b"2".to_vec()), None]);
-    let pinned = db.get_pinned(&ReadOptions::default(), b"y").unwrap().unwrap();
+    let pinned = db
+        .get_pinned(&ReadOptions::default(), b"y")
+        .unwrap()
+        .unwrap();
     assert_eq!(&*pinned, b"2");
     let mut buf = Vec::new();
-    assert!(db.get_into(&ReadOptions::default(), b"y", &mut buf).unwrap());
+    assert!(db
+        .get_into(&ReadOptions::default(), b"y", &mut buf)
+        .unwrap());
     assert_eq!(buf, b"2");
-    assert!(!db.get_into(&ReadOptions::default(), b"x", &mut buf).unwrap());
+    assert!(!db
+        .get_into(&ReadOptions::default(), b"x", &mut buf)
+        .unwrap());
 }
 
 #[test]
 fn disable_wal_writes_are_lost_without_flush_but_kept_with_it() {
     let dir = tempfile::tempdir().unwrap();
-    let no_wal = WriteOptions { sync: false, disable_wal: true };
+    let no_wal = WriteOptions {
+        sync: false,
+        disable_wal: true,
+    };
     let db = open(dir.path(), Options::default());
     let mut b = WriteBatch::new();
     b.put(b"flushed", b"1");
@@ -261,6 +282,9 @@ fn stats_properties_and_listeners() {
     assert!(s.write_latency.count >= 4000);
     assert!(db.property("terrace.levelstats").unwrap().contains("Level"));
     assert!(db.property("terrace.num-files-at-level0").is_some());
-    assert!(db.property("terrace.stats").unwrap().contains("write_amplification"));
+    assert!(db
+        .property("terrace.stats")
+        .unwrap()
+        .contains("write_amplification"));
     assert_eq!(db.property("terrace.no-such-thing"), None);
 }

@@ -15,8 +15,11 @@ fn concurrent_writers_and_readers() {
             let db = db.clone();
             std::thread::spawn(move || {
                 for i in 0..2500u32 {
-                    db.put(format!("t{t}-{i:05}").as_bytes(), format!("{t}:{i}").as_bytes())
-                        .unwrap();
+                    db.put(
+                        format!("t{t}-{i:05}").as_bytes(),
+                        format!("{t}:{i}").as_bytes(),
+                    )
+                    .unwrap();
                 }
             })
         })

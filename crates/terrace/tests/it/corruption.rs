@@ -43,7 +43,10 @@ fn flipped_table_bytes_never_yield_wrong_values() {
         let db = match Db::open(dir.path(), Options::default()) {
             Ok(db) => db,
             Err(e) => {
-                assert!(e.is_corruption(), "open failed with a non-corruption error: {e}");
+                assert!(
+                    e.is_corruption(),
+                    "open failed with a non-corruption error: {e}"
+                );
                 continue;
             }
         };
@@ -58,8 +61,10 @@ fn flipped_table_bytes_never_yield_wrong_values() {
                 }
             }
         }
-        let mut it = db.iter(Default::default()).unwrap();
-        let scanned = it.seek_to_first().and_then(|()| it.collect_remaining());
+        let scanned = db.iter(Default::default()).and_then(|mut it| {
+            it.seek_to_first()?;
+            it.collect_remaining()
+        });
         match scanned {
             Ok(all) => {
                 for (k, v) in all {
@@ -136,7 +141,12 @@ fn flipped_manifest_byte_fails_the_open() {
     let manifest = std::fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().path())
-        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("MANIFEST-"))
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("MANIFEST-")
+        })
         .unwrap();
     let len = std::fs::metadata(&manifest).unwrap().len();
     flip(&manifest, len / 2);

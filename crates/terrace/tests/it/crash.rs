@@ -75,7 +75,14 @@ fn crash_child() {
     for i in 0.. {
         let mut b = WriteBatch::new();
         b.put(&key(cycle, i), &value(cycle, i));
-        db.write(b, WriteOptions { sync, disable_wal: false }).unwrap();
+        db.write(
+            b,
+            WriteOptions {
+                sync,
+                disable_wal: false,
+            },
+        )
+        .unwrap();
         writeln!(out, "ACK {i}").unwrap();
         out.flush().unwrap();
     }
@@ -88,7 +95,10 @@ fn run_cycles(mode: Mode, cycles: u32) -> u32 {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| rand::thread_rng().gen());
-    eprintln!("crash test mode={} seed={seed} (TERRACE_CRASH_SEED={seed} to repeat)", mode.name());
+    eprintln!(
+        "crash test mode={} seed={seed} (TERRACE_CRASH_SEED={seed} to repeat)",
+        mode.name()
+    );
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let dir = tempfile::tempdir().unwrap();
     let exe = std::env::current_exe().unwrap();
@@ -96,8 +106,17 @@ fn run_cycles(mode: Mode, cycles: u32) -> u32 {
     let mut cycles_with_loss = 0;
     for cycle in 0..cycles {
         let mut child = Command::new(&exe)
-            .args(["crash::crash_child", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
-            .env(CHILD_ENV, format!("{}:{cycle}:{}", mode.name(), dir.path().display()))
+            .args([
+                "crash::crash_child",
+                "--exact",
+                "--ignored",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(
+                CHILD_ENV,
+                format!("{}:{cycle}:{}", mode.name(), dir.path().display()),
+            )
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -142,7 +161,8 @@ fn run_cycles(mode: Mode, cycles: u32) -> u32 {
 /// Checks every cycle's writes; returns true if an acknowledged write is missing
 /// (allowed only for the modes that do not promise durability).
 fn verify(dir: &Path, mode: Mode, acked: &[u64], upto: u32, seed: u64) -> bool {
-    let db = Db::open(dir, child_options(false)).unwrap_or_else(|e| panic!("reopen failed (seed {seed}): {e}"));
+    let db = Db::open(dir, child_options(false))
+        .unwrap_or_else(|e| panic!("reopen failed (seed {seed}): {e}"));
     let mut lost = false;
     for cycle in 0..=upto {
         let acked_n = acked[cycle as usize];
@@ -159,7 +179,11 @@ fn verify(dir: &Path, mode: Mode, acked: &[u64], upto: u32, seed: u64) -> bool {
         while it.valid() {
             let k = std::str::from_utf8(it.key()).unwrap();
             let i: u64 = k[5..].parse().unwrap();
-            assert_eq!(it.value(), value(cycle, i).as_slice(), "wrong value for {k} (seed {seed})");
+            assert_eq!(
+                it.value(),
+                value(cycle, i).as_slice(),
+                "wrong value for {k} (seed {seed})"
+            );
             present.insert(i);
             it.next().unwrap();
         }

@@ -1,5 +1,7 @@
 //! The integration tests: public API only, one binary.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod api;
 mod concurrency;
 mod corruption;

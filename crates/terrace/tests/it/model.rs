@@ -20,7 +20,12 @@ enum Op {
     Get(u16),
     TakeSnapshot,
     ReadSnapshot(usize, u16),
-    Scan { lo: Option<u16>, hi: Option<u16>, reverse: bool, snap: Option<usize> },
+    Scan {
+        lo: Option<u16>,
+        hi: Option<u16>,
+        reverse: bool,
+        snap: Option<usize>,
+    },
     Seek(u16, bool),
     Flush,
     Compact,
@@ -66,7 +71,9 @@ fn expected_scan(m: &Model, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Vec<(Vec<u8
             return Vec::new();
         }
     }
-    m.range((lo_b, hi_b)).map(|(k, v)| (k.clone(), v.clone())).collect()
+    m.range((lo_b, hi_b))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
 }
 
 fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
@@ -88,7 +95,10 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
             }
             Op::DeleteRange(a, b) => {
                 d.delete_range(&key(a), &key(b)).unwrap();
-                let doomed: Vec<_> = model.range(key(a)..key(b)).map(|(k, _)| k.clone()).collect();
+                let doomed: Vec<_> = model
+                    .range(key(a)..key(b))
+                    .map(|(k, _)| k.clone())
+                    .collect();
                 for k in doomed {
                     model.remove(&k);
                 }
@@ -110,16 +120,29 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 d.write(b, WriteOptions::default()).unwrap();
             }
             Op::Get(k) => {
-                prop_assert_eq!(d.get(&key(k)).unwrap(), model.get(&key(k)).cloned(), "get {}", k);
+                prop_assert_eq!(
+                    d.get(&key(k)).unwrap(),
+                    model.get(&key(k)).cloned(),
+                    "get {}",
+                    k
+                );
             }
             Op::TakeSnapshot => snaps.push((d.snapshot(), model.clone())),
             Op::ReadSnapshot(i, k) => {
                 if !snaps.is_empty() {
                     let (s, m) = &snaps[i % snaps.len()];
-                    prop_assert_eq!(d.get_opt(&s.read_options(), &key(k)).unwrap(), m.get(&key(k)).cloned());
+                    prop_assert_eq!(
+                        d.get_opt(&s.read_options(), &key(k)).unwrap(),
+                        m.get(&key(k)).cloned()
+                    );
                 }
             }
-            Op::Scan { lo, hi, reverse, snap } => {
+            Op::Scan {
+                lo,
+                hi,
+                reverse,
+                snap,
+            } => {
                 let (m, seq) = match snap.filter(|_| !snaps.is_empty()) {
                     Some(i) => {
                         let (s, m) = &snaps[i % snaps.len()];
@@ -131,7 +154,12 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 let hi = hi.map(key);
                 let mut want = expected_scan(m, lo.as_deref(), hi.as_deref());
                 let mut it = d
-                    .iter(ReadOptions { snapshot_seq: seq, lower_bound: lo, upper_bound: hi, ..ReadOptions::default() })
+                    .iter(ReadOptions {
+                        snapshot_seq: seq,
+                        lower_bound: lo,
+                        upper_bound: hi,
+                        ..ReadOptions::default()
+                    })
                     .unwrap();
                 let mut got = Vec::new();
                 if reverse {
@@ -153,21 +181,35 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 if forward {
                     it.seek(&target).unwrap();
                     let want = model.range(target.clone()..).next();
-                    prop_assert_eq!(it.valid().then(|| (it.key().to_vec(), it.value().to_vec())), want.map(|(a, b)| (a.clone(), b.clone())));
+                    prop_assert_eq!(
+                        it.valid().then(|| (it.key().to_vec(), it.value().to_vec())),
+                        want.map(|(a, b)| (a.clone(), b.clone()))
+                    );
                     // Direction change: one step back lands on the key before.
                     if it.valid() {
                         it.prev().unwrap();
                         let want = model.range(..target.clone()).next_back();
-                        prop_assert_eq!(it.valid().then(|| it.key().to_vec()), want.map(|(a, _)| a.clone()));
+                        prop_assert_eq!(
+                            it.valid().then(|| it.key().to_vec()),
+                            want.map(|(a, _)| a.clone())
+                        );
                     }
                 } else {
                     it.seek_for_prev(&target).unwrap();
                     let want = model.range(..=target.clone()).next_back();
-                    prop_assert_eq!(it.valid().then(|| (it.key().to_vec(), it.value().to_vec())), want.map(|(a, b)| (a.clone(), b.clone())));
+                    prop_assert_eq!(
+                        it.valid().then(|| (it.key().to_vec(), it.value().to_vec())),
+                        want.map(|(a, b)| (a.clone(), b.clone()))
+                    );
                     if it.valid() {
                         it.next().unwrap();
-                        let want = model.range((Bound::Excluded(target.clone()), Bound::Unbounded)).next();
-                        prop_assert_eq!(it.valid().then(|| it.key().to_vec()), want.map(|(a, _)| a.clone()));
+                        let want = model
+                            .range((Bound::Excluded(target.clone()), Bound::Unbounded))
+                            .next();
+                        prop_assert_eq!(
+                            it.valid().then(|| it.key().to_vec()),
+                            want.map(|(a, _)| a.clone())
+                        );
                     }
                 }
             }

@@ -10,7 +10,13 @@ use crate::{scan_all, small_options};
 fn count_tables(dir: &std::path::Path) -> usize {
     std::fs::read_dir(dir)
         .unwrap()
-        .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "sst"))
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "sst")
+        })
         .count()
 }
 
@@ -30,8 +36,15 @@ fn levels_live_in_two_directories() {
     }
     db.flush().unwrap();
     db.compact_range(None, None).unwrap();
-    assert!(count_tables(&slow) > 0, "no table reached the second volume");
-    assert_eq!(count_tables(&fast), 0, "level 0 should be empty after a full compaction");
+    assert!(
+        count_tables(&slow) > 0,
+        "no table reached the second volume"
+    );
+    assert_eq!(
+        count_tables(&fast),
+        0,
+        "level 0 should be empty after a full compaction"
+    );
     db.close().unwrap();
     let db = Db::open(&fast, opts).unwrap();
     assert_eq!(scan_all(&db).len(), 6000);
@@ -57,7 +70,13 @@ fn background_io_error_makes_the_database_read_only() {
         }
     }
     let err = failed.expect("writes kept succeeding although every sync fails");
-    assert!(matches!(err, terrace::Error::Background(_) | terrace::Error::Io { .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            terrace::Error::Background(_) | terrace::Error::Io { .. }
+        ),
+        "{err}"
+    );
     // Every later write fails with the stored error; reads still work.
     assert!(db.put(b"later", b"x").is_err());
     assert_eq!(db.get(b"before").unwrap(), Some(b"1".to_vec()));
@@ -76,7 +95,8 @@ fn compaction_filter_by_name_drops_keys() {
     };
     let db = Db::open(dir.path(), opts).unwrap();
     for i in 0..500u32 {
-        db.put(format!("tmp:{i:04}").as_bytes(), b"scratch").unwrap();
+        db.put(format!("tmp:{i:04}").as_bytes(), b"scratch")
+            .unwrap();
         db.put(format!("keep:{i:04}").as_bytes(), b"data").unwrap();
     }
     db.flush().unwrap();
@@ -96,8 +116,11 @@ fn subcompactions_produce_the_same_data() {
     let db = Db::open(dir.path(), opts).unwrap();
     for round in 0..3u32 {
         for i in 0..4000u32 {
-            db.put(format!("k{i:05}").as_bytes(), format!("r{round}").as_bytes())
-                .unwrap();
+            db.put(
+                format!("k{i:05}").as_bytes(),
+                format!("r{round}").as_bytes(),
+            )
+            .unwrap();
         }
     }
     db.compact_range(None, None).unwrap();
@@ -125,7 +148,8 @@ impl terrace::level0::Level0 for ByteBudgetLevel0 {
         mem: &Arc<terrace::memtable::MemTable>,
         file_number: u64,
     ) -> terrace::Result<terrace::level0::Level0Flush> {
-        self.flushes.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.flushes
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         terrace::level0::ClassicLevel0.flush(env, mem, file_number)
     }
     fn view(
@@ -138,9 +162,14 @@ impl terrace::level0::Level0 for ByteBudgetLevel0 {
     fn size_bytes(&self, version: &terrace::version::Version) -> u64 {
         version.level_bytes(0)
     }
-    fn backpressure(&self, version: &terrace::version::Version, _opts: &Options) -> terrace::level0::Backpressure {
+    fn backpressure(
+        &self,
+        version: &terrace::version::Version,
+        _opts: &Options,
+    ) -> terrace::level0::Backpressure {
         if version.level_bytes(0) > 64 << 10 {
-            self.slowdowns.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            self.slowdowns
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             terrace::level0::Backpressure::Slowdown
         } else {
             terrace::level0::Backpressure::None
@@ -154,7 +183,8 @@ impl terrace::level0::Level0 for ByteBudgetLevel0 {
         env: &terrace::level0::Level0Env<'_>,
         version: &terrace::version::Version,
     ) -> terrace::Result<()> {
-        self.recovered.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.recovered
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         terrace::level0::ClassicLevel0.recover(env, version)
     }
 }
@@ -179,7 +209,10 @@ fn a_second_level0_kind_plugs_in() {
     }
     db.flush().unwrap();
     assert!(l0.flushes.load(SeqCst) > 1);
-    assert!(l0.slowdowns.load(SeqCst) > 0, "the byte budget never slowed writes");
+    assert!(
+        l0.slowdowns.load(SeqCst) > 0,
+        "the byte budget never slowed writes"
+    );
     assert!(db.stats().stall_count > 0);
     db.close().unwrap();
     let db = Db::open(dir.path(), opts).unwrap();

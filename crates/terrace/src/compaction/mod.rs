@@ -1,0 +1,30 @@
+//! Compaction: choosing what to compact, describing it as data, and the rules that decide
+//! which entries survive.
+//!
+//! Owns: the picker (`picker`, a pure function of the level state), the serializable task
+//! and result (`task`, docs/formats/compaction-task.md), compaction filters (`filter`) and
+//! the entry-dropping stream (`stream`). See docs/techniques/leveled-compaction.md.
+//! `executor` runs one task from its description, reading and writing table files through
+//! the storage seam.
+//! Must not touch: the manifest or the database; callers pick, install the result and
+//! collect the inputs.
+//! Concurrency: everything here is plain data or a single-owner cursor; the picker must
+//! be called with a consistent snapshot of the levels (under the version lock).
+
+mod executor;
+pub mod filter;
+pub mod picker;
+pub mod stream;
+pub mod task;
+
+pub(crate) use executor::file_meta;
+pub use executor::{execute, ExecutorEnv};
+pub use filter::{
+    CompactionFilter, CompactionFilterFactory, FilterDecision, FilterRegistry, FilterSpec,
+};
+pub use picker::{level_targets, pick, pick_manual, LevelState, PickedCompaction};
+pub use stream::{CompactionStream, StreamConfig, StreamCounters};
+pub use task::{
+    CompactionInputLevel, CompactionReason, CompactionResult, CompactionStats, CompactionTask,
+    OutputSpec,
+};

@@ -1,0 +1,394 @@
+use super::*;
+
+fn meta(number: u64, lo: &[u8], hi: &[u8], size: u64, seq: u64) -> Arc<FileMeta> {
+    Arc::new(FileMeta {
+        number,
+        volume: 0,
+        size,
+        smallest: InternalKey::new(lo, seq, ValueType::Value),
+        largest: InternalKey::new(hi, seq, ValueType::Value),
+        smallest_seq: seq,
+        largest_seq: seq,
+        num_entries: 1,
+        num_deletions: 0,
+        num_range_deletions: 0,
+        file_checksum: 0,
+    })
+}
+
+fn f(number: u64, lo: &str, hi: &str, size: u64) -> Arc<FileMeta> {
+    meta(number, lo.as_bytes(), hi.as_bytes(), size, number)
+}
+
+fn opts(dynamic: bool) -> Options {
+    Options {
+        max_bytes_for_level_base: 100,
+        max_bytes_for_level_multiplier: 10.0,
+        level0_file_num_compaction_trigger: 2,
+        level_compaction_dynamic_level_bytes: dynamic,
+        ..Options::default()
+    }
+}
+
+struct Fixture {
+    levels: Vec<Vec<Arc<FileMeta>>>,
+    pointers: Vec<Option<InternalKey>>,
+    busy: HashSet<u64>,
+}
+
+impl Fixture {
+    fn new(levels: Vec<Vec<Arc<FileMeta>>>) -> Self {
+        let n = levels.len();
+        Fixture {
+            levels,
+            pointers: vec![None; n],
+            busy: HashSet::new(),
+        }
+    }
+    fn state(&self) -> LevelState<'_> {
+        LevelState {
+            levels: &self.levels,
+            compact_pointers: &self.pointers,
+            being_compacted: &self.busy,
+        }
+    }
+}
+
+fn numbers(files: &[Arc<FileMeta>]) -> Vec<u64> {
+    files.iter().map(|f| f.number).collect()
+}
+
+#[test]
+fn static_targets_grow_by_the_multiplier() {
+    let levels = vec![Vec::new(); 4];
+    assert_eq!(
+        level_targets(&levels, &opts(false)),
+        vec![0, 100, 1000, 10000]
+    );
+    assert_eq!(base_level(&levels, &opts(false)), 1);
+}
+
+#[test]
+fn dynamic_targets_follow_the_last_level() {
+    let mut levels = vec![Vec::new(); 5];
+    assert_eq!(base_level(&levels, &opts(true)), 4);
+    assert_eq!(level_targets(&levels, &opts(true)), vec![0, 0, 0, 0, 100]);
+    levels[4] = vec![f(1, "a", "z", 1500)];
+    assert_eq!(
+        level_targets(&levels, &opts(true)),
+        vec![0, 0, 15, 150, 1500]
+    );
+    assert_eq!(base_level(&levels, &opts(true)), 2);
+    // Data above the computed base level pins the base level there.
+    levels[1] = vec![f(2, "a", "b", 1)];
+    assert_eq!(base_level(&levels, &opts(true)), 1);
+}
+
+#[test]
+fn scores_ignore_files_being_compacted() {
+    let mut fx = Fixture::new(vec![
+        vec![f(1, "a", "c", 1), f(2, "b", "d", 1), f(3, "x", "y", 1)],
+        vec![f(4, "a", "m", 150), f(5, "n", "z", 50)],
+        vec![],
+    ]);
+    assert_eq!(scores(&fx.state(), &opts(false)), vec![1.5, 2.0, 0.0]);
+    fx.busy.insert(3);
+    fx.busy.insert(4);
+    assert_eq!(scores(&fx.state(), &opts(false)), vec![1.0, 0.5, 0.0]);
+}
+
+#[test]
+fn level0_picks_overlapping_closure_and_next_level() {
+    let fx = Fixture::new(vec![
+        // 1 and 3 overlap through 2; 4 stands apart.
+        vec![
+            f(3, "e", "g", 1),
+            f(1, "a", "c", 1),
+            f(2, "c", "e", 1),
+            f(4, "x", "y", 1),
+        ],
+        vec![
+            f(10, "a", "b", 10),
+            f(11, "f", "h", 10),
+            f(12, "p", "q", 10),
+        ],
+        vec![f(20, "g", "j", 1)],
+    ]);
+    let p = pick(&fx.state(), &opts(false)).unwrap();
+    assert_eq!((p.level, p.output_level), (0, 1));
+    assert_eq!(numbers(&p.inputs), vec![1, 2, 3]);
+    assert_eq!(numbers(&p.output_inputs), vec![10, 11]);
+    assert_eq!(p.reason, CompactionReason::Level0FileNum);
+    assert!(!p.trivial_move);
+    assert!(!p.bottommost, "file 20 overlaps [a, h] below");
+    assert_eq!(p.compact_pointer().unwrap().user_key(), b"g");
+}
+
+#[test]
+fn level0_waits_for_a_running_level0_compaction() {
+    let mut fx = Fixture::new(vec![
+        vec![f(1, "a", "c", 1), f(2, "x", "y", 1), f(3, "x", "z", 1)],
+        vec![],
+    ]);
+    fx.busy.insert(1);
+    assert!(pick(&fx.state(), &opts(false)).is_none());
+}
+
+#[test]
+fn single_file_without_overlap_is_a_trivial_move() {
+    let fx = Fixture::new(vec![
+        vec![],
+        vec![f(10, "a", "c", 150)],
+        vec![f(20, "d", "f", 10)],
+        vec![f(30, "a", "b", 10)],
+    ]);
+    let p = pick(&fx.state(), &opts(false)).unwrap();
+    assert_eq!((p.level, p.output_level), (1, 2));
+    assert!(p.trivial_move);
+    assert!(!p.bottommost);
+    let task = p.to_task(9, vec![], sample_output(), None);
+    assert_eq!(task.reason, CompactionReason::TrivialMove);
+    assert_eq!(task.inputs.len(), 1);
+}
+
+fn sample_output() -> OutputSpec {
+    OutputSpec {
+        target_file_size: 1 << 20,
+        block_size: 4096,
+        restart_interval: 16,
+        bloom_bits_per_key: 10,
+        compression: crate::options::Compression::None,
+        volume: 0,
+        file_numbers: vec![100],
+    }
+}
+
+#[test]
+fn round_robin_starts_after_the_compact_pointer_and_wraps() {
+    let mut fx = Fixture::new(vec![
+        vec![],
+        vec![
+            f(10, "a", "b", 60),
+            f(11, "c", "d", 60),
+            f(12, "e", "f", 60),
+        ],
+        vec![f(20, "c", "c", 5)],
+    ]);
+    let p = pick(&fx.state(), &opts(false)).unwrap();
+    assert_eq!(numbers(&p.inputs), vec![10]);
+    assert!(p.bottommost);
+    fx.pointers[1] = p.compact_pointer();
+    let p = pick(&fx.state(), &opts(false)).unwrap();
+    assert_eq!(numbers(&p.inputs), vec![11]);
+    assert_eq!(numbers(&p.output_inputs), vec![20]);
+    fx.pointers[1] = Some(InternalKey::new(b"f", 12, ValueType::Value));
+    assert_eq!(
+        numbers(&pick(&fx.state(), &opts(false)).unwrap().inputs),
+        vec![10]
+    );
+    // Busy files are skipped, and so are files whose next-level overlap is busy.
+    fx.busy.insert(10);
+    fx.busy.insert(20);
+    assert_eq!(
+        numbers(&pick(&fx.state(), &opts(false)).unwrap().inputs),
+        vec![12]
+    );
+}
+
+#[test]
+fn inputs_never_split_a_user_key() {
+    // Files 10 and 11 share user key "c"; 11 and 12 meet at a range-deletion end
+    // sentinel, which does not hold "e".
+    let mut f11 = meta(11, b"c", b"e", 60, 11).as_ref().clone();
+    f11.largest = InternalKey::new(b"e", MAX_SEQ, ValueType::RangeDeletion);
+    let fx = Fixture::new(vec![
+        vec![],
+        vec![f(10, "a", "c", 60), Arc::new(f11), f(12, "e", "g", 60)],
+        vec![f(20, "a", "a", 1), f(21, "a", "b", 1), f(22, "x", "y", 1)],
+    ]);
+    let p = pick(&fx.state(), &opts(false)).unwrap();
+    assert_eq!(numbers(&p.inputs), vec![10, 11]);
+    // The output level widens the same way: 20 ends at "a" where 21 starts.
+    assert_eq!(numbers(&p.output_inputs), vec![20, 21]);
+    let p = pick_manual(&fx.state(), &opts(false), 2, Some(b"b"), Some(b"b")).unwrap();
+    assert_eq!(numbers(&p.inputs), vec![20, 21]);
+}
+
+#[test]
+fn manual_compaction_picks_the_range_and_rewrites() {
+    let mut fx = Fixture::new(vec![
+        vec![f(1, "a", "c", 1), f(2, "m", "n", 1)],
+        vec![f(10, "a", "b", 1), f(11, "k", "p", 1)],
+        vec![f(20, "a", "z", 1)],
+    ]);
+    let p = pick_manual(&fx.state(), &opts(false), 0, Some(b"l"), None).unwrap();
+    assert_eq!(numbers(&p.inputs), vec![2]);
+    assert_eq!(numbers(&p.output_inputs), vec![11]);
+    assert!(!p.trivial_move);
+    assert_eq!(p.reason, CompactionReason::Manual);
+    // The last level compacts into itself and is bottommost.
+    let p = pick_manual(&fx.state(), &opts(false), 2, None, None).unwrap();
+    assert_eq!((p.level, p.output_level), (2, 2));
+    assert!(p.output_inputs.is_empty() && p.bottommost);
+    assert!(pick_manual(&fx.state(), &opts(false), 1, Some(b"d"), Some(b"e")).is_none());
+    assert!(pick_manual(&fx.state(), &opts(false), 7, None, None).is_none());
+    fx.busy.insert(20);
+    assert!(pick_manual(&fx.state(), &opts(false), 1, None, None).is_none());
+}
+
+/// A compaction simulator in the spirit of mini-lsm's: synthetic flushes go through
+/// `pick`, compactions are applied to the level state without any I/O, and the level
+/// invariants are checked after every step.
+mod simulator {
+    use super::*;
+
+    struct Sim {
+        fx: Fixture,
+        opts: Options,
+        next_number: u64,
+        flushed: u64,
+        written: u64,
+        compactions: usize,
+        trivial_moves: usize,
+    }
+
+    fn key(x: u32) -> Vec<u8> {
+        x.to_be_bytes().to_vec()
+    }
+
+    fn unkey(k: &[u8]) -> u32 {
+        u32::from_be_bytes(k.try_into().unwrap())
+    }
+
+    impl Sim {
+        fn new(dynamic: bool) -> Self {
+            let opts = Options {
+                max_bytes_for_level_base: 4 << 20,
+                max_bytes_for_level_multiplier: 4.0,
+                level0_file_num_compaction_trigger: 4,
+                target_file_size_base: 1 << 20,
+                level_compaction_dynamic_level_bytes: dynamic,
+                num_levels: 5,
+                ..Options::default()
+            };
+            Sim {
+                fx: Fixture::new(vec![Vec::new(); 5]),
+                opts,
+                next_number: 1,
+                flushed: 0,
+                written: 0,
+                compactions: 0,
+                trivial_moves: 0,
+            }
+        }
+
+        fn flush(&mut self, lo: u32, hi: u32) {
+            let n = self.next_number;
+            self.next_number += 1;
+            self.fx.levels[0].push(meta(n, &key(lo), &key(hi), 1 << 20, n));
+            self.flushed += 1 << 20;
+        }
+
+        fn apply(&mut self, p: &PickedCompaction) {
+            let gone: HashSet<u64> = p.all_files().map(|f| f.number).collect();
+            for level in &mut self.fx.levels {
+                level.retain(|f| !gone.contains(&f.number));
+            }
+            let outputs = if p.trivial_move {
+                self.trivial_moves += 1;
+                p.inputs.clone()
+            } else {
+                self.compactions += 1;
+                let all: Vec<_> = p.all_files().cloned().collect();
+                let (lo, hi) = user_range(&all).unwrap();
+                let (lo, hi) = (u64::from(unkey(lo)), u64::from(unkey(hi)));
+                let total: u64 = all.iter().map(|f| f.size).sum();
+                let seq = all.iter().map(|f| f.largest_seq).max().unwrap();
+                let pieces = total
+                    .div_ceil(self.opts.target_file_size_base)
+                    .clamp(1, hi - lo + 1);
+                self.written += total;
+                (0..pieces)
+                    .map(|i| {
+                        let a = lo + i * (hi - lo + 1) / pieces;
+                        let b = lo + (i + 1) * (hi - lo + 1) / pieces - 1;
+                        let n = self.next_number;
+                        self.next_number += 1;
+                        meta(n, &key(a as u32), &key(b as u32), total / pieces, seq)
+                    })
+                    .collect()
+            };
+            let out = &mut self.fx.levels[p.output_level];
+            out.extend(outputs);
+            out.sort_by(|a, b| a.smallest.cmp(&b.smallest));
+            self.fx.pointers[p.level] = p.compact_pointer();
+        }
+
+        fn check_invariants(&self) {
+            for (i, level) in self.fx.levels.iter().enumerate().skip(1) {
+                for w in level.windows(2) {
+                    assert!(
+                        w[0].largest_user_key() < w[1].smallest_user_key(),
+                        "level {i} overlaps: {:?} / {:?}",
+                        w[0],
+                        w[1]
+                    );
+                }
+            }
+        }
+
+        fn compact_until_quiet(&mut self) {
+            for _ in 0..1000 {
+                let Some(p) = pick(&self.fx.state(), &self.opts) else {
+                    return;
+                };
+                assert!(p.all_files().all(|f| {
+                    self.fx.levels[p.level].contains(f)
+                        || self.fx.levels[p.output_level].contains(f)
+                }));
+                self.apply(&p);
+                self.check_invariants();
+            }
+            panic!("compaction never settles");
+        }
+    }
+
+    fn run(dynamic: bool) {
+        let mut sim = Sim::new(dynamic);
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..300 {
+            // xorshift: deterministic synthetic flushes of random key ranges.
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let lo = (x % 900_000) as u32;
+            let span = ((x >> 32) % 100_000) as u32;
+            sim.flush(lo, lo + span);
+            sim.compact_until_quiet();
+            assert!(sim.fx.levels[0].len() < sim.opts.level0_file_num_compaction_trigger);
+        }
+        let sizes: Vec<u64> = sim
+            .fx
+            .levels
+            .iter()
+            .map(|l| l.iter().map(|f| f.size).sum::<u64>() >> 20)
+            .collect();
+        println!(
+            "dynamic={dynamic}: write amplification {:.2} ({} compactions, {} trivial moves), level MiB {:?}",
+            (sim.flushed + sim.written) as f64 / sim.flushed as f64,
+            sim.compactions,
+            sim.trivial_moves,
+            sizes
+        );
+    }
+
+    #[test]
+    fn static_levels_stay_sorted_and_level0_drains() {
+        run(false);
+    }
+
+    #[test]
+    fn dynamic_levels_stay_sorted_and_level0_drains() {
+        run(true);
+    }
+}
