@@ -3,6 +3,7 @@
 //! The crate is the engine. See ARCHITECTURE.md for the map of modules.
 
 pub mod error;
+pub mod inspect;
 pub mod iter;
 pub mod key;
 pub mod options;
@@ -11,4 +12,5 @@ pub mod storage;
 pub mod version;
 
 pub use error::{Error, Result};
+pub use inspect::{inspect_database, DatabaseLayout};
 pub use options::{Compression, Options, ReadOptions, WalRecoveryMode, WriteOptions};
