@@ -26,7 +26,7 @@ pub mod batch;
 pub mod compaction;
 pub mod db;
 pub mod error;
-
+pub mod inspect;
 pub mod iter;
 pub mod key;
 pub mod level0;
@@ -46,5 +46,5 @@ pub use db::{
     PinnedValue, Snapshot,
 };
 pub use error::{Error, Result};
-
+pub use inspect::{inspect_database, DatabaseLayout};
 pub use options::{Compression, Options, ReadOptions, WalRecoveryMode, WriteOptions};

@@ -1,9 +1,11 @@
-//! The MANIFEST file's record framing and the CURRENT file (docs/formats/manifest.md).
+//! The MANIFEST file's framing and the CURRENT file (docs/formats/manifest.md).
 //!
-//! Owns: `fixed32 length | fixed32 crc32c(payload) | payload` records, splitting a manifest
-//! into records, and reading and writing CURRENT.
-//! Must not touch: what a record means; `set` encodes and applies edits.
+//! Owns: the file header (`"TMNF" | fixed32 format version`), the record framing
+//! `fixed32 length | fixed32 crc32c(payload) | fixed32 crc32c(length, payload crc) | payload`,
+//! splitting a manifest into records, and reading and writing CURRENT.
+//! Must not touch: what a record means; `set` encodes edits and `replay` applies them.
 //! Concurrency: a `ManifestWriter` has one owner (the version set, under the database mutex).
+//! Splitting is a pure function of the bytes read.
 
 use std::path::{Path, PathBuf};
 
@@ -11,8 +13,15 @@ use super::file_name::{manifest_file_name, parse_file_name, FileKind, CURRENT_FI
 use crate::error::{Error, Result};
 use crate::storage::{IoClass, Storage, WritableFile};
 
-/// Bytes before each payload: length and checksum.
-pub(super) const HEADER_LEN: usize = 8;
+/// The first four bytes of every manifest.
+const MAGIC: [u8; 4] = *b"TMNF";
+/// The framing this release writes and reads. Version 1 (no file header, 8-byte record
+/// header) was never released and is not read.
+pub(super) const FORMAT_VERSION: u32 = 2;
+/// Bytes of the file header: magic and format version.
+pub(super) const FILE_HEADER_LEN: usize = 8;
+/// Bytes before each payload: length, payload checksum, header checksum.
+pub(super) const HEADER_LEN: usize = 12;
 
 /// Appends framed records to one manifest file.
 pub(super) struct ManifestWriter {
@@ -21,10 +30,15 @@ pub(super) struct ManifestWriter {
 }
 
 impl ManifestWriter {
-    /// Creates (or truncates) `MANIFEST-<number>` in `dir`.
+    /// Creates (or truncates) `MANIFEST-<number>` in `dir` and writes the file header; it
+    /// becomes durable with the first record.
     pub(super) fn create(storage: &dyn Storage, dir: &Path, number: u64) -> Result<Self> {
         let path = dir.join(manifest_file_name(number));
-        let file = storage.create(&path, IoClass::Manifest)?;
+        let mut file = storage.create(&path, IoClass::Manifest)?;
+        let mut header = [0u8; FILE_HEADER_LEN];
+        header[..4].copy_from_slice(&MAGIC);
+        header[4..].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+        file.append(&header)?;
         Ok(ManifestWriter { path, file })
     }
 
@@ -39,6 +53,8 @@ impl ManifestWriter {
         let mut rec = Vec::with_capacity(HEADER_LEN + payload.len());
         rec.extend_from_slice(&len.to_le_bytes());
         rec.extend_from_slice(&crc32c::crc32c(payload).to_le_bytes());
+        let header_crc = crc32c::crc32c(&rec);
+        rec.extend_from_slice(&header_crc.to_le_bytes());
         rec.extend_from_slice(payload);
         self.file.append(&rec)?;
         self.file.sync()
@@ -50,9 +66,12 @@ impl ManifestWriter {
     }
 }
 
-/// One record of a manifest: the payload and the file offset where the payload starts.
+/// One record of a manifest: the payload and where it lies in the file.
 pub(super) struct Record<'a> {
     pub(super) payload: &'a [u8],
+    /// File offset of the record's header.
+    pub(super) record_offset: u64,
+    /// File offset of the payload's first byte.
     pub(super) payload_offset: u64,
 }
 
@@ -63,23 +82,38 @@ pub(super) struct Records<'a> {
     pub(super) dropped_tail_bytes: u64,
 }
 
-/// Splits a whole manifest into records. A final record cut off by the end of the file
-/// (its header or payload incomplete) is dropped: it was never acknowledged. Any record
-/// whose checksum does not match is `Corruption`.
+/// Splits a whole manifest into records.
+///
+/// A torn final write (never acknowledged) is dropped: fewer than `HEADER_LEN` bytes after
+/// the last record, a header that checks out but whose payload runs past the end, or only
+/// zero bytes from a record boundary to the end (what some file systems leave after a
+/// crash). A header or payload checksum mismatch anywhere else is `Corruption`: because the
+/// header carries its own checksum, a damaged length cannot pass for a torn tail.
 pub(super) fn split_records<'a>(data: &'a [u8], file: &Path) -> Result<Records<'a>> {
+    check_file_header(data, file)?;
     let mut records = Vec::new();
-    let mut pos = 0usize;
+    let mut pos = FILE_HEADER_LEN;
     while pos < data.len() {
         let at = pos as u64;
         let Some(header) = data.get(pos..pos + HEADER_LEN) else {
-            break;
+            break; // torn header
         };
-        let (len_bytes, crc_bytes) = header.split_at(4);
-        let len = u32::from_le_bytes(fixed4(len_bytes, file, at)?) as usize;
-        let crc = u32::from_le_bytes(fixed4(crc_bytes, file, at)?);
+        let len = u32::from_le_bytes(fixed4(header, 0, file, at)?) as usize;
+        let crc = u32::from_le_bytes(fixed4(header, 4, file, at)?);
+        let header_crc = u32::from_le_bytes(fixed4(header, 8, file, at)?);
+        if crc32c::crc32c(header.get(..8).unwrap_or_default()) != header_crc {
+            if data.get(pos..).unwrap_or_default().iter().all(|&b| b == 0) {
+                break; // zero-filled tail
+            }
+            return Err(Error::corruption(
+                file,
+                at,
+                "manifest record header checksum mismatch",
+            ));
+        }
         let start = pos + HEADER_LEN;
         let Some(payload) = start.checked_add(len).and_then(|end| data.get(start..end)) else {
-            break;
+            break; // torn payload
         };
         if crc32c::crc32c(payload) != crc {
             return Err(Error::corruption(
@@ -90,6 +124,7 @@ pub(super) fn split_records<'a>(data: &'a [u8], file: &Path) -> Result<Records<'
         }
         records.push(Record {
             payload,
+            record_offset: at,
             payload_offset: start as u64,
         });
         pos = start + len;
@@ -100,8 +135,33 @@ pub(super) fn split_records<'a>(data: &'a [u8], file: &Path) -> Result<Records<'
     })
 }
 
-fn fixed4(b: &[u8], file: &Path, at: u64) -> Result<[u8; 4]> {
-    <[u8; 4]>::try_from(b).map_err(|_| Error::corruption(file, at, "short record header"))
+/// Checks the magic and the format version.
+fn check_file_header(data: &[u8], file: &Path) -> Result<()> {
+    if data.len() < FILE_HEADER_LEN {
+        return Err(Error::corruption(
+            file,
+            0,
+            "manifest is shorter than its file header",
+        ));
+    }
+    if data.get(..4) != Some(&MAGIC[..]) {
+        return Err(Error::corruption(file, 0, "not a manifest (bad magic)"));
+    }
+    let version = u32::from_le_bytes(fixed4(data, 4, file, 4)?);
+    if version != FORMAT_VERSION {
+        return Err(Error::Unsupported(format!(
+            "{}: manifest format version {version}; this release reads version {FORMAT_VERSION}",
+            file.display()
+        )));
+    }
+    Ok(())
+}
+
+/// The four bytes of `b` at `i`.
+fn fixed4(b: &[u8], i: usize, file: &Path, at: u64) -> Result<[u8; 4]> {
+    b.get(i..i + 4)
+        .and_then(|s| <[u8; 4]>::try_from(s).ok())
+        .ok_or_else(|| Error::corruption(file, at, "short header"))
 }
 
 /// Reads CURRENT in `dir` and returns the live manifest's number.

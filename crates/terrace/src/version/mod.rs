@@ -2,8 +2,8 @@
 //! MANIFEST log that makes each change durable (docs/formats/manifest.md).
 //!
 //! Owns: `FileMeta`, `VersionEdit` and its encoding (`edit`, `field`), `Version`
-//! (`version`), the manifest's record framing and CURRENT (`manifest`), `VersionSet`
-//! (`set`), and the names of database files (`file_name`).
+//! (`version`), the manifest's framing and CURRENT (`manifest`), replaying a manifest
+//! (`replay`), `VersionSet` (`set`), and the names of database files (`file_name`).
 //! Must not touch: table or log contents; it knows files only by their metadata and names.
 //! Concurrency: `Version`s are immutable and shared by `Arc`; the `VersionSet` is not
 //! synchronised and lives under the database mutex.
@@ -13,6 +13,7 @@ mod field;
 mod file_meta;
 mod file_name;
 mod manifest;
+mod replay;
 mod set;
 #[allow(clippy::module_inception)]
 mod version;
@@ -23,6 +24,7 @@ pub use file_name::{
     manifest_file_name, parse_file_name, table_file_name, wal_file_name, FileKind,
     CURRENT_FILE_NAME, LOCK_FILE_NAME,
 };
+pub(crate) use replay::{replay_manifest, Replayed};
 pub use set::VersionSet;
 pub use version::Version;
 

@@ -12,12 +12,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Weak};
 
 use super::file_name::{manifest_file_name, CURRENT_FILE_NAME};
-use super::manifest::{read_current, split_records, write_current, ManifestWriter, HEADER_LEN};
-use super::version::ApplyError;
+use super::manifest::{write_current, ManifestWriter};
+use super::replay::replay_manifest;
 use super::{Version, VersionEdit};
 use crate::error::{Error, Result};
 use crate::key::{InternalKey, SeqNo};
-use crate::storage::{IoClass, Storage};
+use crate::storage::Storage;
 
 /// The live versions and the manifest of one database. `Send` but not `Sync`: the
 /// database keeps it under its mutex.
@@ -110,54 +110,19 @@ impl VersionSet {
         max_manifest_bytes: u64,
     ) -> Result<Self> {
         let mut set = Self::empty(storage, dir, num_levels, max_manifest_bytes)?;
-        let number = read_current(set.storage.as_ref(), dir)?;
-        let path = dir.join(manifest_file_name(number));
-        let data = set.storage.read_all(&path, IoClass::Manifest)?;
-        let split = split_records(&data, &path)?;
-        if split.records.is_empty() {
-            return Err(Error::corruption(
-                &path,
-                0,
-                "manifest holds no complete record",
-            ));
-        }
-        let mut version = Version::new(num_levels);
-        let mut next_file_number = None;
-        for rec in &split.records {
-            let edit = VersionEdit::decode(rec.payload, &path, rec.payload_offset)?;
-            let record_offset = rec.payload_offset - HEADER_LEN as u64;
-            version = version.apply(&edit).map_err(|e| match e {
-                ApplyError::LevelOutOfRange(r) => {
-                    Error::InvalidArgument(format!("{}: {r}", path.display()))
-                }
-                ApplyError::Invalid(r) => Error::corruption(&path, record_offset, r),
-            })?;
-            set.absorb_counters(&edit);
-            next_file_number = edit.next_file_number.or(next_file_number);
-        }
-        let Some(next) = next_file_number else {
-            return Err(Error::corruption(
-                &path,
-                0,
-                "manifest never records the next file number",
-            ));
-        };
-        if split.dropped_tail_bytes > 0 {
-            tracing::warn!(
-                manifest = %path.display(),
-                bytes = split.dropped_tail_bytes,
-                "dropped an incomplete final manifest record"
-            );
-        }
-        set.next_file_number = next;
-        set.manifest_number = number;
-        set.mark_file_number_used(number);
-        set.mark_file_number_used(set.log_number);
-        let numbers: Vec<u64> = version.file_numbers().collect();
+        let r = replay_manifest(set.storage.as_ref(), dir, num_levels)?;
+        set.next_file_number = r.next_file_number;
+        set.last_sequence = r.last_sequence;
+        set.log_number = r.log_number;
+        set.compact_pointers = r.compact_pointers;
+        set.manifest_number = r.manifest_number;
+        set.mark_file_number_used(r.manifest_number);
+        set.mark_file_number_used(r.log_number);
+        let numbers: Vec<u64> = r.version.file_numbers().collect();
         for n in numbers {
             set.mark_file_number_used(n);
         }
-        set.install(version);
+        set.install(r.version);
         Ok(set)
     }
 
@@ -279,23 +244,6 @@ impl VersionSet {
     /// Where the next compaction of `level` starts, if one was recorded.
     pub fn compact_pointer(&self, level: usize) -> Option<&InternalKey> {
         self.compact_pointers.get(level).and_then(Option::as_ref)
-    }
-
-    fn absorb_counters(&mut self, edit: &VersionEdit) {
-        if let Some(n) = edit.log_number {
-            self.log_number = n;
-        }
-        if let Some(s) = edit.last_sequence {
-            self.last_sequence = s;
-        }
-        for (level, k) in &edit.compact_pointers {
-            if let Some(slot) = usize::try_from(*level)
-                .ok()
-                .and_then(|l| self.compact_pointers.get_mut(l))
-            {
-                *slot = Some(k.clone());
-            }
-        }
     }
 
     fn install(&mut self, version: Version) {

@@ -340,18 +340,70 @@ fn three_edit_db(dir: &Path) -> (std::path::PathBuf, Vec<u64>) {
 fn flipped_byte_in_the_middle_is_corruption() {
     let dir = tempfile::tempdir().unwrap();
     let (path, offsets) = three_edit_db(dir.path());
+    let data = std::fs::read(&path).unwrap();
+    // Inside the second record's header checksum, then inside its payload.
+    for delta in [9, 16] {
+        let mut bad = data.clone();
+        bad[offsets[1] as usize + delta] ^= 0x40;
+        std::fs::write(&path, &bad).unwrap();
+        match VersionSet::recover(fs(), dir.path(), 3, 1 << 20) {
+            Err(Error::Corruption { file, offset, .. }) => {
+                assert_eq!(file, path);
+                assert_eq!(offset, offsets[1]);
+            }
+            Err(e) => panic!("expected corruption, got {e}"),
+            Ok(_) => panic!("expected corruption, got a version set"),
+        }
+    }
+}
+
+#[test]
+fn length_pointing_past_the_end_in_a_middle_record_is_corruption() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, offsets) = three_edit_db(dir.path());
     let mut data = std::fs::read(&path).unwrap();
-    let target = offsets[1] as usize + 12; // inside the second edit's payload
-    data[target] ^= 0x40;
+    let at = offsets[1] as usize;
+    data[at..at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
     std::fs::write(&path, &data).unwrap();
     match VersionSet::recover(fs(), dir.path(), 3, 1 << 20) {
-        Err(Error::Corruption { file, offset, .. }) => {
-            assert_eq!(file, path);
+        Err(Error::Corruption { offset, reason, .. }) => {
             assert_eq!(offset, offsets[1]);
+            assert!(reason.contains("header checksum"), "{reason}");
         }
         Err(e) => panic!("expected corruption, got {e}"),
-        Ok(_) => panic!("expected corruption, got a version set"),
+        Ok(_) => panic!("a damaged length passed for a torn tail"),
     }
+}
+
+#[test]
+fn manifest_starts_with_magic_and_format_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, offsets) = three_edit_db(dir.path());
+    let mut data = std::fs::read(&path).unwrap();
+    assert_eq!(&data[..8], b"TMNF\x02\x00\x00\x00");
+    assert_eq!(
+        offsets[0],
+        8 + 12 + u64::from(u32::from_le_bytes(data[8..12].try_into().unwrap()))
+    );
+    let header_crc = crc32c::crc32c(&data[8..16]).to_le_bytes();
+    assert_eq!(data[16..20], header_crc);
+    // The worked example of docs/formats/manifest.md.
+    assert_eq!(
+        crc32c::crc32c(&[0x4b, 0, 0, 0, 0xa0, 0x33, 0x4f, 0x3b]),
+        0x401e_4f21
+    );
+    data[4] = 3;
+    std::fs::write(&path, &data).unwrap();
+    assert!(matches!(
+        VersionSet::recover(fs(), dir.path(), 3, 1 << 20),
+        Err(Error::Unsupported(_))
+    ));
+    data[4] = 2;
+    data[0] = b'X';
+    std::fs::write(&path, &data).unwrap();
+    assert!(VersionSet::recover(fs(), dir.path(), 3, 1 << 20)
+        .err()
+        .is_some_and(|e| e.is_corruption()));
 }
 
 #[test]
@@ -359,8 +411,19 @@ fn truncated_last_record_recovers_earlier_state() {
     let dir = tempfile::tempdir().unwrap();
     let (path, offsets) = three_edit_db(dir.path());
     let data = std::fs::read(&path).unwrap();
-    for cut in [offsets[2] + 3, offsets[2] + 8, data.len() as u64 - 1] {
-        std::fs::write(&path, &data[..cut as usize]).unwrap();
+    let mut zero_tail = data[..offsets[2] as usize].to_vec();
+    zero_tail.extend_from_slice(&[0; 40]);
+    let cuts = [
+        offsets[2] + 3,
+        offsets[2] + 11,
+        offsets[2] + 12,
+        offsets[2] + 13,
+    ];
+    let mut cases: Vec<Vec<u8>> = cuts.iter().map(|&c| data[..c as usize].to_vec()).collect();
+    cases.push(data[..data.len() - 1].to_vec());
+    cases.push(zero_tail);
+    for (i, case) in cases.iter().enumerate() {
+        std::fs::write(&path, case).unwrap();
         let set = VersionSet::recover(fs(), dir.path(), 3, 1 << 20).unwrap();
         let keys: Vec<_> = set
             .current()
@@ -368,13 +431,18 @@ fn truncated_last_record_recovers_earlier_state() {
             .iter()
             .map(|f| f.smallest_user_key().to_vec())
             .collect();
-        assert_eq!(keys, vec![b"a".to_vec(), b"b".to_vec()], "cut at {cut}");
+        assert_eq!(keys, vec![b"a".to_vec(), b"b".to_vec()], "case {i}");
     }
     // Nothing complete at all is corruption, as is a damaged CURRENT.
-    std::fs::write(&path, &data[..5]).unwrap();
-    assert!(VersionSet::recover(fs(), dir.path(), 3, 1 << 20)
-        .err()
-        .is_some_and(|e| e.is_corruption()));
+    for cut in [5, 8, 8 + 12] {
+        std::fs::write(&path, &data[..cut]).unwrap();
+        assert!(
+            VersionSet::recover(fs(), dir.path(), 3, 1 << 20)
+                .err()
+                .is_some_and(|e| e.is_corruption()),
+            "cut at {cut}"
+        );
+    }
     std::fs::write(dir.path().join(CURRENT_FILE_NAME), b"MANIFEST-x\n").unwrap();
     assert!(VersionSet::recover(fs(), dir.path(), 3, 1 << 20)
         .err()
@@ -454,23 +522,27 @@ fn file_names_round_trip() {
 }
 
 #[test]
-fn every_flipped_manifest_byte_is_an_error_or_a_torn_tail() {
+fn every_flipped_manifest_byte_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let (path, offsets) = three_edit_db(dir.path());
     let data = std::fs::read(&path).unwrap();
+    // Record starts: the snapshot record right after the file header, then the three edits.
+    let mut starts = vec![8u64];
+    starts.extend(&offsets);
     for i in 0..data.len() {
         let mut bad = data.clone();
         bad[i] ^= 0x01;
         std::fs::write(&path, &bad).unwrap();
+        let record = starts.iter().rev().find(|&&s| s <= i as u64).copied();
         match VersionSet::recover(fs(), dir.path(), 3, 1 << 20) {
-            Err(Error::Corruption { file, .. }) => assert_eq!(file, path),
-            Err(e) => panic!("byte {i}: unexpected error {e}"),
-            // Only a length that now points past the end reads as a torn final write.
-            Ok(set) => {
-                let in_length = offsets.iter().any(|&o| (o..o + 4).contains(&(i as u64)));
-                assert!(in_length, "byte {i} flipped but recovery succeeded");
-                assert!(set.current().files(1).len() < 3);
+            Err(Error::Corruption { file, offset, .. }) => {
+                assert_eq!(file, path);
+                assert_eq!(Some(offset), record.or(Some(0)), "byte {i}");
             }
+            Err(Error::Unsupported(_)) => assert!((4..8).contains(&i), "byte {i}"),
+            Err(e) => panic!("byte {i}: unexpected error {e}"),
+            // A damaged length can no longer pass for a torn final write, in any record.
+            Ok(_) => panic!("byte {i} flipped but recovery succeeded"),
         }
     }
 }
