@@ -1,5 +1,6 @@
 //! `terrace inspect`: a database's levels and files, or one table's properties and entries.
 
+use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -26,7 +27,7 @@ fn show_ikey(ikey: &[u8]) -> String {
     }
 }
 
-pub fn table(path: &Path, keys: bool, verify: bool) -> anyhow::Result<()> {
+pub fn table(out: &mut impl Write, path: &Path, keys: bool, verify: bool) -> anyhow::Result<()> {
     let storage = FsStorage::new();
     let file = storage.open(path)?;
     let reader = Arc::new(
@@ -34,65 +35,68 @@ pub fn table(path: &Path, keys: bool, verify: bool) -> anyhow::Result<()> {
             .with_context(|| format!("opening {}", path.display()))?,
     );
     let p = reader.properties();
-    println!("file:               {}", path.display());
-    println!("format version:     {}", p.format_version);
-    println!("entries:            {}", p.num_entries);
-    println!("deletions:          {}", p.num_deletions);
-    println!("range deletions:    {}", p.num_range_deletions);
-    println!("smallest key:       {}", show_ikey(&p.smallest_key));
-    println!("largest key:        {}", show_ikey(&p.largest_key));
-    println!(
+    writeln!(out, "file:               {}", path.display())?;
+    writeln!(out, "format version:     {}", p.format_version)?;
+    writeln!(out, "entries:            {}", p.num_entries)?;
+    writeln!(out, "deletions:          {}", p.num_deletions)?;
+    writeln!(out, "range deletions:    {}", p.num_range_deletions)?;
+    writeln!(out, "smallest key:       {}", show_ikey(&p.smallest_key))?;
+    writeln!(out, "largest key:        {}", show_ikey(&p.largest_key))?;
+    writeln!(
+        out,
         "sequence range:     {} .. {}",
         p.smallest_seq, p.largest_seq
-    );
-    println!("data blocks:        {}", p.num_data_blocks);
-    println!("data bytes:         {}", p.data_size);
-    println!("index bytes:        {}", p.index_size);
-    println!("filter bytes:       {}", p.filter_size);
-    println!("compression:        {}", p.compression);
+    )?;
+    writeln!(out, "data blocks:        {}", p.num_data_blocks)?;
+    writeln!(out, "data bytes:         {}", p.data_size)?;
+    writeln!(out, "index bytes:        {}", p.index_size)?;
+    writeln!(out, "filter bytes:       {}", p.filter_size)?;
+    writeln!(out, "compression:        {}", p.compression)?;
     if verify {
         reader.verify()?;
-        println!("checksums:          ok");
+        writeln!(out, "checksums:          ok")?;
     }
     if keys {
-        println!();
+        writeln!(out)?;
         for t in reader.range_tombstones() {
-            println!(
+            writeln!(
+                out,
                 "range deletion [{}, {}) @{}",
                 show(&t.start),
                 show(&t.end),
                 t.seq
-            );
+            )?;
         }
         let mut it = reader.iter(IoClass::Foreground, false);
         it.seek_to_first()?;
         while it.valid() {
-            println!("{} => {}", show_ikey(it.key()), show(it.value()));
+            writeln!(out, "{} => {}", show_ikey(it.key()), show(it.value()))?;
             it.next()?;
         }
     }
     Ok(())
 }
 
-pub fn database(dir: &Path, verify: bool) -> anyhow::Result<()> {
+pub fn database(out: &mut impl Write, dir: &Path, verify: bool) -> anyhow::Result<()> {
     let storage: Arc<dyn Storage> = Arc::new(FsStorage::new());
     let layout = terrace::inspect_database(storage.clone(), dir)
         .with_context(|| format!("reading the manifest of {}", dir.display()))?;
-    println!("database:        {}", dir.display());
-    println!("manifest:        {}", layout.manifest);
-    println!("last sequence:   {}", layout.last_sequence);
-    println!("log number:      {}", layout.log_number);
-    println!("next file:       {}", layout.next_file_number);
+    writeln!(out, "database:        {}", dir.display())?;
+    writeln!(out, "manifest:        {}", layout.manifest)?;
+    writeln!(out, "last sequence:   {}", layout.last_sequence)?;
+    writeln!(out, "log number:      {}", layout.log_number)?;
+    writeln!(out, "next file:       {}", layout.next_file_number)?;
     let total: u64 = layout.levels.iter().flatten().map(|f| f.size).sum();
-    println!("total bytes:     {total}");
+    writeln!(out, "total bytes:     {total}")?;
     for (level, files) in layout.levels.iter().enumerate() {
         if files.is_empty() {
             continue;
         }
         let bytes: u64 = files.iter().map(|f| f.size).sum();
-        println!("\nlevel {level}: {} files, {bytes} bytes", files.len());
+        writeln!(out, "\nlevel {level}: {} files, {bytes} bytes", files.len())?;
         for f in files {
-            println!(
+            writeln!(
+                out,
                 "  {:06}.sst vol {} {:>10} bytes  seq {}..{}  [{} .. {}]",
                 f.number,
                 f.volume,
@@ -101,7 +105,7 @@ pub fn database(dir: &Path, verify: bool) -> anyhow::Result<()> {
                 f.largest_seq,
                 show_ikey(f.smallest.encoded()),
                 show_ikey(f.largest.encoded())
-            );
+            )?;
             if verify {
                 let path = layout.table_path(dir, f);
                 let reader = SstReader::open(storage.open(&path)?, path.clone(), 0, None)?;
@@ -112,7 +116,7 @@ pub fn database(dir: &Path, verify: bool) -> anyhow::Result<()> {
         }
     }
     if verify {
-        println!("\nchecksums: ok");
+        writeln!(out, "\nchecksums: ok")?;
     }
     Ok(())
 }

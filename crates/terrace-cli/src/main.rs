@@ -2,13 +2,16 @@
 
 mod inspect;
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
 /// Terrace: an LSM-tree key-value store for heterogeneous storage hardware.
+///
+/// Subcommands inspect databases and table files; `bench` and `serve` come next.
 #[derive(Parser)]
-#[command(name = "terrace", version, about, long_about = None)]
+#[command(name = "terrace", version)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -34,18 +37,47 @@ enum Command {
     },
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let result = run(cli, &mut out).and_then(|()| Ok(out.flush()?));
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        // A closed pipe (`terrace inspect ... | head`) is not a failure.
+        Err(e) if is_broken_pipe(&e) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            // The engine's errors already name their cause; do not print it twice.
+            let mut parts: Vec<String> = Vec::new();
+            for cause in e.chain().map(ToString::to_string) {
+                if !parts.last().is_some_and(|p| p.contains(&cause)) {
+                    parts.push(cause);
+                }
+            }
+            eprintln!("terrace: {}", parts.join(": "));
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
     match cli.command {
-        Command::Version => println!("terrace {}", env!("CARGO_PKG_VERSION")),
+        Command::Version => writeln!(out, "terrace {}", env!("CARGO_PKG_VERSION"))?,
         Command::Inspect {
             dir,
             sst,
             keys,
             verify,
         } => match (dir, sst) {
-            (_, Some(file)) => inspect::table(&file, keys, verify)?,
-            (Some(dir), None) => inspect::database(&dir, verify)?,
+            (_, Some(file)) => inspect::table(out, &file, keys, verify)?,
+            (Some(dir), None) => inspect::database(out, &dir, verify)?,
             (None, None) => anyhow::bail!("give a database directory or --sst FILE"),
         },
     }
