@@ -288,3 +288,12 @@ fn stats_properties_and_listeners() {
         .contains("write_amplification"));
     assert_eq!(db.property("terrace.no-such-thing"), None);
 }
+
+#[test]
+fn db_and_its_handles_are_send_and_sync() {
+    fn send_sync<T: Send + Sync>() {}
+    fn send<T: Send>() {}
+    send_sync::<Db>();
+    send_sync::<terrace::Snapshot>();
+    send::<terrace::DbIterator>();
+}
