@@ -16,6 +16,12 @@
 //!   compaction is released only once the edit replacing it is durable and no view uses it.
 //! - `backpressure` replaces file-count triggers: it tells the write path when to slow
 //!   down or stop.
+//!
+//! Not yet behind the seam: choosing level-0 compaction inputs. The picker
+//! (`compaction::picker`) still reads level 0 as table files from the version, and a
+//! `CompactionTask` names its inputs as files. The matrix container brings the first
+//! level-0 input that is not a file (a key-range column of rows); the task then gains an
+//! input kind for it and the picker asks the level 0 for its score and its inputs.
 
 mod classic;
 
