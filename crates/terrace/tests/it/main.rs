@@ -7,6 +7,7 @@ mod concurrency;
 mod corruption;
 mod crash;
 mod model;
+mod regress;
 mod seams;
 
 use std::path::Path;
