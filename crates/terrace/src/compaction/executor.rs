@@ -120,7 +120,8 @@ impl OutputWriter<'_, '_> {
     }
 }
 
-/// Runs `task` and returns its outputs. Output files are synced; the caller installs them.
+/// Runs `task` and returns its outputs. Output files and their directory are synced; the
+/// caller installs them.
 ///
 /// # Errors
 /// I/O and corruption errors of inputs or outputs; `InvalidArgument` for a task that
@@ -182,6 +183,10 @@ pub fn execute(task: &CompactionTask, env: &ExecutorEnv<'_>) -> Result<Compactio
     }
     writer.finish_current(upper.map(<[u8]>::to_vec))?;
     let outputs = writer.outputs;
+    if !outputs.is_empty() {
+        // The files are synced; their names must be too before an edit refers to them.
+        env.storage.sync_dir(&env.tables.dir(task.output.volume))?;
+    }
     let mut stats = CompactionStats::default();
     stream.counters().add_to(&mut stats);
     // Bytes as files: what was read from and written to storage.
