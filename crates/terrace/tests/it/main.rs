@@ -6,6 +6,7 @@ mod api;
 mod concurrency;
 mod corruption;
 mod crash;
+mod crash_inproc;
 mod model;
 mod regress;
 mod seams;
