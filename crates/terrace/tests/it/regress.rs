@@ -94,3 +94,26 @@ fn failed_memtable_switch_in_flush_makes_the_database_read_only() {
     );
     assert_eq!(db.get(b"a").unwrap().as_deref(), Some(&b"1"[..]));
 }
+
+/// `Db::close` promised to report the background error that stopped the database, but
+/// returned only the result of its final log sync: a database that had failed to flush
+/// closed with `Ok`.
+#[test]
+fn close_reports_the_background_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let fault = FaultStorage::new(Arc::new(FsStorage::new()));
+    let db = Db::open(dir.path(), fault_options(&fault)).unwrap();
+    db.put(b"a", b"1").unwrap();
+    fault.set_fail_writes(true);
+    assert!(db.flush().is_err());
+    fault.set_fail_writes(false);
+    assert!(matches!(
+        db.put(b"b", b"2"),
+        Err(terrace::Error::Background(_))
+    ));
+    let closed = db.close();
+    assert!(
+        matches!(closed, Err(terrace::Error::Background(_))),
+        "close after a background error: {closed:?}"
+    );
+}
