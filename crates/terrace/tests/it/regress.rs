@@ -117,3 +117,102 @@ fn close_reports_the_background_error() {
         "close after a background error: {closed:?}"
     );
 }
+
+/// Fails the directory sync that follows a rename onto CURRENT, once armed: the rename
+/// has happened, so CURRENT names the new manifest, but the switch reports an error.
+#[derive(Debug)]
+struct FailCurrentDirSync {
+    inner: FsStorage,
+    armed: std::sync::atomic::AtomicBool,
+    renamed: std::sync::atomic::AtomicBool,
+}
+
+impl terrace::storage::Storage for FailCurrentDirSync {
+    fn create_dir_all(&self, dir: &std::path::Path) -> terrace::Result<()> {
+        self.inner.create_dir_all(dir)
+    }
+    fn create(
+        &self,
+        path: &std::path::Path,
+        class: terrace::storage::IoClass,
+    ) -> terrace::Result<Box<dyn terrace::storage::WritableFile>> {
+        self.inner.create(path, class)
+    }
+    fn open(
+        &self,
+        path: &std::path::Path,
+    ) -> terrace::Result<Arc<dyn terrace::storage::ReadableFile>> {
+        self.inner.open(path)
+    }
+    fn rename(&self, from: &std::path::Path, to: &std::path::Path) -> terrace::Result<()> {
+        self.inner.rename(from, to)?;
+        if to.file_name().is_some_and(|n| n == "CURRENT") {
+            self.renamed
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+        Ok(())
+    }
+    fn remove_file(&self, path: &std::path::Path) -> terrace::Result<()> {
+        self.inner.remove_file(path)
+    }
+    fn list(&self, dir: &std::path::Path) -> terrace::Result<Vec<String>> {
+        self.inner.list(dir)
+    }
+    fn exists(&self, path: &std::path::Path) -> terrace::Result<bool> {
+        self.inner.exists(path)
+    }
+    fn sync_dir(&self, dir: &std::path::Path) -> terrace::Result<()> {
+        use std::sync::atomic::Ordering::SeqCst;
+        if self.armed.load(SeqCst) && self.renamed.swap(false, SeqCst) {
+            self.armed.store(false, SeqCst);
+            return Err(terrace::Error::Io {
+                path: dir.to_path_buf(),
+                source: Arc::new(std::io::Error::other("injected directory sync failure")),
+            });
+        }
+        self.renamed.store(false, SeqCst);
+        self.inner.sync_dir(dir)
+    }
+    fn link_or_copy(&self, from: &std::path::Path, to: &std::path::Path) -> terrace::Result<()> {
+        self.inner.link_or_copy(from, to)
+    }
+    fn lock(&self, path: &std::path::Path) -> terrace::Result<Box<dyn terrace::storage::FileLock>> {
+        self.inner.lock(path)
+    }
+    fn io_stats(&self) -> &terrace::storage::IoStats {
+        self.inner.io_stats()
+    }
+}
+
+/// When switching CURRENT to a new manifest failed after the rename (the directory sync
+/// failed), the compaction's clean-up deleted every manifest but the old one, including
+/// the new one CURRENT now named: the database could not be opened again.
+#[test]
+fn failed_manifest_switch_never_deletes_the_manifest_current_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = Arc::new(FailCurrentDirSync {
+        inner: FsStorage::new(),
+        armed: false.into(),
+        renamed: false.into(),
+    });
+    let mut opts = crate::small_options();
+    opts.storage = storage.clone();
+    // Every edit starts a new manifest.
+    opts.max_manifest_file_size = 1;
+    opts.level0_file_num_compaction_trigger = 100;
+    opts.level0_slowdown_writes_trigger = 200;
+    opts.level0_stop_writes_trigger = 300;
+    let db = Db::open(dir.path(), opts).unwrap();
+    for i in 0..500 {
+        db.put(&k(i), b"value").unwrap();
+    }
+    db.flush().unwrap();
+    storage
+        .armed
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    assert!(db.compact_range(None, None).is_err());
+    drop(db);
+    let db = Db::open(dir.path(), crate::small_options())
+        .unwrap_or_else(|e| panic!("reopen after a failed manifest switch: {e}"));
+    assert_eq!(db.get(&k(7)).unwrap().as_deref(), Some(&b"value"[..]));
+}
