@@ -45,7 +45,8 @@ pub(crate) fn file_meta(number: u64, volume: u32, info: &SstInfo) -> FileMeta {
     }
 }
 
-/// Writes output tables, cutting at the target size on user-key changes.
+/// Writes output tables, cutting at the target size on user-key changes while reserved
+/// file numbers last.
 struct OutputWriter<'a, 'e> {
     env: &'e ExecutorEnv<'e>,
     task: &'a CompactionTask,
@@ -90,7 +91,11 @@ impl OutputWriter<'_, '_> {
             .current
             .as_ref()
             .is_some_and(|(b, _, _)| b.estimated_size() >= self.task.output.target_file_size);
-        if full && uk != self.last_user_key.as_slice() {
+        // With no reserved number left the open table grows past the target size instead:
+        // reservations are estimates from the inputs' file sizes, and an oversized output
+        // is better than a failed compaction (which stops the database).
+        let number_left = self.next_number < self.task.output.file_numbers.len();
+        if full && number_left && uk != self.last_user_key.as_slice() {
             self.finish_current(Some(uk.to_vec()))?;
         }
         if self.current.is_none() {
@@ -120,11 +125,12 @@ impl OutputWriter<'_, '_> {
     }
 }
 
-/// Runs `task` and returns its outputs. Output files are synced; the caller installs them.
+/// Runs `task` and returns its outputs. Output files and their directory are synced; the
+/// caller installs them.
 ///
 /// # Errors
 /// I/O and corruption errors of inputs or outputs; `InvalidArgument` for a task that
-/// names an unknown filter or runs out of file numbers.
+/// names an unknown filter or reserves no output file number while it has output.
 pub fn execute(task: &CompactionTask, env: &ExecutorEnv<'_>) -> Result<CompactionResult> {
     let started = Instant::now();
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
@@ -182,6 +188,10 @@ pub fn execute(task: &CompactionTask, env: &ExecutorEnv<'_>) -> Result<Compactio
     }
     writer.finish_current(upper.map(<[u8]>::to_vec))?;
     let outputs = writer.outputs;
+    if !outputs.is_empty() {
+        // The files are synced; their names must be too before an edit refers to them.
+        env.storage.sync_dir(&env.tables.dir(task.output.volume))?;
+    }
     let mut stats = CompactionStats::default();
     stream.counters().add_to(&mut stats);
     // Bytes as files: what was read from and written to storage.

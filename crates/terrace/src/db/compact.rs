@@ -115,13 +115,23 @@ impl DbInner {
             self.opts.max_subcompactions,
         ));
         let results = MutexGuard::unlocked(st, || self.execute_parallel(&subtasks));
-        let installed =
-            results.and_then(|results| self.install_compaction(st, picked, &task, results));
+        let outcome = results.map(|results| self.install_compaction(st, picked, &task, results));
         for n in &reserved {
             st.pending_outputs.remove(n);
         }
-        self.delete_obsolete_files(st);
-        installed
+        match outcome {
+            // A failed install may still be durable (CURRENT may already name the new
+            // manifest), so its outputs stay until a later manifest or a reopen settles it.
+            Ok(Err(e)) => Err(e),
+            Ok(Ok(())) => {
+                self.delete_obsolete_files(st);
+                Ok(())
+            }
+            Err(e) => {
+                self.delete_obsolete_files(st);
+                Err(e)
+            }
+        }
     }
 
     /// The serializable description of `picked`, with every live snapshot and

@@ -87,7 +87,11 @@ impl DbInner {
                 return Err(Error::Background(Arc::new(e.clone())));
             }
             if !st.mem.is_empty() || !st.mem.range_tombstones().is_empty() {
-                self.switch_memtable(&mut st, &mut wal)?;
+                // As on the write path: after a failed log sync, writes must stop.
+                if let Err(e) = self.switch_memtable(&mut st, &mut wal) {
+                    self.set_bg_error(&mut st, e.clone());
+                    return Err(e);
+                }
             }
         }
         let mut st = self.state.lock();

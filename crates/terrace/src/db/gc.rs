@@ -2,7 +2,7 @@
 //!
 //! A table file is deleted only when no installed version that is still alive (held by a
 //! reader, an iterator or a snapshot's view) references it and no unfinished job is
-//! writing it; WAL files older than the manifest's log number, superseded manifests go too
+//! writing it; WAL files older than the manifest's log number and manifests older than the live one go too
 //! (temporary files only on open, where no rename can be in flight). Run after every install and on open, where it also removes the
 //! outputs of jobs abandoned by a crash.
 
@@ -51,7 +51,10 @@ impl DbInner {
                 let obsolete = match kind {
                     FileKind::Table => !live.contains(&number),
                     FileKind::Wal => i == 0 && number < log_number,
-                    FileKind::Manifest => i == 0 && number != manifest,
+                    // A newer manifest is left by a switch that failed after CURRENT
+                    // may have been renamed onto it: it may be the one CURRENT names. The
+                    // next successful switch (every open makes one) removes it.
+                    FileKind::Manifest => i == 0 && number < manifest,
                     _ => false,
                 };
                 if obsolete {

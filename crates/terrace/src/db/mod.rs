@@ -324,8 +324,11 @@ impl Db {
         for t in self.threads.lock().drain(..) {
             let _ = t.join();
         }
-        let mut wal = self.inner.wal.lock();
-        wal.log.sync()
+        let synced = self.inner.wal.lock().log.sync();
+        match &self.inner.state.lock().bg_error {
+            Some(e) => Err(Error::Background(Arc::new(e.clone()))),
+            None => synced,
+        }
     }
 }
 

@@ -6,7 +6,9 @@ mod api;
 mod concurrency;
 mod corruption;
 mod crash;
+mod crash_inproc;
 mod model;
+mod regress;
 mod seams;
 
 use std::path::Path;
