@@ -13,7 +13,7 @@ use crate::compaction::{
     self, CompactionResult, CompactionTask, ExecutorEnv, LevelState, OutputSpec, PickedCompaction,
 };
 use crate::error::{Error, Result};
-use crate::version::VersionEdit;
+use crate::version::{FileMeta, VersionEdit};
 
 impl DbInner {
     /// The picker's view of the current state.
@@ -260,12 +260,21 @@ impl DbInner {
         start: Option<&[u8]>,
         end: Option<&[u8]>,
     ) -> Result<()> {
-        let last = {
+        // Level-0 files flushed after the call started are not waited for, so that a
+        // steady stream of writes cannot keep this loop going forever.
+        let (last, newest_file) = {
             let v = st.versions.current();
             let Some(last) = (0..v.num_levels()).rev().find(|l| !v.files(*l).is_empty()) else {
                 return Ok(());
             };
-            last.max(1)
+            let newest = v
+                .levels()
+                .iter()
+                .flatten()
+                .map(|f| f.number)
+                .max()
+                .unwrap_or(0);
+            (last.max(1), newest)
         };
         for level in 0..last {
             loop {
@@ -280,7 +289,8 @@ impl DbInner {
                 let picked = {
                     let v = st.versions.current();
                     let overlapping = v.overlapping_files(level, start, end);
-                    if overlapping.is_empty() {
+                    let started_before = |f: &&Arc<FileMeta>| level > 0 || f.number <= newest_file;
+                    if !overlapping.iter().any(|f| started_before(&f)) {
                         break;
                     }
                     if overlapping

@@ -232,8 +232,7 @@ impl Db {
 
     /// Takes a snapshot of the current state.
     pub fn snapshot(&self) -> Snapshot {
-        let seq = self.inner.last_seq.load(Ordering::Acquire);
-        self.inner.snapshots.acquire(seq);
+        let seq = self.inner.snapshots.acquire_current(&self.inner.last_seq);
         Snapshot {
             seq,
             list: self.inner.snapshots.clone(),

@@ -70,6 +70,16 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
             storage.remove_file(&dir.join(name))?;
         }
     }
+    // File numbers handed out before a crash but never recorded may name abandoned
+    // outputs on any volume; never hand them out again, so that garbage collection can
+    // tell those files from live ones and delete them.
+    for volume_dir in std::iter::once(dir.to_path_buf()).chain(opts.volumes.iter().cloned()) {
+        for name in storage.list(&volume_dir)? {
+            if let Some((_, number)) = parse_file_name(&name) {
+                versions.mark_file_number_used(number);
+            }
+        }
+    }
     let block_cache = Arc::new(BlockCache::new(opts.block_cache_bytes));
     let tables = Arc::new(Tables::new(
         storage.clone(),

@@ -1,6 +1,7 @@
 //! Snapshots: pinned sequence numbers that reads can use and compactions must respect.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -14,8 +15,14 @@ pub(crate) struct SnapshotList {
 }
 
 impl SnapshotList {
-    pub(crate) fn acquire(&self, seq: SeqNo) {
-        *self.seqs.lock().entry(seq).or_insert(0) += 1;
+    /// Registers a snapshot at the current value of `last_seq`, read under the list's lock:
+    /// a compaction reads the list under the same lock, so it either sees this snapshot or
+    /// started before it and holds nothing newer than the sequence it reads at.
+    pub(crate) fn acquire_current(&self, last_seq: &AtomicU64) -> SeqNo {
+        let mut m = self.seqs.lock();
+        let seq = last_seq.load(Ordering::Acquire);
+        *m.entry(seq).or_insert(0) += 1;
+        seq
     }
 
     pub(crate) fn release(&self, seq: SeqNo) {
