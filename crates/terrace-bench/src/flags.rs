@@ -46,6 +46,12 @@ pub struct Flags {
     pub target_file_size_base: u64,
     /// Target size of level 1.
     pub max_bytes_for_level_base: u64,
+    /// Size ratio between adjacent levels.
+    pub max_bytes_for_level_multiplier: f64,
+    /// Size level targets from the last level down (RocksDB's dynamic level bytes).
+    pub level_compaction_dynamic_level_bytes: bool,
+    /// Number of levels.
+    pub num_levels: usize,
     /// Level-0 files that trigger a compaction.
     pub level0_file_num_compaction_trigger: usize,
     /// Level-0 files at which writes slow down.
@@ -121,6 +127,9 @@ impl Default for Flags {
             max_write_buffer_number: 2,
             target_file_size_base: 64 << 20,
             max_bytes_for_level_base: 256 << 20,
+            max_bytes_for_level_multiplier: 10.0,
+            level_compaction_dynamic_level_bytes: false,
+            num_levels: 7,
             level0_file_num_compaction_trigger: 4,
             level0_slowdown_writes_trigger: 20,
             level0_stop_writes_trigger: 36,
@@ -159,6 +168,7 @@ const BOOL_FLAGS: &[&str] = &[
     "histogram",
     "statistics",
     "progress",
+    "level_compaction_dynamic_level_bytes",
 ];
 
 /// One line per flag for `--help`.
@@ -169,7 +179,8 @@ Usage: terrace bench [--name=value ...]   (db_bench's flag names and defaults)
                      seekrandomwhilewriting stats ycsb_load ycsb_a .. ycsb_f
   --db=DIR --num --reads --duration --threads --key_size --value_size --compression_ratio
   --compression_type=none|lz4|zstd --write_buffer_size --max_write_buffer_number
-  --target_file_size_base --max_bytes_for_level_base --level0_file_num_compaction_trigger
+  --target_file_size_base --max_bytes_for_level_base --max_bytes_for_level_multiplier
+  --num_levels --level_compaction_dynamic_level_bytes --level0_file_num_compaction_trigger
   --level0_slowdown_writes_trigger --level0_stop_writes_trigger --bloom_bits --cache_size
   --block_size --max_background_jobs --subcompactions --batch_size --seek_nexts
   --benchmark_write_rate_limit --sync --disable_wal --use_existing_db --seed --histogram
@@ -247,6 +258,9 @@ impl Flags {
             "use_existing_db" => self.use_existing_db = on,
             "histogram" => self.histogram = on,
             "statistics" => self.statistics = on,
+            "level_compaction_dynamic_level_bytes" => {
+                self.level_compaction_dynamic_level_bytes = on
+            }
             _ => self.progress = on,
         }
     }
@@ -274,6 +288,8 @@ impl Flags {
             "max_write_buffer_number" => self.max_write_buffer_number = num(name, v)?,
             "target_file_size_base" => self.target_file_size_base = num(name, v)?,
             "max_bytes_for_level_base" => self.max_bytes_for_level_base = num(name, v)?,
+            "max_bytes_for_level_multiplier" => self.max_bytes_for_level_multiplier = num(name, v)?,
+            "num_levels" => self.num_levels = num(name, v)?,
             "level0_file_num_compaction_trigger" => {
                 self.level0_file_num_compaction_trigger = num(name, v)?
             }
@@ -357,6 +373,9 @@ impl Flags {
             max_write_buffer_number: self.max_write_buffer_number,
             target_file_size_base: self.target_file_size_base,
             max_bytes_for_level_base: self.max_bytes_for_level_base,
+            max_bytes_for_level_multiplier: self.max_bytes_for_level_multiplier,
+            level_compaction_dynamic_level_bytes: self.level_compaction_dynamic_level_bytes,
+            num_levels: self.num_levels,
             level0_file_num_compaction_trigger: self.level0_file_num_compaction_trigger,
             level0_slowdown_writes_trigger: self.level0_slowdown_writes_trigger,
             level0_stop_writes_trigger: self.level0_stop_writes_trigger,
