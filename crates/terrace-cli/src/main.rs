@@ -9,7 +9,7 @@ use clap::{Parser, Subcommand};
 
 /// Terrace: an LSM-tree key-value store for heterogeneous storage hardware.
 ///
-/// Subcommands inspect databases and table files; `bench` and `serve` come next.
+/// Subcommands inspect databases and table files and run benchmarks; `serve` comes next.
 #[derive(Parser)]
 #[command(name = "terrace", version)]
 struct Cli {
@@ -34,6 +34,14 @@ enum Command {
         /// Read every block and check its checksum.
         #[arg(long)]
         verify: bool,
+    },
+    /// Run db_bench- and YCSB-style benchmarks: `terrace bench --db DIR --benchmarks=...`
+    /// with db_bench's flags (`terrace bench --help` lists them).
+    #[command(disable_help_flag = true)]
+    Bench {
+        /// db_bench-style flags (`--name=value`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+        args: Vec<String>,
     },
 }
 
@@ -80,6 +88,14 @@ fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
             (Some(dir), None) => inspect::database(out, &dir, verify)?,
             (None, None) => anyhow::bail!("give a database directory or --sst FILE"),
         },
+        Command::Bench { args } => {
+            if args.iter().any(|a| a == "--help" || a == "-h") {
+                writeln!(out, "{}", terrace_bench::flags::HELP)?;
+                return Ok(());
+            }
+            let flags = terrace_bench::Flags::parse(&args)?;
+            terrace_bench::run(&flags, out)?;
+        }
     }
     Ok(())
 }

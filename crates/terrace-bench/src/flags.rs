@@ -1,0 +1,430 @@
+//! db_bench-compatible flags: the same names, meanings and defaults, parsed from the
+//! command line gflags style (`--name=value`, `--name value`, `--flag`, `--noflag`).
+//!
+//! Owns: `Flags`, its defaults and parsing, and the mapping to `terrace::Options`.
+//! Must not touch: the database; flags only describe a run.
+//! Concurrency: plain data, cloned into each worker thread.
+
+use std::path::PathBuf;
+
+use terrace::{Compression, Options};
+
+use crate::error::{BenchError, Result};
+
+#[cfg(test)]
+mod tests;
+
+/// Every setting of a benchmark run. Defaults are db_bench's (RocksDB 7.8), except
+/// `compression_type`, which is `none` because Terrace has no snappy.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Flags {
+    /// Benchmarks to run, in order.
+    pub benchmarks: Vec<String>,
+    /// Database directory.
+    pub db: PathBuf,
+    /// Keys in the database (and operations of a fill).
+    pub num: u64,
+    /// Read operations per thread; -1 means `num`.
+    pub reads: i64,
+    /// Run each benchmark for this many seconds instead of a count (0: off).
+    pub duration_seconds: u64,
+    /// Concurrent threads per benchmark.
+    pub threads: usize,
+    /// Key length in bytes.
+    pub key_size: usize,
+    /// Value length in bytes.
+    pub value_size: usize,
+    /// Fraction of a value that is random (the rest repeats it), as db_bench.
+    pub compression_ratio: f64,
+    /// Table block compression.
+    pub compression_type: Compression,
+    /// Memtable size in bytes.
+    pub write_buffer_size: usize,
+    /// Memtables allowed before writes stop.
+    pub max_write_buffer_number: usize,
+    /// Target size of compaction output files.
+    pub target_file_size_base: u64,
+    /// Target size of level 1.
+    pub max_bytes_for_level_base: u64,
+    /// Size ratio between adjacent levels.
+    pub max_bytes_for_level_multiplier: f64,
+    /// Size level targets from the last level down (RocksDB's dynamic level bytes).
+    pub level_compaction_dynamic_level_bytes: bool,
+    /// Number of levels.
+    pub num_levels: usize,
+    /// Level-0 files that trigger a compaction.
+    pub level0_file_num_compaction_trigger: usize,
+    /// Level-0 files at which writes slow down.
+    pub level0_slowdown_writes_trigger: usize,
+    /// Level-0 files at which writes stop.
+    pub level0_stop_writes_trigger: usize,
+    /// Bloom filter bits per key; negative or 0 means no filter.
+    pub bloom_bits: i64,
+    /// Block cache bytes; negative means the smallest cache the engine allows.
+    pub cache_size: i64,
+    /// Table block size in bytes.
+    pub block_size: usize,
+    /// Background flush plus compaction threads.
+    pub max_background_jobs: usize,
+    /// Key-range pieces one compaction may be split into.
+    pub subcompactions: usize,
+    /// Sync the WAL on every write.
+    pub sync: bool,
+    /// Write without the WAL.
+    pub disable_wal: bool,
+    /// Keep the database of an earlier run; fills that need a fresh one are skipped.
+    pub use_existing_db: bool,
+    /// Base of the per-thread random seeds (0: a fixed base).
+    pub seed: u64,
+    /// Print the full latency histogram of each benchmark.
+    pub histogram: bool,
+    /// Print engine counters after the benchmarks.
+    pub statistics: bool,
+    /// Seconds between rows of the report file (0: no report file).
+    pub report_interval_seconds: u64,
+    /// CSV file of per-interval throughput and latency.
+    pub report_file: PathBuf,
+    /// File to receive every result as JSON.
+    pub json: Option<PathBuf>,
+    /// SVG file to draw the report-interval series into.
+    pub plot: Option<PathBuf>,
+    /// Writes per write batch.
+    pub batch_size: usize,
+    /// `next` calls after each seek of seekrandom.
+    pub seek_nexts: usize,
+    /// Bytes per second of the writer of the `*whilewriting` benchmarks (0: unlimited).
+    pub benchmark_write_rate_limit: u64,
+    /// YCSB: fields per record.
+    pub ycsb_field_count: usize,
+    /// YCSB: bytes per field.
+    pub ycsb_field_length: usize,
+    /// YCSB: longest scan of workload E.
+    pub ycsb_max_scan_length: usize,
+    /// YCSB: zipfian constant.
+    pub ycsb_zipfian_constant: f64,
+    /// Draw a progress bar (only honoured when stdout is a terminal).
+    pub progress: bool,
+}
+
+impl Default for Flags {
+    fn default() -> Self {
+        Flags {
+            benchmarks:
+                "fillseq,fillsync,fillrandom,overwrite,readrandom,seekrandom,readseq,readreverse"
+                    .split(',')
+                    .map(String::from)
+                    .collect(),
+            db: std::env::temp_dir().join("terrace-bench"),
+            num: 1_000_000,
+            reads: -1,
+            duration_seconds: 0,
+            threads: 1,
+            key_size: 16,
+            value_size: 100,
+            compression_ratio: 0.5,
+            compression_type: Compression::None,
+            write_buffer_size: 64 << 20,
+            max_write_buffer_number: 2,
+            target_file_size_base: 64 << 20,
+            max_bytes_for_level_base: 256 << 20,
+            max_bytes_for_level_multiplier: 10.0,
+            level_compaction_dynamic_level_bytes: false,
+            num_levels: 7,
+            level0_file_num_compaction_trigger: 4,
+            level0_slowdown_writes_trigger: 20,
+            level0_stop_writes_trigger: 36,
+            bloom_bits: -1,
+            cache_size: 8 << 20,
+            block_size: 4096,
+            max_background_jobs: 2,
+            subcompactions: 1,
+            sync: false,
+            disable_wal: false,
+            use_existing_db: false,
+            seed: 0,
+            histogram: false,
+            statistics: false,
+            report_interval_seconds: 0,
+            report_file: PathBuf::from("report.csv"),
+            json: None,
+            plot: None,
+            batch_size: 1,
+            seek_nexts: 0,
+            benchmark_write_rate_limit: 0,
+            ycsb_field_count: 10,
+            ycsb_field_length: 100,
+            ycsb_max_scan_length: 100,
+            ycsb_zipfian_constant: 0.99,
+            progress: true,
+        }
+    }
+}
+
+/// Flags that take no value (`--sync` means `--sync=true`, `--nosync` means false).
+const BOOL_FLAGS: &[&str] = &[
+    "sync",
+    "disable_wal",
+    "use_existing_db",
+    "histogram",
+    "statistics",
+    "progress",
+    "level_compaction_dynamic_level_bytes",
+];
+
+/// One line per flag for `--help`.
+pub const HELP: &str = "\
+Usage: terrace bench [--name=value ...]   (db_bench's flag names and defaults)
+  --benchmarks=LIST  fillseq fillrandom fillsync overwrite updaterandom readrandom readmissing
+                     readseq readreverse seekrandom deleterandom readwhilewriting
+                     seekrandomwhilewriting stats ycsb_load ycsb_a .. ycsb_f
+  --db=DIR --num --reads --duration --threads --key_size --value_size --compression_ratio
+  --compression_type=none|lz4|zstd --write_buffer_size --max_write_buffer_number
+  --target_file_size_base --max_bytes_for_level_base --max_bytes_for_level_multiplier
+  --num_levels --level_compaction_dynamic_level_bytes --level0_file_num_compaction_trigger
+  --level0_slowdown_writes_trigger --level0_stop_writes_trigger --bloom_bits --cache_size
+  --block_size --max_background_jobs --subcompactions --batch_size --seek_nexts
+  --benchmark_write_rate_limit --sync --disable_wal --use_existing_db --seed --histogram
+  --statistics --report_interval_seconds --report_file=CSV --json=FILE --plot=SVG
+  --ycsb_field_count --ycsb_field_length --ycsb_max_scan_length --ycsb_zipfian_constant
+  --progress (a progress bar when stdout is a terminal; --noprogress to hide it)";
+
+impl Flags {
+    /// Parses db_bench-style arguments (without the program name) over the defaults.
+    ///
+    /// # Errors
+    /// `UnknownFlag` for a name db_bench-style parsing does not know, `BadValue` for a
+    /// value that does not parse or is out of range (including a missing value).
+    pub fn parse<I, S>(args: I) -> Result<Flags>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let mut flags = Flags::default();
+        let args: Vec<String> = args.into_iter().map(|s| s.as_ref().to_string()).collect();
+        let mut i = 0;
+        while let Some(arg) = args.get(i) {
+            i += 1;
+            let Some(body) = arg.strip_prefix("--").or_else(|| arg.strip_prefix('-')) else {
+                return Err(bad("benchmarks", arg, "arguments are flags: --name=value"));
+            };
+            let (name, value) = match body.split_once('=') {
+                Some((n, v)) => (n.to_string(), Some(v.to_string())),
+                None => (body.to_string(), None),
+            };
+            if BOOL_FLAGS.contains(&name.as_str()) {
+                let on = match value.as_deref() {
+                    None => true,
+                    Some(v) => parse_bool(&name, v)?,
+                };
+                flags.set_bool(&name, on);
+                continue;
+            }
+            if let Some(neg) = name.strip_prefix("no") {
+                if value.is_none() && BOOL_FLAGS.contains(&neg) {
+                    flags.set_bool(neg, false);
+                    continue;
+                }
+            }
+            let value = match value {
+                Some(v) => v,
+                None => {
+                    if !flags.knows(&name) {
+                        return Err(BenchError::UnknownFlag(name));
+                    }
+                    let v = args
+                        .get(i)
+                        .cloned()
+                        .ok_or_else(|| bad(&name, "", "missing value"))?;
+                    i += 1;
+                    v
+                }
+            };
+            flags.set(&name, &value)?;
+        }
+        flags.check()?;
+        Ok(flags)
+    }
+
+    fn knows(&self, name: &str) -> bool {
+        // Setting a clone with a value that parses for every numeric flag tells whether
+        // the name exists without a second list of names.
+        !matches!(self.clone().set(name, "1"), Err(BenchError::UnknownFlag(_)))
+    }
+
+    fn set_bool(&mut self, name: &str, on: bool) {
+        match name {
+            "sync" => self.sync = on,
+            "disable_wal" => self.disable_wal = on,
+            "use_existing_db" => self.use_existing_db = on,
+            "histogram" => self.histogram = on,
+            "statistics" => self.statistics = on,
+            "level_compaction_dynamic_level_bytes" => {
+                self.level_compaction_dynamic_level_bytes = on
+            }
+            _ => self.progress = on,
+        }
+    }
+
+    fn set(&mut self, name: &str, v: &str) -> Result<()> {
+        match name {
+            "benchmarks" => {
+                self.benchmarks = v
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(String::from)
+                    .collect()
+            }
+            "db" => self.db = PathBuf::from(v),
+            "num" => self.num = num(name, v)?,
+            "reads" => self.reads = num(name, v)?,
+            "duration" => self.duration_seconds = num(name, v)?,
+            "threads" => self.threads = num(name, v)?,
+            "key_size" => self.key_size = num(name, v)?,
+            "value_size" => self.value_size = num(name, v)?,
+            "compression_ratio" => self.compression_ratio = num(name, v)?,
+            "compression_type" => self.compression_type = compression(v)?,
+            "write_buffer_size" => self.write_buffer_size = num(name, v)?,
+            "max_write_buffer_number" => self.max_write_buffer_number = num(name, v)?,
+            "target_file_size_base" => self.target_file_size_base = num(name, v)?,
+            "max_bytes_for_level_base" => self.max_bytes_for_level_base = num(name, v)?,
+            "max_bytes_for_level_multiplier" => self.max_bytes_for_level_multiplier = num(name, v)?,
+            "num_levels" => self.num_levels = num(name, v)?,
+            "level0_file_num_compaction_trigger" => {
+                self.level0_file_num_compaction_trigger = num(name, v)?
+            }
+            "level0_slowdown_writes_trigger" => self.level0_slowdown_writes_trigger = num(name, v)?,
+            "level0_stop_writes_trigger" => self.level0_stop_writes_trigger = num(name, v)?,
+            "bloom_bits" => self.bloom_bits = num(name, v)?,
+            "cache_size" => self.cache_size = num(name, v)?,
+            "block_size" => self.block_size = num(name, v)?,
+            "max_background_jobs" => self.max_background_jobs = num(name, v)?,
+            "subcompactions" => self.subcompactions = num(name, v)?,
+            "seed" => self.seed = num(name, v)?,
+            "report_interval_seconds" => self.report_interval_seconds = num(name, v)?,
+            "report_file" => self.report_file = PathBuf::from(v),
+            "json" => self.json = Some(PathBuf::from(v)),
+            "plot" => self.plot = Some(PathBuf::from(v)),
+            "batch_size" => self.batch_size = num(name, v)?,
+            "seek_nexts" => self.seek_nexts = num(name, v)?,
+            "benchmark_write_rate_limit" => self.benchmark_write_rate_limit = num(name, v)?,
+            "ycsb_field_count" => self.ycsb_field_count = num(name, v)?,
+            "ycsb_field_length" => self.ycsb_field_length = num(name, v)?,
+            "ycsb_max_scan_length" => self.ycsb_max_scan_length = num(name, v)?,
+            "ycsb_zipfian_constant" => self.ycsb_zipfian_constant = num(name, v)?,
+            _ => return Err(BenchError::UnknownFlag(name.to_string())),
+        }
+        Ok(())
+    }
+
+    /// Range checks that need more than one flag or that the parser cannot express.
+    fn check(&self) -> Result<()> {
+        let positive = [
+            ("threads", self.threads),
+            ("key_size", self.key_size),
+            ("batch_size", self.batch_size),
+            ("max_background_jobs", self.max_background_jobs),
+            ("subcompactions", self.subcompactions),
+            ("ycsb_field_count", self.ycsb_field_count),
+            ("ycsb_max_scan_length", self.ycsb_max_scan_length),
+        ];
+        for (name, v) in positive {
+            if v == 0 {
+                return Err(bad(name, "0", "must be at least 1"));
+            }
+        }
+        if !(0.0..=1.0).contains(&self.compression_ratio) {
+            return Err(bad(
+                "compression_ratio",
+                &self.compression_ratio.to_string(),
+                "must be between 0 and 1",
+            ));
+        }
+        let z = self.ycsb_zipfian_constant;
+        if !(z > 0.0 && z < 1.0) {
+            return Err(bad(
+                "ycsb_zipfian_constant",
+                &z.to_string(),
+                "must be in (0, 1)",
+            ));
+        }
+        if self.reads < -1 {
+            return Err(bad("reads", &self.reads.to_string(), "must be -1 or more"));
+        }
+        self.engine_options()
+            .validate()
+            .map_err(|e| BenchError::BadValue {
+                flag: "engine options".into(),
+                value: String::new(),
+                reason: e.to_string(),
+            })
+    }
+
+    /// Reads per thread: `--reads`, or `--num` when it is -1.
+    pub fn reads_per_thread(&self) -> u64 {
+        u64::try_from(self.reads).unwrap_or(self.num)
+    }
+
+    /// The engine options these flags describe.
+    pub fn engine_options(&self) -> Options {
+        let flushes = (self.max_background_jobs / 4).max(1);
+        Options {
+            write_buffer_size: self.write_buffer_size,
+            max_write_buffer_number: self.max_write_buffer_number,
+            target_file_size_base: self.target_file_size_base,
+            max_bytes_for_level_base: self.max_bytes_for_level_base,
+            max_bytes_for_level_multiplier: self.max_bytes_for_level_multiplier,
+            level_compaction_dynamic_level_bytes: self.level_compaction_dynamic_level_bytes,
+            num_levels: self.num_levels,
+            level0_file_num_compaction_trigger: self.level0_file_num_compaction_trigger,
+            level0_slowdown_writes_trigger: self.level0_slowdown_writes_trigger,
+            level0_stop_writes_trigger: self.level0_stop_writes_trigger,
+            bloom_bits_per_key: usize::try_from(self.bloom_bits).unwrap_or(0),
+            block_cache_bytes: usize::try_from(self.cache_size).unwrap_or(0),
+            block_size: self.block_size,
+            compression: self.compression_type,
+            max_background_flushes: flushes,
+            max_background_compactions: self.max_background_jobs.saturating_sub(flushes).max(1),
+            max_subcompactions: self.subcompactions,
+            ..Options::default()
+        }
+    }
+}
+
+fn bad(flag: &str, value: &str, reason: &str) -> BenchError {
+    BenchError::BadValue {
+        flag: flag.to_string(),
+        value: value.to_string(),
+        reason: reason.to_string(),
+    }
+}
+
+fn num<T: std::str::FromStr>(flag: &str, v: &str) -> Result<T>
+where
+    T::Err: std::fmt::Display,
+{
+    v.trim()
+        .parse()
+        .map_err(|e: T::Err| bad(flag, v, &e.to_string()))
+}
+
+fn parse_bool(flag: &str, v: &str) -> Result<bool> {
+    match v {
+        "1" | "true" | "t" | "yes" | "y" => Ok(true),
+        "0" | "false" | "f" | "no" | "n" => Ok(false),
+        _ => Err(bad(flag, v, "expected true or false")),
+    }
+}
+
+fn compression(v: &str) -> Result<Compression> {
+    match v {
+        "none" | "kNoCompression" => Ok(Compression::None),
+        "lz4" | "kLZ4Compression" => Ok(Compression::Lz4),
+        "zstd" | "kZSTD" => Ok(Compression::Zstd(3)),
+        _ => Err(bad(
+            "compression_type",
+            v,
+            "Terrace supports none, lz4 and zstd",
+        )),
+    }
+}

@@ -1,0 +1,124 @@
+use super::*;
+
+#[test]
+fn defaults_are_db_benchs() {
+    let f = Flags::parse(Vec::<String>::new()).unwrap();
+    assert_eq!(f.num, 1_000_000);
+    assert_eq!(f.key_size, 16);
+    assert_eq!(f.value_size, 100);
+    assert_eq!(f.cache_size, 8 << 20);
+    assert_eq!(f.bloom_bits, -1);
+    assert_eq!(f.engine_options().bloom_bits_per_key, 0);
+    assert_eq!(f.reads_per_thread(), 1_000_000);
+}
+
+#[test]
+fn both_value_forms_and_booleans_parse() {
+    let f = Flags::parse([
+        "--benchmarks=fillseq,readrandom",
+        "--num",
+        "500",
+        "--reads=20",
+        "--compression_type=lz4",
+        "--bloom_bits=10",
+        "--sync",
+        "--disable_wal=true",
+        "--nohistogram",
+        "--statistics=0",
+        "--use_existing_db=1",
+        "-threads=4",
+        "--db=/tmp/x",
+    ])
+    .unwrap();
+    assert_eq!(f.benchmarks, vec!["fillseq", "readrandom"]);
+    assert_eq!(f.num, 500);
+    assert_eq!(f.reads_per_thread(), 20);
+    assert_eq!(f.compression_type, Compression::Lz4);
+    assert_eq!(f.engine_options().bloom_bits_per_key, 10);
+    assert!(f.sync && f.disable_wal && f.use_existing_db);
+    assert!(!f.histogram && !f.statistics);
+    assert_eq!(f.threads, 4);
+    assert_eq!(f.db, PathBuf::from("/tmp/x"));
+}
+
+#[test]
+fn engine_options_follow_the_flags() {
+    let f = Flags::parse([
+        "--write_buffer_size=1048576",
+        "--max_write_buffer_number=3",
+        "--target_file_size_base=2097152",
+        "--max_bytes_for_level_base=10485760",
+        "--level0_file_num_compaction_trigger=2",
+        "--level0_slowdown_writes_trigger=8",
+        "--level0_stop_writes_trigger=12",
+        "--cache_size=1000000",
+        "--max_background_jobs=8",
+        "--subcompactions=2",
+    ])
+    .unwrap();
+    let o = f.engine_options();
+    assert_eq!(o.write_buffer_size, 1 << 20);
+    assert_eq!(o.max_write_buffer_number, 3);
+    assert_eq!(o.target_file_size_base, 2 << 20);
+    assert_eq!(o.max_bytes_for_level_base, 10 << 20);
+    assert_eq!(
+        (
+            o.level0_file_num_compaction_trigger,
+            o.level0_slowdown_writes_trigger,
+            o.level0_stop_writes_trigger
+        ),
+        (2, 8, 12)
+    );
+    assert_eq!(o.block_cache_bytes, 1_000_000);
+    assert_eq!(
+        (o.max_background_flushes, o.max_background_compactions),
+        (2, 6)
+    );
+    assert_eq!(o.max_subcompactions, 2);
+}
+
+#[test]
+fn unknown_flags_are_errors() {
+    for args in [
+        vec!["--nonsense=1"],
+        vec!["--nonsense"],
+        vec!["--nosuch"],
+        vec!["plain"],
+    ] {
+        let e = Flags::parse(args.clone()).unwrap_err();
+        assert!(
+            matches!(e, BenchError::UnknownFlag(_) | BenchError::BadValue { .. }),
+            "{args:?}: {e}"
+        );
+    }
+    assert!(matches!(
+        Flags::parse(["--nonsense=1"]),
+        Err(BenchError::UnknownFlag(n)) if n == "nonsense"
+    ));
+}
+
+#[test]
+fn bad_values_are_errors_naming_the_flag() {
+    let cases: &[&[&str]] = &[
+        &["--num=ten"],
+        &["--num=-5"],
+        &["--threads=0"],
+        &["--sync=maybe"],
+        &["--compression_type=snappy"],
+        &["--compression_ratio=2"],
+        &["--reads=-7"],
+        &["--num"],
+        &["--ycsb_zipfian_constant=1.5"],
+        &[
+            "--level0_slowdown_writes_trigger=2",
+            "--level0_file_num_compaction_trigger=4",
+        ],
+        &["--write_buffer_size=10"],
+    ];
+    for args in cases {
+        match Flags::parse(args.iter()) {
+            Err(BenchError::BadValue { flag, .. }) => assert!(!flag.is_empty()),
+            other => panic!("{args:?}: {other:?}"),
+        }
+    }
+}

@@ -1,0 +1,129 @@
+//! The report-interval series: every `--report_interval_seconds` a row of throughput and
+//! latency of the operations completed in that interval, appended to `--report_file` as
+//! CSV while the benchmark runs (db_bench's `secs_elapsed,interval_qps`, plus latency
+//! columns and the benchmark's name).
+//!
+//! Owns: `IntervalRow`, the CSV file, the reporter loop. Must not touch: the database.
+//! Concurrency: the reporter runs on its own thread and reads the workers' interval
+//! histograms through `Shared`; the CSV file is behind a mutex.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+use crate::error::{BenchError, Result};
+use crate::recorder::Shared;
+
+/// Throughput and latency of one interval.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct IntervalRow {
+    /// Seconds since the run started, at the end of the interval.
+    pub secs_elapsed: f64,
+    /// Operations per second in the interval.
+    pub interval_qps: f64,
+    /// Median latency in the interval, microseconds.
+    pub p50_micros: f64,
+    /// 99th percentile latency in the interval, microseconds.
+    pub p99_micros: f64,
+    /// Largest latency in the interval, microseconds.
+    pub max_micros: f64,
+    /// The benchmark running.
+    pub benchmark: String,
+}
+
+/// The CSV report file.
+#[derive(Debug)]
+pub struct CsvReport {
+    path: PathBuf,
+    out: BufWriter<File>,
+}
+
+impl CsvReport {
+    /// Creates (truncates) `path` and writes the header.
+    ///
+    /// # Errors
+    /// `Io` if the file cannot be created.
+    pub fn create(path: &Path) -> Result<CsvReport> {
+        let io = |source| BenchError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut out = BufWriter::new(File::create(path).map_err(io)?);
+        writeln!(
+            out,
+            "secs_elapsed,interval_qps,p50_micros,p99_micros,max_micros,benchmark"
+        )
+        .map_err(io)?;
+        Ok(CsvReport {
+            path: path.to_path_buf(),
+            out,
+        })
+    }
+
+    fn append(&mut self, r: &IntervalRow) -> Result<()> {
+        let io = |source| BenchError::Io {
+            path: self.path.clone(),
+            source,
+        };
+        writeln!(
+            self.out,
+            "{:.3},{:.0},{:.2},{:.2},{:.2},{}",
+            r.secs_elapsed, r.interval_qps, r.p50_micros, r.p99_micros, r.max_micros, r.benchmark
+        )
+        .map_err(io)?;
+        self.out.flush().map_err(io)
+    }
+}
+
+/// Takes a row every `every` until `done` is set, then one last row for the partial
+/// interval if it saw operations. Returns the rows.
+///
+/// # Errors
+/// `Io` writing the CSV file, `Histogram` merging.
+pub fn report_loop(
+    shared: &Shared,
+    every: Duration,
+    benchmark: &str,
+    run_start: Instant,
+    done: &AtomicBool,
+    csv: &Mutex<Option<CsvReport>>,
+) -> Result<Vec<IntervalRow>> {
+    let mut rows = Vec::new();
+    let mut last = Instant::now();
+    loop {
+        let finished = done.load(Ordering::Acquire);
+        let now = Instant::now();
+        if finished || now.duration_since(last) >= every {
+            let h = shared.take_interval()?;
+            let secs = now.duration_since(last).as_secs_f64();
+            last = now;
+            if !finished || !h.is_empty() {
+                let us = |v: u64| v as f64 / 1000.0;
+                let row = IntervalRow {
+                    secs_elapsed: now.duration_since(run_start).as_secs_f64(),
+                    interval_qps: if secs > 0.0 {
+                        h.len() as f64 / secs
+                    } else {
+                        0.0
+                    },
+                    p50_micros: us(h.value_at_quantile(0.5)),
+                    p99_micros: us(h.value_at_quantile(0.99)),
+                    max_micros: us(h.max()),
+                    benchmark: benchmark.to_string(),
+                };
+                if let Some(c) = csv.lock().as_mut() {
+                    c.append(&row)?;
+                }
+                rows.push(row);
+            }
+            if finished {
+                return Ok(rows);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20).min(every));
+    }
+}

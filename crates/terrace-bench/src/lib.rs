@@ -1,0 +1,32 @@
+//! `terrace bench`: db_bench- and YCSB-style benchmarks of the Terrace engine, with
+//! db_bench's flag names, key and value formats and output shape, so that one command
+//! line measures Terrace and RocksDB the same way.
+//!
+//! ```no_run
+//! let flags = terrace_bench::Flags::parse(["--benchmarks=fillrandom,readrandom", "--num=1000"])?;
+//! let results = terrace_bench::run(&flags, &mut std::io::stdout())?;
+//! println!("{} ops/sec", results[0].ops_per_sec);
+//! # Ok::<(), terrace_bench::BenchError>(())
+//! ```
+//!
+//! Modules: `flags` (db_bench's flags), `keys` (key format, value generator),
+//! `generator` (YCSB's zipfian, latest, uniform), `workload` (db_bench's benchmarks),
+//! `ycsb` (CoreWorkload A–F), `recorder` (per-thread measurement), `report` (result lines,
+//! JSON), `interval` (CSV series), `plot` (SVG), `runner` (the run).
+
+pub mod error;
+pub mod flags;
+pub mod generator;
+pub mod interval;
+pub mod keys;
+pub mod plot;
+pub mod recorder;
+pub mod report;
+pub mod runner;
+pub mod workload;
+pub mod ycsb;
+
+pub use error::{BenchError, Result};
+pub use flags::Flags;
+pub use report::{BenchResult, Latency};
+pub use runner::{run, BENCHMARKS};

@@ -1,0 +1,328 @@
+//! Runs the benchmarks of `--benchmarks` in order against one database: opens it (fresh
+//! unless `--use_existing_db`), recreates it before each fill that needs an empty
+//! database, starts the workers, the interval reporter and the progress bar, and prints
+//! each result as it completes.
+//!
+//! Owns: the database's lifetime during a run, thread orchestration, the run's header.
+//! Must not touch: the engine's internals; only `terrace::Db`'s public API is used.
+//! Concurrency: workers run on scoped threads sharing `&Db`; results are built after
+//! they join.
+
+use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressStyle};
+use parking_lot::Mutex;
+use terrace::{Db, WriteOptions};
+
+use crate::error::{BenchError, Result};
+use crate::flags::Flags;
+use crate::interval::{report_loop, CsvReport, IntervalRow};
+use crate::recorder::{Shared, ThreadStats};
+use crate::report::{print_statistics, write_json, BenchResult, EngineDelta};
+use crate::workload::{self, Ctx, KeyOrder};
+use crate::ycsb::{self, InsertCounter, Workload};
+
+/// Every benchmark name `--benchmarks` accepts.
+pub const BENCHMARKS: &[&str] = &[
+    "fillseq",
+    "fillrandom",
+    "fillsync",
+    "overwrite",
+    "updaterandom",
+    "readrandom",
+    "readmissing",
+    "readseq",
+    "readreverse",
+    "seekrandom",
+    "deleterandom",
+    "readwhilewriting",
+    "seekrandomwhilewriting",
+    "stats",
+    "ycsb_load",
+    "ycsb_a",
+    "ycsb_b",
+    "ycsb_c",
+    "ycsb_d",
+    "ycsb_e",
+    "ycsb_f",
+];
+
+/// Benchmarks that start from an empty database (skipped with `--use_existing_db`).
+const FRESH: &[&str] = &["fillseq", "fillrandom", "fillsync", "ycsb_load"];
+
+/// Runs every benchmark of `flags`, printing to `out`, and returns their results. Writes
+/// the report file, JSON and plot that the flags ask for.
+///
+/// # Errors
+/// `UnknownBenchmark` (before anything runs), engine errors, report-file errors.
+pub fn run(flags: &Flags, out: &mut dyn Write) -> Result<Vec<BenchResult>> {
+    if let Some(bad) = flags
+        .benchmarks
+        .iter()
+        .find(|b| !BENCHMARKS.contains(&b.as_str()))
+    {
+        return Err(BenchError::UnknownBenchmark(bad.clone()));
+    }
+    let io = |source| BenchError::Io {
+        path: "stdout".into(),
+        source,
+    };
+    if !flags.use_existing_db {
+        destroy(flags)?;
+    }
+    let mut db = Some(Db::open(&flags.db, flags.engine_options())?);
+    print_header(flags, out).map_err(io)?;
+    let csv = Mutex::new(if flags.report_interval_seconds > 0 {
+        Some(CsvReport::create(&flags.report_file)?)
+    } else {
+        None
+    });
+    let run_start = Instant::now();
+    let mut results = Vec::new();
+    for name in &flags.benchmarks {
+        if FRESH.contains(&name.as_str()) {
+            if flags.use_existing_db {
+                writeln!(out, "{name:<12} : skipped (--use_existing_db is true)").map_err(io)?;
+                continue;
+            }
+            if let Some(old) = db.take() {
+                old.close()?;
+            }
+            destroy(flags)?;
+            db = Some(Db::open(&flags.db, flags.engine_options())?);
+        }
+        let Some(d) = db.as_ref() else { continue };
+        if name == "stats" {
+            print_stats(d, out).map_err(io)?;
+            continue;
+        }
+        let result = run_one(d, flags, name, run_start, &csv)?;
+        result.print(out, flags.histogram).map_err(io)?;
+        out.flush().map_err(io)?;
+        results.push(result);
+    }
+    if let Some(d) = db.as_ref() {
+        if flags.statistics {
+            print_statistics(out, &d.stats()).map_err(io)?;
+        }
+    }
+    if let Some(d) = db.take() {
+        d.close()?;
+    }
+    if let Some(path) = &flags.json {
+        write_json(path, flags, &results)?;
+    }
+    if let Some(path) = &flags.plot {
+        let rows: Vec<IntervalRow> = results.iter().flat_map(|r| r.intervals.clone()).collect();
+        let names: Vec<&str> = results.iter().map(|r| r.name.as_str()).collect();
+        crate::plot::draw(path, &format!("terrace bench: {}", names.join(", ")), &rows)?;
+    }
+    Ok(results)
+}
+
+fn destroy(flags: &Flags) -> Result<()> {
+    match std::fs::remove_dir_all(&flags.db) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(BenchError::Io {
+            path: flags.db.clone(),
+            source: e,
+        }),
+        _ => Ok(()),
+    }
+}
+
+fn print_header(f: &Flags, out: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(out, "Terrace:    version {}", env!("CARGO_PKG_VERSION"))?;
+    writeln!(out, "Keys:       {} bytes each", f.key_size)?;
+    writeln!(
+        out,
+        "Values:     {} bytes each ({} bytes after compression)",
+        f.value_size,
+        (f.value_size as f64 * f.compression_ratio + 0.5) as u64
+    )?;
+    writeln!(out, "Entries:    {}", f.num)?;
+    writeln!(out, "Threads:    {}", f.threads)?;
+    writeln!(out, "Compression: {:?}", f.compression_type)?;
+    writeln!(out, "{}", "-".repeat(48))
+}
+
+fn print_stats(db: &Db, out: &mut dyn Write) -> std::io::Result<()> {
+    let s = db.stats();
+    writeln!(out, "\n** Terrace stats **")?;
+    if let Some(levels) = db.property("terrace.levelstats") {
+        write!(out, "{levels}")?;
+    }
+    writeln!(
+        out,
+        "Write amplification: {:.3}  flushes: {}  compactions: {} ({} trivial moves)",
+        s.write_amplification, s.flushes, s.compactions, s.trivial_moves
+    )?;
+    writeln!(
+        out,
+        "Stalls: {:.3} seconds in {} writes  block cache: {} hits {} misses\n",
+        s.stall_micros as f64 / 1e6,
+        s.stall_count,
+        s.block_cache_hits,
+        s.block_cache_misses
+    )
+}
+
+fn expected_ops(f: &Flags, name: &str) -> u64 {
+    let per_thread = match name {
+        "fillseq" | "fillrandom" | "overwrite" | "deleterandom" => f.num,
+        "fillsync" => f.num / 1000,
+        "ycsb_load" => f.num / f.threads as u64 + 1,
+        _ => f.reads_per_thread(),
+    };
+    per_thread * f.threads as u64
+}
+
+fn progress_bar(f: &Flags, name: &str) -> Option<ProgressBar> {
+    if !f.progress || !std::io::stdout().is_terminal() {
+        return None;
+    }
+    let bar = if f.duration_seconds > 0 {
+        ProgressBar::new_spinner()
+    } else {
+        ProgressBar::new(expected_ops(f, name))
+    };
+    if let Ok(style) = ProgressStyle::with_template(
+        "{prefix:<12} [{elapsed_precise}] {wide_bar} {pos}/{len} {per_sec}",
+    ) {
+        bar.set_style(style);
+    }
+    bar.set_prefix(name.to_string());
+    Some(bar)
+}
+
+fn worker(name: &str, ctx: Ctx<'_>, counter: &InsertCounter) -> Result<ThreadStats> {
+    let f = ctx.flags;
+    match name {
+        "fillseq" => workload::write(ctx, KeyOrder::Sequential, f.num, ctx.write_options()),
+        "fillrandom" | "overwrite" => {
+            workload::write(ctx, KeyOrder::Random, f.num, ctx.write_options())
+        }
+        "fillsync" => {
+            let sync = WriteOptions {
+                sync: true,
+                ..ctx.write_options()
+            };
+            workload::write(ctx, KeyOrder::Random, f.num / 1000, sync)
+        }
+        "readrandom" | "readwhilewriting" => workload::read_random(ctx, false),
+        "readmissing" => workload::read_random(ctx, true),
+        "readseq" => workload::read_sequential(ctx, false),
+        "readreverse" => workload::read_sequential(ctx, true),
+        "seekrandom" | "seekrandomwhilewriting" => workload::seek_random(ctx),
+        "deleterandom" => workload::delete_random(ctx),
+        "updaterandom" => workload::update_random(ctx),
+        "ycsb_load" => ycsb::load(ctx),
+        other => match Workload::from_name(other) {
+            Some(w) => ycsb::run(ctx, w, counter),
+            None => Err(BenchError::UnknownBenchmark(other.to_string())),
+        },
+    }
+}
+
+fn join<T>(h: std::thread::ScopedJoinHandle<'_, Result<T>>) -> Result<T> {
+    h.join()
+        .map_err(|_| BenchError::Thread("a worker thread panicked".into()))?
+}
+
+fn run_one(
+    db: &Db,
+    flags: &Flags,
+    name: &str,
+    run_start: Instant,
+    csv: &Mutex<Option<CsvReport>>,
+) -> Result<BenchResult> {
+    let reporting = flags.report_interval_seconds > 0;
+    let shared = Shared::new(reporting, progress_bar(flags, name));
+    let counter = InsertCounter::new(flags.num);
+    let with_writer = name.ends_with("whilewriting");
+    let before = db.stats();
+    let done = AtomicBool::new(false);
+    let (threads, intervals) = std::thread::scope(|s| -> Result<_> {
+        let ctx = |tid| Ctx {
+            db,
+            flags,
+            shared: &shared,
+            tid,
+        };
+        let reporter = reporting.then(|| {
+            let every = Duration::from_secs(flags.report_interval_seconds);
+            let (shared, done) = (&shared, &done);
+            s.spawn(move || report_loop(shared, every, name, run_start, done, csv))
+        });
+        let readers: Vec<_> = (0..flags.threads)
+            .map(|tid| {
+                let (ctx, counter) = (ctx(tid), &counter);
+                s.spawn(move || worker(name, ctx, counter))
+            })
+            .collect();
+        let writer = with_writer.then(|| {
+            let ctx = ctx(flags.threads);
+            s.spawn(move || workload::background_writer(ctx))
+        });
+        let mut stats = Vec::new();
+        let mut first_error = None;
+        for h in readers {
+            match join(h) {
+                Ok(st) => stats.push(st),
+                Err(e) => first_error = first_error.or(Some(e)),
+            }
+        }
+        shared.stop.store(true, Ordering::Release);
+        if let Some(h) = writer {
+            match join(h) {
+                Ok(st) => stats.push(st),
+                Err(e) => first_error = first_error.or(Some(e)),
+            }
+        }
+        done.store(true, Ordering::Release);
+        let rows = match reporter {
+            Some(h) => join(h)?,
+            None => Vec::new(),
+        };
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok((stats, rows)),
+        }
+    })?;
+    if let Some(p) = shared.progress() {
+        p.finish_and_clear();
+    }
+    let after = db.stats();
+    let gap = shared.max_write_gap().as_secs_f64() * 1e6;
+    let engine = EngineDelta {
+        before: &before,
+        after: &after,
+    };
+    let mut result = BenchResult::build(name, &threads, engine, gap)?;
+    result.intervals = intervals;
+    result.message = message(name, &result, &threads);
+    Ok(result)
+}
+
+fn message(name: &str, r: &BenchResult, threads: &[ThreadStats]) -> String {
+    match name {
+        "readrandom"
+        | "readmissing"
+        | "readwhilewriting"
+        | "seekrandom"
+        | "seekrandomwhilewriting" => format!("({} of {} found)", r.found, r.ops),
+        "updaterandom" => format!("( updates:{} found:{})", r.ops, r.found),
+        n if n.starts_with("ycsb_") => {
+            let mut counts = std::collections::BTreeMap::new();
+            for t in threads.iter().filter(|t| !t.excluded) {
+                for (k, c) in &t.counts {
+                    *counts.entry(k.label()).or_insert(0u64) += c;
+                }
+            }
+            let parts: Vec<String> = counts.iter().map(|(k, c)| format!("{k}: {c}")).collect();
+            format!("({})", parts.join(" "))
+        }
+        _ => String::new(),
+    }
+}

@@ -1,0 +1,138 @@
+use terrace_bench::{run, Flags, BENCHMARKS};
+
+#[test]
+fn every_benchmark_runs_on_a_tiny_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let json = dir.path().join("out.json");
+    let csv = dir.path().join("out.csv");
+    let svg = dir.path().join("out.svg");
+    let all = BENCHMARKS.join(",");
+    let args = [
+        format!("--db={}", db.display()),
+        format!("--benchmarks={all}"),
+        "--num=200".into(),
+        "--threads=2".into(),
+        "--write_buffer_size=65536".into(),
+        "--histogram".into(),
+        "--statistics".into(),
+        "--report_interval_seconds=1".into(),
+        format!("--report_file={}", csv.display()),
+        format!("--json={}", json.display()),
+        format!("--plot={}", svg.display()),
+        "--noprogress".into(),
+    ];
+    let flags = Flags::parse(&args).unwrap();
+    let mut out = Vec::new();
+    let results = run(&flags, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+
+    // One result per benchmark except `stats`, in order.
+    let names: Vec<&str> = results.iter().map(|r| r.name.as_str()).collect();
+    let expected: Vec<&str> = BENCHMARKS
+        .iter()
+        .copied()
+        .filter(|b| *b != "stats")
+        .collect();
+    assert_eq!(names, expected);
+    assert!(text.contains("** Terrace stats **"));
+    assert!(text.contains("STATISTICS:\nterrace.bytes.written COUNT : "));
+
+    for r in &results {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("{:<12} : ", r.name)))
+            .unwrap_or_else(|| panic!("no result line for {}", r.name));
+        for field in [" micros/op ", " ops/sec ", " seconds ", " operations;"] {
+            assert!(line.contains(field), "{line}");
+        }
+        assert!(line.contains(&format!(" {} operations;", r.ops)), "{line}");
+        // Counts add up: per-kind counts sum to the total, as do the histograms.
+        let by_kind: u64 = r.by_op.values().map(|l| l.count).sum();
+        assert_eq!(by_kind, r.ops, "{}", r.name);
+        assert_eq!(r.latency.count, r.ops, "{}", r.name);
+        assert!(r.found <= r.ops, "{}", r.name);
+        assert!(r.latency.p50 <= r.latency.p99 && r.latency.p99 <= r.latency.max);
+        let expected_ops = match r.name.as_str() {
+            "fillsync" => 0, // --num / 1000 per thread
+            "readseq" | "readreverse" => r.ops,
+            "ycsb_load" => 200, // --num records, shared by the threads
+            _ => 400,
+        };
+        assert_eq!(r.ops, expected_ops, "{}", r.name);
+    }
+    let get = |n: &str| results.iter().find(|r| r.name == n).unwrap();
+    assert_eq!(get("readmissing").found, 0);
+    assert!(text.contains("(0 of 400 found)"));
+    assert!(get("readrandom").found > 0);
+    assert!(get("ycsb_load").found == 0 && get("ycsb_c").found == 400);
+    // Both threads read the whole database once.
+    assert_eq!(get("readseq").ops, get("readreverse").ops);
+    assert!(get("fillrandom").user_bytes_written > 0);
+    assert!(text.contains("Percentiles: P50: "));
+    assert!(text.contains("  write amplification: "));
+    assert!(text.contains("  level bytes: "));
+    assert!(text.contains("  stalls: "));
+
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let benches = doc["benchmarks"].as_array().unwrap();
+    assert_eq!(benches.len(), results.len());
+    for b in benches {
+        for field in [
+            "ops_per_sec",
+            "micros_per_op",
+            "mb_per_sec",
+            "latency",
+            "write_amplification",
+            "stall_micros",
+            "stall_count",
+            "longest_write_gap_micros",
+        ] {
+            assert!(b.get(field).is_some(), "{field}");
+        }
+    }
+    let report = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = report.lines();
+    assert_eq!(
+        lines.next(),
+        Some("secs_elapsed,interval_qps,p50_micros,p99_micros,max_micros,benchmark")
+    );
+    assert!(lines.count() >= results.len() - 1);
+    let picture = std::fs::read_to_string(&svg).unwrap();
+    assert!(picture.starts_with("<svg") && picture.contains("polyline"));
+}
+
+#[test]
+fn unknown_benchmarks_fail_before_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let flags = Flags::parse([
+        format!("--db={}", dir.path().join("db").display()),
+        "--benchmarks=fillseq,nosuch".into(),
+    ])
+    .unwrap();
+    let err = run(&flags, &mut Vec::new()).unwrap_err();
+    assert!(err.to_string().contains("nosuch"));
+    assert!(!dir.path().join("db").exists());
+}
+
+#[test]
+fn use_existing_db_skips_fills_and_keeps_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("--db={}", dir.path().join("db").display());
+    let fill = Flags::parse([db.as_str(), "--benchmarks=fillseq", "--num=100"]).unwrap();
+    run(&fill, &mut Vec::new()).unwrap();
+    let read = Flags::parse([
+        db.as_str(),
+        "--benchmarks=fillrandom,readrandom",
+        "--num=100",
+        "--use_existing_db",
+    ])
+    .unwrap();
+    let mut out = Vec::new();
+    let results = run(&read, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains("fillrandom   : skipped (--use_existing_db is true)"));
+    assert_eq!(results.len(), 1);
+    assert_eq!(results[0].found, 100);
+}
