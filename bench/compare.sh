@@ -93,6 +93,8 @@ done
 python3 - "$LOGS" "$RUNS" "$BENCHMARKS" "$COMPRESSIONS" <<'PY'
 import re, statistics, sys
 logs, runs, benches, comps = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(","), sys.argv[4].split(",")
+ENTRY_BYTES = 16 + 100  # --key_size + --value_size, as passed to both tools above
+WRITE_BENCHMARKS = {"fillseq", "fillrandom", "fillsync", "overwrite"}
 
 def parse(path, bench):
     text = open(path).read()
@@ -104,7 +106,12 @@ def parse(path, bench):
     def counter(name):
         c = re.search(r"^(?:rocksdb|terrace)\.%s COUNT : (\d+)" % re.escape(name), text, re.M)
         return int(c.group(1)) if c else 0
-    user = counter("bytes.written")
+    # Write amplification, computed the same way for both tools: table bytes written by
+    # flushes and compactions over the key and value bytes the benchmark put (its operation
+    # count times 16 + 100 bytes). The engines' own "bytes written" counters differ
+    # (RocksDB counts write-batch framing), so neither is used.
+    ops = re.search(r"(\d+) operations;", text[m.start():])
+    user = int(ops.group(1)) * ENTRY_BYTES if ops and bench in WRITE_BENCHMARKS else 0
     wa = (counter("flush.write.bytes") + counter("compact.write.bytes")) / user if user else None
     return int(m.group(2)), float(p.group(1)) if p else None, wa
 
