@@ -23,6 +23,7 @@
 //! See ARCHITECTURE.md for the map of modules.
 
 pub mod batch;
+mod coding;
 pub mod compaction;
 pub mod db;
 pub mod error;
