@@ -27,6 +27,9 @@ mod coding;
 pub mod compaction;
 pub mod db;
 pub mod error;
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod inspect;
 pub mod iter;
 pub mod key;
