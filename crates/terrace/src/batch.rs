@@ -12,6 +12,7 @@
 
 use std::path::Path;
 
+use crate::coding::{get_fixed32, get_fixed64, get_varint32, put_varint32, VarintError};
 use crate::error::{Error, Result};
 use crate::key::{SeqNo, ValueType, MAX_SEQ};
 
@@ -106,7 +107,7 @@ impl WriteBatch {
 
     /// Number of operations.
     pub fn count(&self) -> u32 {
-        read_u32(&self.rep, 8).unwrap_or(0)
+        get_fixed32(&self.rep, 8).unwrap_or(0)
     }
 
     /// True if the batch holds no operation.
@@ -127,7 +128,7 @@ impl WriteBatch {
 
     /// Sequence number of the first operation.
     pub fn sequence(&self) -> SeqNo {
-        read_u64(&self.rep, 0).unwrap_or(0)
+        get_fixed64(&self.rep, 0).unwrap_or(0)
     }
 
     /// Sets the sequence number of the first operation.
@@ -274,50 +275,14 @@ fn put_length_prefixed(buf: &mut Vec<u8>, s: &[u8]) {
     buf.extend_from_slice(s.get(..len).unwrap_or(s));
 }
 
-/// Appends `v` as a LEB128 varint (at most 5 bytes).
-fn put_varint32(buf: &mut Vec<u8>, mut v: u32) {
-    while v >= 0x80 {
-        buf.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    buf.push(v as u8);
-}
-
-/// Decodes a varint32 at `pos`; returns it and the position after it.
-fn get_varint32(buf: &[u8], mut pos: usize) -> std::result::Result<(u32, usize), &'static str> {
-    let mut v: u32 = 0;
-    for shift in (0..35).step_by(7) {
-        let b = *buf.get(pos).ok_or("varint runs past the end")?;
-        pos += 1;
-        if shift == 28 && b > 0x0f {
-            return Err("varint32 overflows");
-        }
-        v |= u32::from(b & 0x7f) << shift;
-        if b < 0x80 {
-            return Ok((v, pos));
-        }
-    }
-    Err("varint32 longer than 5 bytes")
-}
-
 fn get_length_prefixed(
     buf: &[u8],
     pos: usize,
 ) -> std::result::Result<(&[u8], usize), &'static str> {
-    let (len, pos) = get_varint32(buf, pos)?;
+    let (len, pos) = get_varint32(buf, pos).map_err(VarintError::reason)?;
     let end = pos.checked_add(len as usize).ok_or("length overflows")?;
     let s = buf.get(pos..end).ok_or("string runs past the end")?;
     Ok((s, end))
-}
-
-fn read_u64(buf: &[u8], pos: usize) -> Option<u64> {
-    let b: [u8; 8] = buf.get(pos..pos + 8)?.try_into().ok()?;
-    Some(u64::from_le_bytes(b))
-}
-
-fn read_u32(buf: &[u8], pos: usize) -> Option<u32> {
-    let b: [u8; 4] = buf.get(pos..pos + 4)?.try_into().ok()?;
-    Some(u32::from_le_bytes(b))
 }
 
 #[cfg(test)]

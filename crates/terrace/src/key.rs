@@ -8,6 +8,7 @@
 
 use std::cmp::Ordering;
 
+use crate::coding::{get_fixed64, put_fixed64};
 use crate::error::{Error, Result};
 
 /// A 56-bit sequence number; every write gets the next one.
@@ -68,7 +69,7 @@ pub fn pack_trailer(seq: SeqNo, kind: u8) -> u64 {
 #[inline]
 pub fn append_internal_key(buf: &mut Vec<u8>, user_key: &[u8], seq: SeqNo, kind: ValueType) {
     buf.extend_from_slice(user_key);
-    buf.extend_from_slice(&pack_trailer(seq, kind as u8).to_le_bytes());
+    put_fixed64(buf, pack_trailer(seq, kind as u8));
 }
 
 /// Returns the internal key `(user_key, seq, kind)` as a new vector.
@@ -82,7 +83,7 @@ pub fn internal_key(user_key: &[u8], seq: SeqNo, kind: ValueType) -> Vec<u8> {
 pub fn seek_key(user_key: &[u8], seq: SeqNo) -> Vec<u8> {
     let mut v = Vec::with_capacity(user_key.len() + TRAILER_LEN);
     v.extend_from_slice(user_key);
-    v.extend_from_slice(&pack_trailer(seq, TYPE_FOR_SEEK).to_le_bytes());
+    put_fixed64(&mut v, pack_trailer(seq, TYPE_FOR_SEEK));
     v
 }
 
@@ -97,13 +98,10 @@ pub fn user_key(ikey: &[u8]) -> &[u8] {
 /// The trailer of an internal key, 0 if the key is too short.
 #[inline]
 pub fn trailer(ikey: &[u8]) -> u64 {
-    let n = ikey.len();
-    if n < TRAILER_LEN {
-        return 0;
-    }
-    let mut b = [0u8; 8];
-    b.copy_from_slice(&ikey[n - TRAILER_LEN..]);
-    u64::from_le_bytes(b)
+    ikey.len()
+        .checked_sub(TRAILER_LEN)
+        .and_then(|at| get_fixed64(ikey, at))
+        .unwrap_or(0)
 }
 
 /// The sequence number of an internal key.

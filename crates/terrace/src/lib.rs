@@ -23,9 +23,13 @@
 //! See ARCHITECTURE.md for the map of modules.
 
 pub mod batch;
+mod coding;
 pub mod compaction;
 pub mod db;
 pub mod error;
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod inspect;
 pub mod iter;
 pub mod key;

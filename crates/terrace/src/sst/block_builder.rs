@@ -6,7 +6,7 @@
 //! Must not touch: key order; the caller adds keys in the order the block must keep.
 //! Concurrency: one owner.
 
-use super::format::put_varint32;
+use crate::coding::{put_fixed32, put_varint32};
 
 /// Accumulates entries of one block.
 #[derive(Debug)]
@@ -80,11 +80,10 @@ impl BlockBuilder {
 
     /// Appends the restart array and returns the finished block; call `reset` before reuse.
     pub fn finish(&mut self) -> &[u8] {
-        for r in &self.restarts {
-            self.buf.extend_from_slice(&r.to_le_bytes());
+        for &r in &self.restarts {
+            put_fixed32(&mut self.buf, r);
         }
-        self.buf
-            .extend_from_slice(&(self.restarts.len() as u32).to_le_bytes());
+        put_fixed32(&mut self.buf, self.restarts.len() as u32);
         &self.buf
     }
 }

@@ -11,7 +11,7 @@ use std::cmp::Ordering;
 
 use bytes::Bytes;
 
-use super::format::{get_u32_le, get_varint32};
+use crate::coding::{get_fixed32, get_varint32};
 
 /// Result of block decoding: a reason on failure.
 pub(crate) type BlockResult<T> = std::result::Result<T, &'static str>;
@@ -28,7 +28,7 @@ impl Block {
     /// Decodes the restart count and checks that the restart array fits.
     pub fn new(data: Bytes) -> BlockResult<Block> {
         let n = data.len().checked_sub(4).ok_or("block too short")?;
-        let num_restarts = get_u32_le(&data, n).ok_or("block too short")? as usize;
+        let num_restarts = get_fixed32(&data, n).ok_or("block too short")? as usize;
         if num_restarts == 0 || num_restarts > n / 4 {
             return Err("bad restart count");
         }
@@ -49,8 +49,8 @@ impl Block {
     }
 
     fn restart_point(&self, i: usize) -> BlockResult<usize> {
-        let off = get_u32_le(&self.data, self.restarts_offset + 4 * i).ok_or("bad restart index")?
-            as usize;
+        let off = get_fixed32(&self.data, self.restarts_offset + 4 * i)
+            .ok_or("bad restart index")? as usize;
         if off > self.restarts_offset {
             return Err("restart point out of range");
         }
@@ -60,10 +60,12 @@ impl Block {
     /// Decodes the entry header at `p`: (shared, non_shared, value_len, header end).
     #[inline]
     fn entry_header(&self, p: usize) -> BlockResult<(usize, usize, usize, usize)> {
-        let mut pos = p;
-        let shared = get_varint32(&self.data, &mut pos).ok_or("bad entry header")? as usize;
-        let non_shared = get_varint32(&self.data, &mut pos).ok_or("bad entry header")? as usize;
-        let value_len = get_varint32(&self.data, &mut pos).ok_or("bad entry header")? as usize;
+        let bad = |_| "bad entry header";
+        let (shared, pos) = get_varint32(&self.data, p).map_err(bad)?;
+        let (non_shared, pos) = get_varint32(&self.data, pos).map_err(bad)?;
+        let (value_len, pos) = get_varint32(&self.data, pos).map_err(bad)?;
+        let (shared, non_shared, value_len) =
+            (shared as usize, non_shared as usize, value_len as usize);
         let end = pos
             .checked_add(non_shared)
             .and_then(|x| x.checked_add(value_len))

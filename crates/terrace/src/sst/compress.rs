@@ -6,7 +6,8 @@
 
 use bytes::Bytes;
 
-use super::format::{get_u32_le, get_varint32, put_varint32, BLOCK_TRAILER_LEN};
+use super::format::BLOCK_TRAILER_LEN;
+use crate::coding::{get_fixed32, get_varint32, put_varint32};
 use crate::options::Compression;
 
 /// Type byte of a block stored as built.
@@ -73,7 +74,7 @@ pub(crate) fn decode_block(mut buf: Vec<u8>) -> Result<Bytes, &'static str> {
         .checked_sub(BLOCK_TRAILER_LEN)
         .ok_or("block shorter than its trailer")?;
     let kind = *buf.get(n).ok_or("block trailer missing")?;
-    let stored = get_u32_le(&buf, n + 1).ok_or("block trailer missing")?;
+    let stored = get_fixed32(&buf, n + 1).ok_or("block trailer missing")?;
     let contents = buf.get(..n).ok_or("block contents missing")?;
     let actual = crc32c::crc32c_append(crc32c::crc32c(contents), &[kind]);
     if actual != stored {
@@ -85,8 +86,8 @@ pub(crate) fn decode_block(mut buf: Vec<u8>) -> Result<Bytes, &'static str> {
             Ok(Bytes::from(buf))
         }
         TYPE_LZ4 | TYPE_ZSTD => {
-            let mut pos = 0;
-            let len = get_varint32(contents, &mut pos).ok_or("bad uncompressed length")? as usize;
+            let (len, pos) = get_varint32(contents, 0).map_err(|_| "bad uncompressed length")?;
+            let len = len as usize;
             let payload = contents.get(pos..).ok_or("bad compressed block")?;
             if len > MAX_BLOCK_LEN {
                 return Err("uncompressed block length too large");

@@ -11,9 +11,9 @@
 //! `block_builder` / `block_iter` (the block format), `bloom`, `properties`, `builder`,
 //! `reader`, `iterator`, `block_cache`, `table_cache`.
 
-mod block_builder;
+pub(crate) mod block_builder;
 mod block_cache;
-mod block_iter;
+pub(crate) mod block_iter;
 mod bloom;
 mod builder;
 mod compress;

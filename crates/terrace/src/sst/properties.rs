@@ -12,7 +12,7 @@ use bytes::Bytes;
 
 use super::block_builder::BlockBuilder;
 use super::block_iter::{Block, BlockIter, BlockResult};
-use super::format::{get_varint64, put_varint64};
+use crate::coding::{get_varint64, put_varint64};
 use crate::key::SeqNo;
 
 /// What a table says about itself.
@@ -128,9 +128,9 @@ impl Properties {
                 }
                 _ => {
                     if let Some(field) = p.number_field(name) {
-                        let mut pos = 0;
-                        *field = get_varint64(value, &mut pos).ok_or("bad property number")?;
-                        if pos != value.len() {
+                        let (v, end) = get_varint64(value, 0).map_err(|_| "bad property number")?;
+                        *field = v;
+                        if end != value.len() {
                             return Err("bad property number");
                         }
                         seen += 1;

@@ -7,8 +7,9 @@
 
 use std::path::Path;
 
-use super::field::{put_field, put_varint32, put_varint64, put_varint_field, Decoder};
+use super::field::{put_field, put_varint_field, Decoder};
 use super::FileMeta;
+use crate::coding::{put_varint32, put_varint64};
 use crate::error::{Error, Result};
 use crate::key::{self, InternalKey, SeqNo};
 
@@ -204,10 +205,7 @@ fn decode_file_meta(mut d: Decoder<'_>) -> Result<FileMeta> {
                 m.num_range_deletions = p.only_varint64("range deletion count")?;
             }
             FILE_CHECKSUM => {
-                let at = p.offset();
-                let b = <[u8; 4]>::try_from(p.rest())
-                    .map_err(|_| Error::corruption(d.file(), at, "file checksum is not 4 bytes"))?;
-                m.file_checksum = u32::from_le_bytes(b);
+                m.file_checksum = p.only_fixed32("file checksum")?;
             }
             t if t & SAFE_TO_IGNORE != 0 => {}
             t => return Err(p.unknown_tag(t, at, "file field")),

@@ -1,30 +1,20 @@
 //! Tagged fields: the `varint32 tag | varint32 length | payload` encoding shared by
 //! version edits and the file metadata inside them (docs/formats/manifest.md).
 //!
-//! Owns: varint encoding and a bounds-checked decoder that reports file offsets.
+//! Owns: the field framing and a bounds-checked decoder that reports file offsets
+//! (integers are coded by `crate::coding`).
 //! Must not touch: what the tags mean; `edit` decides that.
 //! Concurrency: plain values; a `Decoder` has one owner.
 
 use std::path::Path;
 
+use crate::coding::{
+    get_fixed32, get_varint32, get_varint64, put_varint32, put_varint64, VarintError,
+};
 use crate::error::{Error, Result};
 
 /// Tags with this bit set may be skipped by a reader that does not know them.
 pub const SAFE_TO_IGNORE: u32 = 0x1000;
-
-/// Appends `v` as a little-endian base-128 varint (at most 10 bytes).
-pub(super) fn put_varint64(buf: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        buf.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    buf.push(v as u8);
-}
-
-/// Appends `v` as a varint (at most 5 bytes; the same bytes as `put_varint64`).
-pub(super) fn put_varint32(buf: &mut Vec<u8>, v: u32) {
-    put_varint64(buf, u64::from(v));
-}
 
 /// Appends one field. The length is written with the varint64 routine, whose bytes equal
 /// varint32's below 2^32; a payload that long could not be decoded and cannot occur
@@ -83,39 +73,30 @@ impl<'a> Decoder<'a> {
 
     /// Reads a varint of at most 64 bits.
     pub(super) fn varint64(&mut self) -> Result<u64> {
-        let start = self.offset();
-        let mut v: u64 = 0;
-        for i in 0..10u32 {
-            let Some(&b) = self.data.get(self.pos) else {
-                return Err(Error::corruption(self.file, start, "truncated varint"));
-            };
-            self.pos += 1;
-            let bits = u64::from(b & 0x7f);
-            if i == 9 && b > 1 {
-                return Err(Error::corruption(
-                    self.file,
-                    start,
-                    "varint overflows 64 bits",
-                ));
-            }
-            v |= bits << (7 * i);
-            if b & 0x80 == 0 {
-                return Ok(v);
-            }
-        }
-        Err(Error::corruption(
-            self.file,
-            start,
-            "varint longer than 10 bytes",
-        ))
+        let r = get_varint64(self.data, self.pos);
+        self.take_varint(r, "varint overflows 64 bits")
     }
 
     /// Reads a varint that must fit in 32 bits.
     pub(super) fn varint32(&mut self) -> Result<u32> {
-        let start = self.offset();
-        let v = self.varint64()?;
-        u32::try_from(v)
-            .map_err(|_| Error::corruption(self.file, start, "varint overflows 32 bits"))
+        let r = get_varint32(self.data, self.pos);
+        self.take_varint(r, "varint overflows 32 bits")
+    }
+
+    /// Advances past a decoded varint, or names the varint's first byte in the error.
+    fn take_varint<T>(
+        &mut self,
+        r: std::result::Result<(T, usize), VarintError>,
+        overflow: &'static str,
+    ) -> Result<T> {
+        match r {
+            Ok((v, end)) => {
+                self.pos = end;
+                Ok(v)
+            }
+            Err(VarintError::Truncated) => Err(self.corruption("truncated varint")),
+            Err(VarintError::Overflow) => Err(self.corruption(overflow)),
+        }
     }
 
     /// Reads `n` raw bytes.
@@ -163,6 +144,15 @@ impl<'a> Decoder<'a> {
         let v = self.varint64()?;
         self.finish(what)?;
         Ok(v)
+    }
+
+    /// Reads a field payload that is exactly one fixed32.
+    pub(super) fn only_fixed32(self, what: &str) -> Result<u32> {
+        let rest = self.data.get(self.pos..).unwrap_or_default();
+        match get_fixed32(rest, 0) {
+            Some(v) if rest.len() == 4 => Ok(v),
+            _ => Err(self.corruption(format!("{what} is not 4 bytes"))),
+        }
     }
 
     /// The error for a tag this release does not know and may not skip.

@@ -10,6 +10,7 @@
 use std::path::{Path, PathBuf};
 
 use super::file_name::{manifest_file_name, parse_file_name, FileKind, CURRENT_FILE_NAME};
+use crate::coding::{get_fixed32, put_fixed32};
 use crate::error::{Error, Result};
 use crate::storage::{IoClass, Storage, WritableFile};
 
@@ -35,9 +36,9 @@ impl ManifestWriter {
     pub(super) fn create(storage: &dyn Storage, dir: &Path, number: u64) -> Result<Self> {
         let path = dir.join(manifest_file_name(number));
         let mut file = storage.create(&path, IoClass::Manifest)?;
-        let mut header = [0u8; FILE_HEADER_LEN];
-        header[..4].copy_from_slice(&MAGIC);
-        header[4..].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+        let mut header = Vec::with_capacity(FILE_HEADER_LEN);
+        header.extend_from_slice(&MAGIC);
+        put_fixed32(&mut header, FORMAT_VERSION);
         file.append(&header)?;
         Ok(ManifestWriter { path, file })
     }
@@ -51,10 +52,10 @@ impl ManifestWriter {
             ))
         })?;
         let mut rec = Vec::with_capacity(HEADER_LEN + payload.len());
-        rec.extend_from_slice(&len.to_le_bytes());
-        rec.extend_from_slice(&crc32c::crc32c(payload).to_le_bytes());
+        put_fixed32(&mut rec, len);
+        put_fixed32(&mut rec, crc32c::crc32c(payload));
         let header_crc = crc32c::crc32c(&rec);
-        rec.extend_from_slice(&header_crc.to_le_bytes());
+        put_fixed32(&mut rec, header_crc);
         rec.extend_from_slice(payload);
         self.file.append(&rec)?;
         self.file.sync()
@@ -98,9 +99,9 @@ pub(super) fn split_records<'a>(data: &'a [u8], file: &Path) -> Result<Records<'
         let Some(header) = data.get(pos..pos + HEADER_LEN) else {
             break; // torn header
         };
-        let len = u32::from_le_bytes(fixed4(header, 0, file, at)?) as usize;
-        let crc = u32::from_le_bytes(fixed4(header, 4, file, at)?);
-        let header_crc = u32::from_le_bytes(fixed4(header, 8, file, at)?);
+        let len = fixed32(header, 0, file, at)? as usize;
+        let crc = fixed32(header, 4, file, at)?;
+        let header_crc = fixed32(header, 8, file, at)?;
         if crc32c::crc32c(header.get(..8).unwrap_or_default()) != header_crc {
             if data.get(pos..).unwrap_or_default().iter().all(|&b| b == 0) {
                 break; // zero-filled tail
@@ -147,7 +148,7 @@ fn check_file_header(data: &[u8], file: &Path) -> Result<()> {
     if data.get(..4) != Some(&MAGIC[..]) {
         return Err(Error::corruption(file, 0, "not a manifest (bad magic)"));
     }
-    let version = u32::from_le_bytes(fixed4(data, 4, file, 4)?);
+    let version = fixed32(data, 4, file, 4)?;
     if version != FORMAT_VERSION {
         return Err(Error::Unsupported(format!(
             "{}: manifest format version {version}; this release reads version {FORMAT_VERSION}",
@@ -157,11 +158,9 @@ fn check_file_header(data: &[u8], file: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The four bytes of `b` at `i`.
-fn fixed4(b: &[u8], i: usize, file: &Path, at: u64) -> Result<[u8; 4]> {
-    b.get(i..i + 4)
-        .and_then(|s| <[u8; 4]>::try_from(s).ok())
-        .ok_or_else(|| Error::corruption(file, at, "short header"))
+/// The fixed32 of `b` at `i`; a header that short is corruption at `at`.
+fn fixed32(b: &[u8], i: usize, file: &Path, at: u64) -> Result<u32> {
+    get_fixed32(b, i).ok_or_else(|| Error::corruption(file, at, "short header"))
 }
 
 /// Reads CURRENT in `dir` and returns the live manifest's number.

@@ -546,3 +546,15 @@ fn every_flipped_manifest_byte_is_an_error() {
         }
     }
 }
+
+/// An edit's bytes as written before the integer coding moved to `crate::coding`
+/// (length and CRC32C): the move must not change one byte.
+#[test]
+fn edit_bytes_match_the_format_before_the_shared_integer_coding() {
+    let bytes = full_edit().encode();
+    assert_eq!((bytes.len(), crc32c::crc32c(&bytes)), (154, 0x4a7d_b999));
+    assert_eq!(
+        VersionEdit::decode(&bytes, Path::new(F), 0).unwrap(),
+        full_edit()
+    );
+}

@@ -1,6 +1,8 @@
 //! The physical record format shared by the log writer and reader: block size,
 //! fragment header layout and checksum masking (docs/formats/wal.md).
 
+use crate::coding::get_fixed32;
+
 /// Logs are written in blocks of this many bytes; no fragment crosses a block boundary.
 pub const BLOCK_SIZE: usize = 32 * 1024;
 
@@ -75,7 +77,7 @@ pub(crate) struct Header {
 pub(crate) fn decode_header(buf: &[u8]) -> Option<Header> {
     let b: &[u8; HEADER_SIZE] = buf.get(..HEADER_SIZE)?.try_into().ok()?;
     Some(Header {
-        crc: u32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+        crc: get_fixed32(b, 0)?,
         len: usize::from(u16::from_le_bytes([b[4], b[5]])),
         kind: b[6],
     })

@@ -6,7 +6,7 @@ use crate::sst::block_iter::{Block, BlockIter};
 use crate::sst::bloom::{build_filter, key_hash, BloomFilter};
 use crate::sst::builder::{separator, successor};
 use crate::sst::compress::{block_trailer, compress_block, decode_block, TYPE_NONE};
-use crate::sst::format::{get_varint64, put_varint64, BlockHandle, Footer, FORMAT_VERSION};
+use crate::sst::format::{BlockHandle, Footer, FORMAT_VERSION};
 
 fn block_of(entries: &[(Vec<u8>, Vec<u8>)], interval: usize) -> Block {
     let mut b = BlockBuilder::new(interval);
@@ -116,21 +116,6 @@ fn damaged_blocks_never_panic() {
             let _ = it.seek(&probe);
         }
     }
-}
-
-#[test]
-fn varints_round_trip_and_reject_garbage() {
-    for v in [0u64, 1, 127, 128, 300, u32::MAX as u64, u64::MAX] {
-        let mut b = Vec::new();
-        put_varint64(&mut b, v);
-        let mut pos = 0;
-        assert_eq!(get_varint64(&b, &mut pos), Some(v));
-        assert_eq!(pos, b.len());
-        let mut pos = 0;
-        assert_eq!(get_varint64(&b[..b.len() - 1], &mut pos), None);
-    }
-    let mut pos = 0;
-    assert_eq!(get_varint64(&[0xff; 11], &mut pos), None);
 }
 
 #[test]

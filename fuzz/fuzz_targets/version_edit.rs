@@ -1,0 +1,11 @@
+//! Fuzz target: a manifest edit payload; an edit that decodes survives encode and decode.
+//! Fails on a panic or on a broken property reported by `terrace::fuzzing::check_version_edit`.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    if let Err(broken) = terrace::fuzzing::check_version_edit(data) {
+        panic!("{broken}");
+    }
+});
