@@ -16,18 +16,24 @@ use crate::error::{Error, Result};
 use crate::version::{FileMeta, VersionEdit};
 
 impl DbInner {
-    /// The picker's view of the current state.
-    fn pick_auto(&self, st: &DbState) -> Option<PickedCompaction> {
+    /// Runs `pick` on the picker's view of the current state (levels, compact pointers,
+    /// files being compacted). The version is dropped before this returns, so that garbage
+    /// collection after the picked compaction can delete its inputs.
+    fn with_level_state<T>(st: &DbState, pick: impl FnOnce(&LevelState<'_>) -> T) -> T {
         let v = st.versions.current();
         let pointers: Vec<_> = (0..v.num_levels())
             .map(|l| st.versions.compact_pointer(l).cloned())
             .collect();
-        let state = LevelState {
+        pick(&LevelState {
             levels: v.levels(),
             compact_pointers: &pointers,
             being_compacted: &st.being_compacted,
-        };
-        compaction::pick(&state, &self.opts)
+        })
+    }
+
+    /// The most urgent automatic compaction, if any.
+    fn pick_auto(&self, st: &DbState) -> Option<PickedCompaction> {
+        Self::with_level_state(st, |state| compaction::pick(state, &self.opts))
     }
 
     /// True if the picker would start a compaction now.
@@ -299,15 +305,9 @@ impl DbInner {
                     {
                         None
                     } else {
-                        let pointers: Vec<_> = (0..v.num_levels())
-                            .map(|l| st.versions.compact_pointer(l).cloned())
-                            .collect();
-                        let state = LevelState {
-                            levels: v.levels(),
-                            compact_pointers: &pointers,
-                            being_compacted: &st.being_compacted,
-                        };
-                        compaction::pick_manual(&state, &self.opts, level, start, end)
+                        Self::with_level_state(st, |state| {
+                            compaction::pick_manual(state, &self.opts, level, start, end)
+                        })
                     }
                 };
                 match picked {
