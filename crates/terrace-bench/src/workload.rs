@@ -51,6 +51,12 @@ impl Ctx<'_> {
     }
 }
 
+/// A batch with room for `--batch_size` entries of `--key_size` + `--value_size` bytes,
+/// so that filling it never reallocates (db_bench reuses one batch for the same effect).
+fn batch_for(f: &Flags) -> WriteBatch {
+    WriteBatch::with_capacity(f.batch_size.max(1) * (11 + f.key_size + f.value_size))
+}
+
 /// A uniformly random key number below `num` (0 when `num` is 0).
 pub fn random_key(rng: &mut impl Rng, num: u64) -> u64 {
     if num == 0 {
@@ -88,7 +94,7 @@ pub fn write(ctx: Ctx<'_>, order: KeyOrder, ops: u64, wopts: WriteOptions) -> Re
         } else {
             (f.batch_size as u64).min(ops - st.done)
         };
-        let mut batch = WriteBatch::new();
+        let mut batch = batch_for(f);
         for _ in 0..n {
             let k = match order {
                 KeyOrder::Sequential => next_seq,
@@ -220,7 +226,7 @@ pub fn delete_random(ctx: Ctx<'_>) -> Result<ThreadStats> {
     while !budget.done(st.done) {
         let began = Instant::now();
         let n = (f.batch_size as u64).min(f.num.saturating_sub(st.done).max(1));
-        let mut batch = WriteBatch::new();
+        let mut batch = batch_for(f);
         for _ in 0..n {
             format_key(random_key(&mut rng, f.num), f.key_size, &mut key);
             batch.delete(&key);
@@ -252,7 +258,7 @@ pub fn update_random(ctx: Ctx<'_>) -> Result<ThreadStats> {
             st.found += 1;
             bytes += (key.len() + v.len()) as u64;
         }
-        let mut batch = WriteBatch::new();
+        let mut batch = batch_for(f);
         batch.put(&key, values.generate(f.value_size));
         ctx.db.write(batch, ctx.write_options())?;
         bytes += (f.key_size + f.value_size) as u64;
@@ -279,7 +285,7 @@ pub fn background_writer(ctx: Ctx<'_>) -> Result<ThreadStats> {
     while !ctx.shared.stop.load(Ordering::Relaxed) {
         let began = Instant::now();
         format_key(random_key(&mut rng, f.num), f.key_size, &mut key);
-        let mut batch = WriteBatch::new();
+        let mut batch = batch_for(f);
         batch.put(&key, values.generate(f.value_size));
         ctx.db.write(batch, ctx.write_options())?;
         st.finished(

@@ -87,6 +87,14 @@ impl WriteBatch {
         }
     }
 
+    /// An empty batch with room for `bytes` bytes of operations (each costs its key and
+    /// value lengths plus at most 11 bytes of framing), so that filling it never reallocates.
+    pub fn with_capacity(bytes: usize) -> Self {
+        let mut rep = Vec::with_capacity(HEADER_LEN + bytes);
+        rep.resize(HEADER_LEN, 0);
+        WriteBatch { rep }
+    }
+
     /// Adds a put of `key` to `value`.
     ///
     /// Keys and values must be shorter than 4 GiB (a varint32 length); the engine's
@@ -202,6 +210,9 @@ impl WriteBatch {
     }
 
     fn push(&mut self, kind: ValueType, a: &[u8], b: Option<&[u8]>) {
+        // One reservation for the whole operation: tag, two varint32 lengths, the bytes.
+        self.rep
+            .reserve(1 + 5 + a.len() + b.map_or(0, |b| 5 + b.len()));
         self.rep.push(kind as u8);
         put_length_prefixed(&mut self.rep, a);
         if let Some(b) = b {

@@ -142,7 +142,7 @@ impl Db {
     /// # Errors
     /// I/O errors of the WAL, `Background` after a background failure, `Closed`.
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        let mut b = WriteBatch::new();
+        let mut b = WriteBatch::with_capacity(11 + key.len() + value.len());
         b.put(key, value);
         self.write(b, WriteOptions::default())
     }
@@ -152,7 +152,7 @@ impl Db {
     /// # Errors
     /// As [`Db::put`].
     pub fn delete(&self, key: &[u8]) -> Result<()> {
-        let mut b = WriteBatch::new();
+        let mut b = WriteBatch::with_capacity(6 + key.len());
         b.delete(key);
         self.write(b, WriteOptions::default())
     }

@@ -26,7 +26,9 @@ use crate::wal::FileLogWriter;
 const MAX_GROUP_BYTES: usize = 1 << 20;
 
 struct Writer {
-    batch: WriteBatch,
+    /// Locked only by the group's leader (never contended): it lets the leader stamp a
+    /// lone batch's sequence number in place instead of copying it.
+    batch: Mutex<WriteBatch>,
     opts: WriteOptions,
     result: Mutex<Option<Result<()>>>,
 }
@@ -42,7 +44,7 @@ impl DbInner {
     pub(crate) fn write(&self, batch: WriteBatch, opts: WriteOptions) -> Result<()> {
         let start = Instant::now();
         let me = Arc::new(Writer {
-            batch,
+            batch: Mutex::new(batch),
             opts,
             result: Mutex::new(None),
         });
@@ -60,8 +62,9 @@ impl DbInner {
             }
             self.writers.cv.wait(&mut q);
         }
-        let mut group = vec![me.clone()];
-        let mut bytes = me.batch.approximate_size();
+        // The followers joining this group; usually none, so no allocation.
+        let mut followers: Vec<Arc<Writer>> = Vec::new();
+        let mut bytes = me.batch.lock().approximate_size();
         for w in q.iter().skip(1) {
             if bytes >= MAX_GROUP_BYTES
                 || w.opts.disable_wal != me.opts.disable_wal
@@ -69,19 +72,23 @@ impl DbInner {
             {
                 break;
             }
-            bytes += w.batch.approximate_size();
-            group.push(w.clone());
+            bytes += w.batch.lock().approximate_size();
+            followers.push(w.clone());
         }
         drop(q);
 
-        let r = self.write_group(&group, me.opts, bytes);
+        let r = if followers.is_empty() {
+            self.write_group(std::slice::from_ref(&me), me.opts, bytes)
+        } else {
+            followers.insert(0, me.clone());
+            self.write_group(&followers, me.opts, bytes)
+        };
 
         let mut q = self.writers.queue.lock();
-        for w in &group {
+        q.pop_front();
+        for w in followers.iter().skip(1) {
             q.pop_front();
-            if !Arc::ptr_eq(w, &me) {
-                *w.result.lock() = Some(r.clone());
-            }
+            *w.result.lock() = Some(r.clone());
         }
         self.writers.cv.notify_all();
         drop(q);
@@ -95,18 +102,22 @@ impl DbInner {
         self.make_room_for_write(&mut wal, bytes)?;
         let sv = self.super_version();
         let first_seq = self.last_seq.load(Ordering::Acquire) + 1;
+        let mut own;
         let mut combined;
-        let batch = if group.len() == 1 {
-            combined = group[0].batch.clone();
-            combined.set_sequence(first_seq);
-            &combined
-        } else {
-            combined = WriteBatch::new();
-            for w in group {
-                combined.append(&w.batch);
+        let batch: &WriteBatch = match group {
+            [single] => {
+                own = single.batch.lock();
+                own.set_sequence(first_seq);
+                &own
             }
-            combined.set_sequence(first_seq);
-            &combined
+            _ => {
+                combined = WriteBatch::with_capacity(bytes);
+                for w in group {
+                    combined.append(&w.batch.lock());
+                }
+                combined.set_sequence(first_seq);
+                &combined
+            }
         };
         let count = u64::from(batch.count());
         if count == 0 {
