@@ -61,7 +61,8 @@ impl Tables {
     /// # Errors
     /// I/O errors and `Corruption` of the table's footer or meta blocks.
     pub fn open(&self, f: &FileMeta) -> Result<Arc<SstReader>> {
-        self.cache.get(f.number, &self.path(f.volume, f.number))
+        self.cache
+            .get_with(f.number, || self.path(f.volume, f.number))
     }
 
     /// Forgets an open table (after its file was deleted).

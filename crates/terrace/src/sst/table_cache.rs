@@ -6,7 +6,7 @@
 //! Must not touch: file deletion; callers evict a number before deleting its file.
 //! Concurrency: `Send + Sync`. Concurrent misses on the same file open it once; the others wait.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use quick_cache::sync::Cache;
@@ -54,14 +54,23 @@ impl TableCache {
     /// I/O errors opening the file; `Corruption` from [`SstReader::open`]. Failures are not
     /// cached: the next call tries again.
     pub fn get(&self, file_number: u64, path: &Path) -> Result<Arc<SstReader>> {
+        self.get_with(file_number, || path.to_path_buf())
+    }
+
+    /// As [`TableCache::get`], computing the path only on a miss (the read path calls this
+    /// for every lookup, so a hit must not build a path).
+    ///
+    /// # Errors
+    /// As [`TableCache::get`].
+    pub fn get_with(
+        &self,
+        file_number: u64,
+        path: impl FnOnce() -> PathBuf,
+    ) -> Result<Arc<SstReader>> {
         self.readers.get_or_insert_with(&file_number, || {
-            let file = self.storage.open(path)?;
-            let reader = SstReader::open(
-                file,
-                path.to_path_buf(),
-                file_number,
-                self.block_cache.clone(),
-            )?;
+            let path = path();
+            let file = self.storage.open(&path)?;
+            let reader = SstReader::open(file, path, file_number, self.block_cache.clone())?;
             Ok(Arc::new(reader))
         })
     }
