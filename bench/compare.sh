@@ -29,9 +29,9 @@ for arg in "$@"; do
 done
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-if ! command -v db_bench >/dev/null; then
+if ! command -v db_bench >/dev/null || [ ! -x /usr/bin/time ]; then
   apt-get update
-  apt-get install -y rocksdb-tools
+  apt-get install -y rocksdb-tools time
 fi
 (cd "$ROOT" && cargo build --release -q -p terrace-cli)
 TERRACE="$ROOT/target/release/terrace"
@@ -67,10 +67,11 @@ run_chain() { # tool compression run
     local log="$LOGS/$comp.$tool.$b.$run.log"
     local args=(--db="$db" --benchmarks="$b" --use_existing_db=$existing
                 --compression_type="$comp" "${COMMON[@]}" "${EXTRA[@]}")
+    # GNU time appends the process's peak resident memory to the log.
     if [ "$tool" = terrace ]; then
-      "$TERRACE" bench "${args[@]}" --noprogress >"$log" 2>&1
+      /usr/bin/time -a -o "$log.rss" -f "maxrss_kb %M" "$TERRACE" bench "${args[@]}" --noprogress >"$log" 2>&1
     else
-      db_bench "${args[@]}" >"$log" 2>&1
+      /usr/bin/time -a -o "$log.rss" -f "maxrss_kb %M" db_bench "${args[@]}" >"$log" 2>&1
     fi
   done
   rm -rf "$db"
@@ -113,7 +114,11 @@ def parse(path, bench):
     ops = re.search(r"(\d+) operations;", text[m.start():])
     user = int(ops.group(1)) * ENTRY_BYTES if ops and bench in WRITE_BENCHMARKS else 0
     wa = (counter("flush.write.bytes") + counter("compact.write.bytes")) / user if user else None
-    return int(m.group(2)), float(p.group(1)) if p else None, wa
+    try:
+        rss = int(re.search(r"maxrss_kb (\d+)", open(path + ".rss").read()).group(1)) / 1024
+    except (OSError, AttributeError):
+        rss = None
+    return int(m.group(2)), float(p.group(1)) if p else None, wa, rss
 
 def summary(xs):
     xs = [x for x in xs if x is not None]
@@ -127,18 +132,19 @@ def fmt(v, f="{:.0f}"):
 
 for comp in comps:
     print(f"\ncompression={comp}, {runs} runs each, medians (spread = (max-min)/median)")
-    print("| benchmark | Terrace ops/sec | RocksDB ops/sec | Terrace/RocksDB | Terrace p99 us | RocksDB p99 us | Terrace WA | RocksDB WA |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| benchmark | Terrace ops/sec | RocksDB ops/sec | Terrace/RocksDB | Terrace p99 us | RocksDB p99 us | Terrace WA | RocksDB WA | Terrace peak RSS MiB | RocksDB peak RSS MiB |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for b in benches:
         res = {}
         for tool in ("terrace", "rocksdb"):
             rows = [parse(f"{logs}/{comp}.{tool}.{b}.{r}.log", b) for r in range(1, runs + 1)]
-            res[tool] = [summary([row[i] for row in rows]) for i in range(3)]
+            res[tool] = [summary([row[i] for row in rows]) for i in range(4)]
         t, r = res["terrace"], res["rocksdb"]
         ratio = t[0][0] / r[0][0] if t[0][0] and r[0][0] else None
         print(f"| {b} | {fmt(t[0][0])} ±{fmt(t[0][1], '{:.1f}')}% | {fmt(r[0][0])} ±{fmt(r[0][1], '{:.1f}')}% "
               f"| {fmt(ratio, '{:.2f}')} | {fmt(t[1][0], '{:.2f}')} | {fmt(r[1][0], '{:.2f}')} "
-              f"| {fmt(t[2][0], '{:.2f}')} | {fmt(r[2][0], '{:.2f}')} |")
+              f"| {fmt(t[2][0], '{:.2f}')} | {fmt(r[2][0], '{:.2f}')} "
+              f"| {fmt(t[3][0], '{:.0f}')} | {fmt(r[3][0], '{:.0f}')} |")
 PY
 echo
 echo "logs: $LOGS"
