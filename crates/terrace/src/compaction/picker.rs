@@ -30,6 +30,26 @@ pub struct LevelState<'a> {
     pub compact_pointers: &'a [Option<InternalKey>],
     /// Numbers of files that a running compaction owns.
     pub being_compacted: &'a HashSet<u64>,
+    /// Level 0's compaction score, from the level 0 in use (`level0::Level0`); the classic
+    /// one is [`level0_file_count_score`].
+    pub level0_score: f64,
+    /// Level 1's byte target (its base), from the level 0 in use: a larger level 0 may
+    /// widen level 1 so that the tree stays shallow.
+    pub level1_target_bytes: u64,
+}
+
+/// The classic level-0 score: files not being compacted over
+/// `level0_file_num_compaction_trigger`.
+pub fn level0_file_count_score(
+    level0: &[Arc<FileMeta>],
+    being_compacted: &HashSet<u64>,
+    opts: &Options,
+) -> f64 {
+    let live = level0
+        .iter()
+        .filter(|f| !being_compacted.contains(&f.number))
+        .count();
+    live as f64 / opts.level0_file_num_compaction_trigger.max(1) as f64
 }
 
 /// A chosen compaction: which files move from which level to which.
@@ -114,13 +134,17 @@ fn to_u64(x: f64) -> u64 {
 }
 
 /// Targets and base level; see [`level_targets`].
-fn targets_and_base(levels: &[Vec<Arc<FileMeta>>], opts: &Options) -> (Vec<u64>, usize) {
+fn targets_and_base(
+    levels: &[Vec<Arc<FileMeta>>],
+    opts: &Options,
+    level1_target_bytes: u64,
+) -> (Vec<u64>, usize) {
     let n = levels.len();
     if n < 2 {
         return (vec![0; n], n.saturating_sub(1));
     }
     let last = n - 1;
-    let base = opts.max_bytes_for_level_base.max(1) as f64;
+    let base = level1_target_bytes.max(1) as f64;
     let mult = opts.max_bytes_for_level_multiplier.max(1.0);
     let mut t = vec![0f64; n];
     if !opts.level_compaction_dynamic_level_bytes {
@@ -166,13 +190,23 @@ fn targets_and_base(levels: &[Vec<Arc<FileMeta>>], opts: &Options) -> (Vec<u64>,
 /// (at least the base), each level up is a multiplier smaller, and the base level (where
 /// level 0 compacts to) is the deepest level whose target is at most the base, but never
 /// below the first non-empty level; levels above the base level get target 0 and stay empty.
-pub fn level_targets(levels: &[Vec<Arc<FileMeta>>], opts: &Options) -> Vec<u64> {
-    targets_and_base(levels, opts).0
+/// `level1_target_bytes` takes the place of `max_bytes_for_level_base` (see
+/// [`LevelState::level1_target_bytes`]).
+pub fn level_targets(
+    levels: &[Vec<Arc<FileMeta>>],
+    opts: &Options,
+    level1_target_bytes: u64,
+) -> Vec<u64> {
+    targets_and_base(levels, opts, level1_target_bytes).0
 }
 
 /// The level that level 0 compacts into: 1, or deeper with dynamic level bytes.
-pub fn base_level(levels: &[Vec<Arc<FileMeta>>], opts: &Options) -> usize {
-    targets_and_base(levels, opts).1
+pub fn base_level(
+    levels: &[Vec<Arc<FileMeta>>],
+    opts: &Options,
+    level1_target_bytes: u64,
+) -> usize {
+    targets_and_base(levels, opts, level1_target_bytes).1
 }
 
 /// Compaction score of every level: level 0 is its file count over
@@ -181,18 +215,14 @@ pub fn base_level(levels: &[Vec<Arc<FileMeta>>], opts: &Options) -> usize {
 /// level to compact into). A score of 1 or more asks for a compaction.
 pub fn scores(state: &LevelState<'_>, opts: &Options) -> Vec<f64> {
     let n = state.levels.len();
-    let targets = level_targets(state.levels, opts);
+    let targets = level_targets(state.levels, opts, state.level1_target_bytes);
     let mut out = vec![0.0; n];
     for (i, (files, score)) in state.levels.iter().zip(out.iter_mut()).enumerate() {
         if i + 1 >= n {
             break;
         }
         if i == 0 {
-            let live = files
-                .iter()
-                .filter(|f| !state.being_compacted.contains(&f.number))
-                .count();
-            *score = live as f64 / opts.level0_file_num_compaction_trigger.max(1) as f64;
+            *score = state.level0_score;
             continue;
         }
         let bytes = level_bytes(files, Some(state.being_compacted));
@@ -215,7 +245,7 @@ pub fn pick(state: &LevelState<'_>, opts: &Options) -> Option<PickedCompaction> 
             .partial_cmp(&s.get(*a))
             .unwrap_or(std::cmp::Ordering::Equal)
     });
-    let base = base_level(state.levels, opts);
+    let base = base_level(state.levels, opts, state.level1_target_bytes);
     order.into_iter().find_map(|level| {
         let files = state.levels.get(level)?;
         if level == 0 {
@@ -248,7 +278,7 @@ pub fn pick_manual(
     let n = state.levels.len();
     let files = state.levels.get(level)?;
     let output_level = match level {
-        0 => base_level(state.levels, opts),
+        0 => base_level(state.levels, opts, state.level1_target_bytes),
         l if l + 1 >= n => l,
         l => l + 1,
     };

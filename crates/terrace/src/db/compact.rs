@@ -19,7 +19,7 @@ impl DbInner {
     /// Runs `pick` on the picker's view of the current state (levels, compact pointers,
     /// files being compacted). The version is dropped before this returns, so that garbage
     /// collection after the picked compaction can delete its inputs.
-    fn with_level_state<T>(st: &DbState, pick: impl FnOnce(&LevelState<'_>) -> T) -> T {
+    fn with_level_state<T>(&self, st: &DbState, pick: impl FnOnce(&LevelState<'_>) -> T) -> T {
         let v = st.versions.current();
         let pointers: Vec<_> = (0..v.num_levels())
             .map(|l| st.versions.compact_pointer(l).cloned())
@@ -28,12 +28,16 @@ impl DbInner {
             levels: v.levels(),
             compact_pointers: &pointers,
             being_compacted: &st.being_compacted,
+            level0_score: self
+                .level0
+                .compaction_score(&v, &st.being_compacted, &self.opts),
+            level1_target_bytes: self.level0.level1_target_bytes(&v, &self.opts),
         })
     }
 
     /// The most urgent automatic compaction, if any.
     fn pick_auto(&self, st: &DbState) -> Option<PickedCompaction> {
-        Self::with_level_state(st, |state| compaction::pick(state, &self.opts))
+        self.with_level_state(st, |state| compaction::pick(state, &self.opts))
     }
 
     /// True if the picker would start a compaction now.
@@ -305,7 +309,7 @@ impl DbInner {
                     {
                         None
                     } else {
-                        Self::with_level_state(st, |state| {
+                        self.with_level_state(st, |state| {
                             compaction::pick_manual(state, &self.opts, level, start, end)
                         })
                     }

@@ -165,7 +165,11 @@ impl Counters {
 impl super::DbInner {
     pub(crate) fn stats(&self) -> DbStats {
         let sv = self.super_version();
-        let targets = crate::compaction::level_targets(sv.version.levels(), &self.opts);
+        let targets = crate::compaction::level_targets(
+            sv.version.levels(),
+            &self.opts,
+            self.level0.level1_target_bytes(&sv.version, &self.opts),
+        );
         let levels = (0..sv.version.num_levels())
             .map(|l| LevelStats {
                 level: l,

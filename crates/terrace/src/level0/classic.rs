@@ -1,6 +1,7 @@
 //! The classic level 0: one table file per flushed memtable, possibly overlapping,
 //! searched newest first and compacted into level 1 when there are enough of them.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use super::{Backpressure, Level0, Level0Env, Level0Flush, Level0View};
@@ -96,6 +97,15 @@ impl Level0 for ClassicLevel0 {
         } else {
             Backpressure::None
         }
+    }
+
+    fn compaction_score(
+        &self,
+        version: &Version,
+        being_compacted: &HashSet<u64>,
+        opts: &Options,
+    ) -> f64 {
+        crate::compaction::picker::level0_file_count_score(version.files(0), being_compacted, opts)
     }
 
     fn durable_seq(&self, version: &Version) -> SeqNo {

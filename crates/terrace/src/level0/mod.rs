@@ -17,14 +17,18 @@
 //! - `backpressure` replaces file-count triggers: it tells the write path when to slow
 //!   down or stop.
 //!
-//! Not yet behind the seam: choosing level-0 compaction inputs. The picker
-//! (`compaction::picker`) still reads level 0 as table files from the version, and a
-//! `CompactionTask` names its inputs as files. The matrix container brings the first
-//! level-0 input that is not a file (a key-range column of rows); the task then gains an
-//! input kind for it and the picker asks the level 0 for its score and its inputs.
+//! - `compaction_score` and `level1_target_bytes` steer the picker: when level 0 is
+//!   compacted, and how large level 1 is.
+//!
+//! Not yet behind the seam: the level-0 compaction *inputs*. The picker reads level 0 as
+//! table files from the version, and a `CompactionTask` names its inputs as files. The
+//! matrix container brings the first level-0 input that is not a file (a key-range column
+//! of rows); the task then gains an input kind for it and the picker asks the level 0 for
+//! its inputs.
 
 mod classic;
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use crate::error::Result;
@@ -121,6 +125,21 @@ pub trait Level0: Send + Sync {
 
     /// What the write path must do now.
     fn backpressure(&self, version: &Version, opts: &Options) -> Backpressure;
+
+    /// How urgently level 0 needs compacting into the base level: 1 or more asks for a
+    /// compaction. `being_compacted` holds the files running compactions own.
+    fn compaction_score(
+        &self,
+        version: &Version,
+        being_compacted: &HashSet<u64>,
+        opts: &Options,
+    ) -> f64;
+
+    /// The byte target of level 1 (the base of every deeper target). A level 0 that holds
+    /// much more than a few memtables widens level 1 to match, keeping the tree shallow.
+    fn level1_target_bytes(&self, _version: &Version, opts: &Options) -> u64 {
+        opts.max_bytes_for_level_base
+    }
 
     /// The newest sequence number that level 0 (and below) holds durably: WAL records up to
     /// it are no longer needed once the edit installing it is durable.

@@ -130,7 +130,8 @@ fn subcompactions_produce_the_same_data() {
 }
 
 /// A second level 0: the classic files, but with a byte budget instead of file-count
-/// triggers, counting how the database uses it.
+/// triggers (for backpressure and for compaction), and a level 1 four budgets wide;
+/// it counts how the database uses it.
 #[derive(Default)]
 struct ByteBudgetLevel0 {
     flushes: std::sync::atomic::AtomicUsize,
@@ -167,13 +168,25 @@ impl terrace::level0::Level0 for ByteBudgetLevel0 {
         version: &terrace::version::Version,
         _opts: &Options,
     ) -> terrace::level0::Backpressure {
-        if version.level_bytes(0) > 64 << 10 {
+        if version.level_bytes(0) > 40 << 10 {
             self.slowdowns
                 .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             terrace::level0::Backpressure::Slowdown
         } else {
             terrace::level0::Backpressure::None
         }
+    }
+    fn compaction_score(
+        &self,
+        version: &terrace::version::Version,
+        _busy: &std::collections::HashSet<u64>,
+        _opts: &Options,
+    ) -> f64 {
+        // Compact once level 0 is past the slowdown budget by a fifth.
+        version.level_bytes(0) as f64 / (48 << 10) as f64
+    }
+    fn level1_target_bytes(&self, _version: &terrace::version::Version, _opts: &Options) -> u64 {
+        4 * (64 << 10)
     }
     fn durable_seq(&self, version: &terrace::version::Version) -> u64 {
         terrace::level0::ClassicLevel0.durable_seq(version)
@@ -196,7 +209,8 @@ fn a_second_level0_kind_plugs_in() {
     let l0 = Arc::new(ByteBudgetLevel0::default());
     let opts = Options {
         level0: l0.clone(),
-        // File-count triggers that would never fire: only the byte budget can slow writes.
+        // File-count triggers that would never fire: only the byte budget can slow writes
+        // or start level-0 compactions.
         level0_file_num_compaction_trigger: 1000,
         level0_slowdown_writes_trigger: 1000,
         level0_stop_writes_trigger: 1000,
@@ -213,7 +227,19 @@ fn a_second_level0_kind_plugs_in() {
         l0.slowdowns.load(SeqCst) > 0,
         "the byte budget never slowed writes"
     );
-    assert!(db.stats().stall_count > 0);
+    db.wait_for_compactions().unwrap();
+    let stats = db.stats();
+    assert!(stats.stall_count > 0);
+    assert!(
+        stats.compactions > 0,
+        "the byte score never started a compaction"
+    );
+    assert!(
+        stats.levels[0].bytes < 48 << 10,
+        "level 0 holds {} bytes",
+        stats.levels[0].bytes
+    );
+    assert_eq!(stats.levels[1].target_bytes, 4 * (64 << 10));
     db.close().unwrap();
     let db = Db::open(dir.path(), opts).unwrap();
     assert_eq!(l0.recovered.load(SeqCst), 2);

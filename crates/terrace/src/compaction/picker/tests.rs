@@ -45,11 +45,18 @@ impl Fixture {
             busy: HashSet::new(),
         }
     }
-    fn state(&self) -> LevelState<'_> {
+    /// The classic state: level 0 scored by file count, level 1 sized by the options.
+    fn state(&self, o: &Options) -> LevelState<'_> {
         LevelState {
             levels: &self.levels,
             compact_pointers: &self.pointers,
             being_compacted: &self.busy,
+            level0_score: level0_file_count_score(
+                self.levels.first().map_or(&[][..], |l| l.as_slice()),
+                &self.busy,
+                o,
+            ),
+            level1_target_bytes: o.max_bytes_for_level_base,
         }
     }
 }
@@ -62,26 +69,29 @@ fn numbers(files: &[Arc<FileMeta>]) -> Vec<u64> {
 fn static_targets_grow_by_the_multiplier() {
     let levels = vec![Vec::new(); 4];
     assert_eq!(
-        level_targets(&levels, &opts(false)),
+        level_targets(&levels, &opts(false), 100),
         vec![0, 100, 1000, 10000]
     );
-    assert_eq!(base_level(&levels, &opts(false)), 1);
+    assert_eq!(base_level(&levels, &opts(false), 100), 1);
 }
 
 #[test]
 fn dynamic_targets_follow_the_last_level() {
     let mut levels = vec![Vec::new(); 5];
-    assert_eq!(base_level(&levels, &opts(true)), 4);
-    assert_eq!(level_targets(&levels, &opts(true)), vec![0, 0, 0, 0, 100]);
+    assert_eq!(base_level(&levels, &opts(true), 100), 4);
+    assert_eq!(
+        level_targets(&levels, &opts(true), 100),
+        vec![0, 0, 0, 0, 100]
+    );
     levels[4] = vec![f(1, "a", "z", 1500)];
     assert_eq!(
-        level_targets(&levels, &opts(true)),
+        level_targets(&levels, &opts(true), 100),
         vec![0, 0, 15, 150, 1500]
     );
-    assert_eq!(base_level(&levels, &opts(true)), 2);
+    assert_eq!(base_level(&levels, &opts(true), 100), 2);
     // Data above the computed base level pins the base level there.
     levels[1] = vec![f(2, "a", "b", 1)];
-    assert_eq!(base_level(&levels, &opts(true)), 1);
+    assert_eq!(base_level(&levels, &opts(true), 100), 1);
 }
 
 #[test]
@@ -91,10 +101,16 @@ fn scores_ignore_files_being_compacted() {
         vec![f(4, "a", "m", 150), f(5, "n", "z", 50)],
         vec![],
     ]);
-    assert_eq!(scores(&fx.state(), &opts(false)), vec![1.5, 2.0, 0.0]);
+    assert_eq!(
+        scores(&fx.state(&opts(false)), &opts(false)),
+        vec![1.5, 2.0, 0.0]
+    );
     fx.busy.insert(3);
     fx.busy.insert(4);
-    assert_eq!(scores(&fx.state(), &opts(false)), vec![1.0, 0.5, 0.0]);
+    assert_eq!(
+        scores(&fx.state(&opts(false)), &opts(false)),
+        vec![1.0, 0.5, 0.0]
+    );
 }
 
 #[test]
@@ -114,7 +130,7 @@ fn level0_picks_overlapping_closure_and_next_level() {
         ],
         vec![f(20, "g", "j", 1)],
     ]);
-    let p = pick(&fx.state(), &opts(false)).unwrap();
+    let p = pick(&fx.state(&opts(false)), &opts(false)).unwrap();
     assert_eq!((p.level, p.output_level), (0, 1));
     assert_eq!(numbers(&p.inputs), vec![1, 2, 3]);
     assert_eq!(numbers(&p.output_inputs), vec![10, 11]);
@@ -131,7 +147,7 @@ fn level0_waits_for_a_running_level0_compaction() {
         vec![],
     ]);
     fx.busy.insert(1);
-    assert!(pick(&fx.state(), &opts(false)).is_none());
+    assert!(pick(&fx.state(&opts(false)), &opts(false)).is_none());
 }
 
 #[test]
@@ -142,7 +158,7 @@ fn single_file_without_overlap_is_a_trivial_move() {
         vec![f(20, "d", "f", 10)],
         vec![f(30, "a", "b", 10)],
     ]);
-    let p = pick(&fx.state(), &opts(false)).unwrap();
+    let p = pick(&fx.state(&opts(false)), &opts(false)).unwrap();
     assert_eq!((p.level, p.output_level), (1, 2));
     assert!(p.trivial_move);
     assert!(!p.bottommost);
@@ -174,23 +190,23 @@ fn round_robin_starts_after_the_compact_pointer_and_wraps() {
         ],
         vec![f(20, "c", "c", 5)],
     ]);
-    let p = pick(&fx.state(), &opts(false)).unwrap();
+    let p = pick(&fx.state(&opts(false)), &opts(false)).unwrap();
     assert_eq!(numbers(&p.inputs), vec![10]);
     assert!(p.bottommost);
     fx.pointers[1] = p.compact_pointer();
-    let p = pick(&fx.state(), &opts(false)).unwrap();
+    let p = pick(&fx.state(&opts(false)), &opts(false)).unwrap();
     assert_eq!(numbers(&p.inputs), vec![11]);
     assert_eq!(numbers(&p.output_inputs), vec![20]);
     fx.pointers[1] = Some(InternalKey::new(b"f", 12, ValueType::Value));
     assert_eq!(
-        numbers(&pick(&fx.state(), &opts(false)).unwrap().inputs),
+        numbers(&pick(&fx.state(&opts(false)), &opts(false)).unwrap().inputs),
         vec![10]
     );
     // Busy files are skipped, and so are files whose next-level overlap is busy.
     fx.busy.insert(10);
     fx.busy.insert(20);
     assert_eq!(
-        numbers(&pick(&fx.state(), &opts(false)).unwrap().inputs),
+        numbers(&pick(&fx.state(&opts(false)), &opts(false)).unwrap().inputs),
         vec![12]
     );
 }
@@ -206,11 +222,18 @@ fn inputs_never_split_a_user_key() {
         vec![f(10, "a", "c", 60), Arc::new(f11), f(12, "e", "g", 60)],
         vec![f(20, "a", "a", 1), f(21, "a", "b", 1), f(22, "x", "y", 1)],
     ]);
-    let p = pick(&fx.state(), &opts(false)).unwrap();
+    let p = pick(&fx.state(&opts(false)), &opts(false)).unwrap();
     assert_eq!(numbers(&p.inputs), vec![10, 11]);
     // The output level widens the same way: 20 ends at "a" where 21 starts.
     assert_eq!(numbers(&p.output_inputs), vec![20, 21]);
-    let p = pick_manual(&fx.state(), &opts(false), 2, Some(b"b"), Some(b"b")).unwrap();
+    let p = pick_manual(
+        &fx.state(&opts(false)),
+        &opts(false),
+        2,
+        Some(b"b"),
+        Some(b"b"),
+    )
+    .unwrap();
     assert_eq!(numbers(&p.inputs), vec![20, 21]);
 }
 
@@ -221,19 +244,26 @@ fn manual_compaction_picks_the_range_and_rewrites() {
         vec![f(10, "a", "b", 1), f(11, "k", "p", 1)],
         vec![f(20, "a", "z", 1)],
     ]);
-    let p = pick_manual(&fx.state(), &opts(false), 0, Some(b"l"), None).unwrap();
+    let p = pick_manual(&fx.state(&opts(false)), &opts(false), 0, Some(b"l"), None).unwrap();
     assert_eq!(numbers(&p.inputs), vec![2]);
     assert_eq!(numbers(&p.output_inputs), vec![11]);
     assert!(!p.trivial_move);
     assert_eq!(p.reason, CompactionReason::Manual);
     // The last level compacts into itself and is bottommost.
-    let p = pick_manual(&fx.state(), &opts(false), 2, None, None).unwrap();
+    let p = pick_manual(&fx.state(&opts(false)), &opts(false), 2, None, None).unwrap();
     assert_eq!((p.level, p.output_level), (2, 2));
     assert!(p.output_inputs.is_empty() && p.bottommost);
-    assert!(pick_manual(&fx.state(), &opts(false), 1, Some(b"d"), Some(b"e")).is_none());
-    assert!(pick_manual(&fx.state(), &opts(false), 7, None, None).is_none());
+    assert!(pick_manual(
+        &fx.state(&opts(false)),
+        &opts(false),
+        1,
+        Some(b"d"),
+        Some(b"e")
+    )
+    .is_none());
+    assert!(pick_manual(&fx.state(&opts(false)), &opts(false), 7, None, None).is_none());
     fx.busy.insert(20);
-    assert!(pick_manual(&fx.state(), &opts(false), 1, None, None).is_none());
+    assert!(pick_manual(&fx.state(&opts(false)), &opts(false), 1, None, None).is_none());
 }
 
 /// A compaction simulator in the spirit of mini-lsm's: synthetic flushes go through
@@ -339,7 +369,7 @@ mod simulator {
 
         fn compact_until_quiet(&mut self) {
             for _ in 0..1000 {
-                let Some(p) = pick(&self.fx.state(), &self.opts) else {
+                let Some(p) = pick(&self.fx.state(&self.opts), &self.opts) else {
                     return;
                 };
                 assert!(p.all_files().all(|f| {
