@@ -35,6 +35,9 @@ enum Command {
         #[arg(long)]
         verify: bool,
     },
+    /// Serve the Redis protocol (RESP2/RESP3) on a database (default 127.0.0.1:6380,
+    /// ./terrace-data).
+    Serve(terrace_server::ServeArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -80,6 +83,7 @@ fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
             (Some(dir), None) => inspect::database(out, &dir, verify)?,
             (None, None) => anyhow::bail!("give a database directory or --sst FILE"),
         },
+        Command::Serve(args) => terrace_server::net::serve_command(&args, out)?,
     }
     Ok(())
 }
