@@ -48,6 +48,13 @@ impl Reply {
         v.map_or(Reply::Nil, Reply::Bulk)
     }
 
+    /// The reply's text as RESP2 would carry it (for logs and tests).
+    pub fn to_string_lossy(&self) -> String {
+        let mut out = Vec::new();
+        self.write(Protocol::Resp2, &mut out);
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
     /// Whether this is an error reply.
     pub fn is_error(&self) -> bool {
         matches!(self, Reply::Error(_))
