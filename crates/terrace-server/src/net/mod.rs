@@ -24,6 +24,11 @@ use crate::commands::Engine;
 use crate::config::{Config, Fsync, ServeArgs};
 use crate::error::{Error, Result};
 
+/// The Prometheus text the `--metrics-port` endpoint serves.
+pub fn metrics_text(engine: &Engine) -> String {
+    metrics::render(engine)
+}
+
 /// `terrace serve`: resolves the configuration, then prints it (`--print-config`) or
 /// serves until a signal or SHUTDOWN. Writes `listening on ADDR` to `out` once ready.
 ///
