@@ -25,6 +25,13 @@ const MAX_CURSORS: usize = 4096;
 pub struct Engine {
     pub(crate) store: Store,
     pub(crate) config: RwLock<Config>,
+    /// Whether `requirepass` is set (read on every command without taking `config`).
+    pub(crate) auth_required: AtomicBool,
+    /// `proto-max-bulk-len` and `client-query-buffer-limit`, read on every request.
+    pub(crate) proto_max_bulk_len: AtomicU64,
+    pub(crate) query_buffer_limit: AtomicU64,
+    max_args: u64,
+    fsync: Fsync,
     pub(crate) stats: EngineStats,
     pub(crate) clients: Mutex<BTreeMap<u64, ClientInfo>>,
     next_client_id: AtomicU64,
@@ -66,12 +73,20 @@ pub struct EngineStats {
     pub keyspace_hits: AtomicU64,
     /// Reads that found none.
     pub keyspace_misses: AtomicU64,
-    latency: Mutex<Option<hdrhistogram::Histogram<u64>>>,
+    /// Command latency counts per bucket of [`LATENCY_BOUNDS_MICROS`] (the last bucket
+    /// counts everything slower).
+    latency: [AtomicU64; LATENCY_BUCKETS],
+    latency_sum_micros: AtomicU64,
 }
+
+/// Upper bounds of the command latency buckets, in microseconds.
+pub const LATENCY_BOUNDS_MICROS: [u64; 13] = [
+    10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 50_000, 250_000, 1_000_000,
+];
+const LATENCY_BUCKETS: usize = LATENCY_BOUNDS_MICROS.len() + 1;
 
 impl EngineStats {
     fn new() -> Self {
-        let latency = hdrhistogram::Histogram::new_with_bounds(1, 60_000_000, 2).ok();
         EngineStats {
             commands: AtomicU64::new(0),
             connections_received: AtomicU64::new(0),
@@ -80,7 +95,8 @@ impl EngineStats {
             net_output_bytes: AtomicU64::new(0),
             keyspace_hits: AtomicU64::new(0),
             keyspace_misses: AtomicU64::new(0),
-            latency: Mutex::new(latency),
+            latency: Default::default(),
+            latency_sum_micros: AtomicU64::new(0),
         }
     }
 
@@ -89,10 +105,15 @@ impl EngineStats {
     }
 
     pub(crate) fn record_latency(&self, d: Duration) {
-        let micros = u64::try_from(d.as_micros()).unwrap_or(u64::MAX).max(1);
-        if let Some(h) = self.latency.lock().as_mut() {
-            let _ = h.record(micros.min(60_000_000));
+        let micros = u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+        let bucket = LATENCY_BOUNDS_MICROS
+            .iter()
+            .position(|&b| micros <= b)
+            .unwrap_or(LATENCY_BOUNDS_MICROS.len());
+        if let Some(c) = self.latency.get(bucket) {
+            c.fetch_add(1, Ordering::Relaxed);
         }
+        self.latency_sum_micros.fetch_add(micros, Ordering::Relaxed);
     }
 
     pub(crate) fn hit(&self, found: bool) {
@@ -104,27 +125,18 @@ impl EngineStats {
         c.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Command latency: `(upper bound in microseconds, cumulative count)` per bucket, and
-    /// the total count and sum in microseconds.
-    pub fn latency_buckets(&self, bounds_micros: &[u64]) -> (Vec<(u64, u64)>, u64, u64) {
-        let guard = self.latency.lock();
-        let Some(h) = guard.as_ref() else {
-            return (Vec::new(), 0, 0);
-        };
-        let mut out = Vec::with_capacity(bounds_micros.len());
-        for &b in bounds_micros {
-            let count: u64 = h
-                .iter_recorded()
-                .filter(|v| v.value_iterated_to() <= b)
-                .map(|v| v.count_at_value())
-                .sum();
-            out.push((b, count));
+    /// Command latency as a cumulative histogram: `(upper bound in microseconds,
+    /// commands at or under it)` per bound of [`LATENCY_BOUNDS_MICROS`], then the total
+    /// count and the sum in microseconds.
+    pub fn latency_buckets(&self) -> (Vec<(u64, u64)>, u64, u64) {
+        let mut cumulative = 0;
+        let mut out = Vec::with_capacity(LATENCY_BOUNDS_MICROS.len());
+        for (bound, count) in LATENCY_BOUNDS_MICROS.iter().zip(&self.latency) {
+            cumulative += count.load(Ordering::Relaxed);
+            out.push((*bound, cumulative));
         }
-        let sum = h
-            .iter_recorded()
-            .map(|v| v.value_iterated_to() * v.count_at_value())
-            .sum();
-        (out, h.len(), sum)
+        let total = cumulative + self.latency.last().map_or(0, |c| c.load(Ordering::Relaxed));
+        (out, total, self.latency_sum_micros.load(Ordering::Relaxed))
     }
 }
 
@@ -152,6 +164,11 @@ impl Engine {
         Ok(Arc::new(Engine {
             store: Store::new(db, config.fsync == Fsync::Always),
             config: RwLock::new(config.clone()),
+            auth_required: AtomicBool::new(!config.requirepass.is_empty()),
+            proto_max_bulk_len: AtomicU64::new(config.proto_max_bulk_len),
+            query_buffer_limit: AtomicU64::new(config.client_query_buffer_limit),
+            max_args: config.max_args,
+            fsync: config.fsync,
             stats: EngineStats::new(),
             clients: Mutex::new(BTreeMap::new()),
             next_client_id: AtomicU64::new(1),
@@ -210,27 +227,26 @@ impl Engine {
     }
 
     pub(crate) fn requires_auth(&self) -> bool {
-        !self.config.read().requirepass.is_empty()
+        self.auth_required.load(Ordering::Relaxed)
     }
 
     /// The request parser's limits from the current configuration.
     pub fn limits(&self) -> Limits {
-        let c = self.config.read();
         Limits {
-            proto_max_bulk_len: c.proto_max_bulk_len,
-            max_args: c.max_args,
+            proto_max_bulk_len: self.proto_max_bulk_len.load(Ordering::Relaxed),
+            max_args: self.max_args,
             ..Limits::default()
         }
     }
 
     /// Most bytes one client may have buffered.
     pub fn query_buffer_limit(&self) -> u64 {
-        self.config.read().client_query_buffer_limit
+        self.query_buffer_limit.load(Ordering::Relaxed)
     }
 
     /// The WAL sync policy.
     pub fn fsync(&self) -> Fsync {
-        self.config.read().fsync
+        self.fsync
     }
 
     /// The engine database (for statistics).

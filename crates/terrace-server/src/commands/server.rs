@@ -203,7 +203,12 @@ fn config_set(ctx: &mut Ctx<'_>, name: &str, value: &[u8]) -> Result<(), Fail> {
     };
     let mut c = ctx.engine.config.write();
     match name {
-        "requirepass" => c.requirepass = v,
+        "requirepass" => {
+            ctx.engine
+                .auth_required
+                .store(!v.is_empty(), std::sync::atomic::Ordering::Relaxed);
+            c.requirepass = v;
+        }
         "maxclients" => c.maxclients = v.parse().map_err(|_| bad())?,
         "proto-max-bulk-len" => c.proto_max_bulk_len = v.parse().map_err(|_| bad())?,
         "client-query-buffer-limit" => {

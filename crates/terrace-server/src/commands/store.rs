@@ -74,7 +74,7 @@ impl Store {
         let Some(raw) = self.db.get(key)? else {
             return Ok(None);
         };
-        let v = StoredValue::decode(&raw).map_err(|e| Fail::corrupt(key, e))?;
+        let v = StoredValue::decode_vec(raw).map_err(|e| Fail::corrupt(key, e))?;
         if !v.is_expired(now_ms) {
             return Ok(Some(v));
         }

@@ -72,7 +72,11 @@ pub(crate) fn set(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
         i += 1;
     }
     let k = key(args);
-    let old = ctx.engine.store.get(k, ctx.now_ms)?;
+    let old = if nx || xx || get_old || keepttl {
+        ctx.engine.store.get(k, ctx.now_ms)?
+    } else {
+        None
+    };
     let reply_old = |old: &Option<StoredValue>| {
         if get_old {
             Reply::bulk_or_nil(old.as_ref().map(|v| v.data.clone()))

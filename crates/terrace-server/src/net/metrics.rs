@@ -10,11 +10,6 @@ use tokio::sync::watch;
 
 use crate::commands::Engine;
 
-/// Upper bounds of the latency histogram buckets, in microseconds.
-const LATENCY_BOUNDS_MICROS: &[u64] = &[
-    10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 50_000, 250_000, 1_000_000,
-];
-
 pub(super) async fn serve(
     engine: Arc<Engine>,
     listener: TcpListener,
@@ -129,7 +124,7 @@ pub(crate) fn render(engine: &Engine) -> String {
             l.level, l.files
         );
     }
-    let (buckets, count, sum) = s.latency_buckets(LATENCY_BOUNDS_MICROS);
+    let (buckets, count, sum) = s.latency_buckets();
     let _ = writeln!(out, "# HELP terrace_command_latency_seconds Command execution time.\n# TYPE terrace_command_latency_seconds histogram");
     for (bound, c) in buckets {
         let _ = writeln!(

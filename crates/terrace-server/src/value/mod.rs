@@ -86,6 +86,22 @@ impl StoredValue {
     }
 }
 
+impl StoredValue {
+    /// Decodes stored bytes, reusing their buffer for the payload.
+    ///
+    /// # Errors
+    /// As [`StoredValue::decode`].
+    pub fn decode_vec(mut bytes: Vec<u8>) -> Result<Self, ValueError> {
+        let expire_at_ms = expiry_of(&bytes)?;
+        let header = if expire_at_ms.is_some() { 9 } else { 1 };
+        bytes.drain(..header);
+        Ok(StoredValue {
+            expire_at_ms,
+            data: bytes,
+        })
+    }
+}
+
 fn expiry_field(rest: &[u8]) -> Result<u64, ValueError> {
     let field: [u8; 8] = rest
         .get(..8)
