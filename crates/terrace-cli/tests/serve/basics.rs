@@ -123,3 +123,27 @@ fn config_file_is_read_and_flags_override_it() {
         "{text}"
     );
 }
+
+#[test]
+fn metrics_endpoint_serves_prometheus_text() {
+    use std::io::{Read, Write};
+    let tmp = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let s = Server::start(tmp.path(), &["--metrics-port", &port.to_string()]);
+    s.client().cmd("SET k v");
+    let mut http = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    http.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut text = String::new();
+    http.read_to_string(&mut text).unwrap();
+    assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
+    assert!(text.contains("terrace_commands_total 1"), "{text}");
+    assert!(
+        text.contains("terrace_command_latency_seconds_bucket"),
+        "{text}"
+    );
+}
