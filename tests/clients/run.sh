@@ -15,6 +15,9 @@ WORK=$(mktemp -d)
 PIDS=()
 cleanup() {
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  # Servers started inside $(start_server ...) record their pids in files.
+  for f in "$WORK"/*.pid; do [ -e "$f" ] && kill "$(cat "$f")" 2>/dev/null || true; done
+  wait 2>/dev/null || true
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -60,7 +63,7 @@ start_server() {
   local dir=$1; shift
   mkdir -p "$dir"
   "$BIN" serve --port 0 --dir "$dir" "$@" >"$dir.out" 2>&1 &
-  PIDS+=($!)
+  echo $! >"$dir.pid"
   for _ in $(seq 100); do
     if grep -q '^listening on ' "$dir.out" 2>/dev/null; then
       sed -n 's/^listening on .*:\([0-9]*\)$/\1/p' "$dir.out"
