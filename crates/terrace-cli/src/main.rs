@@ -9,7 +9,7 @@ use clap::{Parser, Subcommand};
 
 /// Terrace: an LSM-tree key-value store for heterogeneous storage hardware.
 ///
-/// Subcommands inspect databases and table files and run benchmarks; `serve` comes next.
+/// Subcommands serve the Redis protocol, run benchmarks, and inspect databases and table files.
 #[derive(Parser)]
 #[command(name = "terrace", version)]
 struct Cli {
@@ -43,6 +43,9 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
         args: Vec<String>,
     },
+    /// Serve the Redis protocol (RESP2/RESP3) on a database (default 127.0.0.1:6380,
+    /// ./terrace-data).
+    Serve(terrace_server::ServeArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -96,6 +99,7 @@ fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
             let flags = terrace_bench::Flags::parse(&args)?;
             terrace_bench::run(&flags, out)?;
         }
+        Command::Serve(args) => terrace_server::net::serve_command(&args, out)?,
     }
     Ok(())
 }

@@ -305,6 +305,21 @@ impl Db {
         &self.inner.dir
     }
 
+    /// Syncs the current write-ahead log, making every write acknowledged so far durable
+    /// (what a server's once-a-second fsync policy calls).
+    ///
+    /// # Errors
+    /// The sync's I/O error; a failed sync makes the database read-only, as a failed
+    /// synced write does.
+    pub fn sync_wal(&self) -> Result<()> {
+        let r = self.inner.wal.lock().log.sync();
+        if let Err(e) = &r {
+            let mut st = self.inner.state.lock();
+            self.inner.set_bg_error(&mut st, e.clone());
+        }
+        r
+    }
+
     /// Stops background work, waits for running jobs and syncs the WAL. Also done on drop.
     ///
     /// # Errors

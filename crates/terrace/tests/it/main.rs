@@ -10,6 +10,7 @@ mod crash_inproc;
 mod model;
 mod regress;
 mod seams;
+mod sync_wal;
 
 use std::path::Path;
 

@@ -1,0 +1,292 @@
+//! The shared server state behind every session.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Mutex, RwLock};
+use terrace::compaction::FilterSpec;
+use terrace::storage::{FaultStorage, FsStorage};
+use terrace::{Db, Options};
+
+use super::store::Store;
+use super::{Session, SessionState};
+use crate::config::{Config, Fsync};
+use crate::error::Result;
+use crate::resp::{Limits, Protocol, Reply};
+use crate::value::{ExpiryFilterFactory, EXPIRY_FILTER};
+
+/// Most SCAN cursors remembered; older ones restart from the beginning.
+const MAX_CURSORS: usize = 4096;
+
+/// The server's shared state: the store, runtime configuration, clients and statistics.
+/// `Send + Sync`; share it with an `Arc`.
+pub struct Engine {
+    pub(crate) store: Store,
+    pub(crate) config: RwLock<Config>,
+    /// Whether `requirepass` is set (read on every command without taking `config`).
+    pub(crate) auth_required: AtomicBool,
+    /// `proto-max-bulk-len` and `client-query-buffer-limit`, read on every request.
+    pub(crate) proto_max_bulk_len: AtomicU64,
+    pub(crate) query_buffer_limit: AtomicU64,
+    max_args: u64,
+    fsync: Fsync,
+    pub(crate) stats: EngineStats,
+    pub(crate) clients: Mutex<BTreeMap<u64, ClientInfo>>,
+    next_client_id: AtomicU64,
+    cursors: Mutex<Cursors>,
+    pub(crate) started: Instant,
+}
+
+/// What CLIENT LIST shows about one connection.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ClientInfo {
+    pub(crate) addr: String,
+    pub(crate) name: String,
+    pub(crate) lib_name: String,
+    pub(crate) lib_ver: String,
+    pub(crate) connected_at: Option<Instant>,
+}
+
+#[derive(Default)]
+struct Cursors {
+    next: u64,
+    keys: HashMap<u64, Vec<u8>>,
+    order: VecDeque<u64>,
+}
+
+/// Counters for INFO and the metrics endpoint. `Sync`; all relaxed atomics.
+#[derive(Debug)]
+pub struct EngineStats {
+    /// Commands run (including refused ones).
+    pub commands: AtomicU64,
+    /// Connections accepted.
+    pub connections_received: AtomicU64,
+    /// Connections refused by maxclients.
+    pub rejected_connections: AtomicU64,
+    /// Bytes read from clients.
+    pub net_input_bytes: AtomicU64,
+    /// Bytes written to clients.
+    pub net_output_bytes: AtomicU64,
+    /// Reads that found a live key.
+    pub keyspace_hits: AtomicU64,
+    /// Reads that found none.
+    pub keyspace_misses: AtomicU64,
+    /// Command latency counts per bucket of [`LATENCY_BOUNDS_MICROS`] (the last bucket
+    /// counts everything slower).
+    latency: [AtomicU64; LATENCY_BUCKETS],
+    latency_sum_micros: AtomicU64,
+}
+
+/// Upper bounds of the command latency buckets, in microseconds.
+pub const LATENCY_BOUNDS_MICROS: [u64; 13] = [
+    10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 50_000, 250_000, 1_000_000,
+];
+const LATENCY_BUCKETS: usize = LATENCY_BOUNDS_MICROS.len() + 1;
+
+impl EngineStats {
+    fn new() -> Self {
+        EngineStats {
+            commands: AtomicU64::new(0),
+            connections_received: AtomicU64::new(0),
+            rejected_connections: AtomicU64::new(0),
+            net_input_bytes: AtomicU64::new(0),
+            net_output_bytes: AtomicU64::new(0),
+            keyspace_hits: AtomicU64::new(0),
+            keyspace_misses: AtomicU64::new(0),
+            latency: Default::default(),
+            latency_sum_micros: AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn count_command(&self) {
+        self.commands.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn record_latency(&self, d: Duration) {
+        let micros = u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+        let bucket = LATENCY_BOUNDS_MICROS
+            .iter()
+            .position(|&b| micros <= b)
+            .unwrap_or(LATENCY_BOUNDS_MICROS.len());
+        if let Some(c) = self.latency.get(bucket) {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+        self.latency_sum_micros.fetch_add(micros, Ordering::Relaxed);
+    }
+
+    pub(crate) fn hit(&self, found: bool) {
+        let c = if found {
+            &self.keyspace_hits
+        } else {
+            &self.keyspace_misses
+        };
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Command latency as a cumulative histogram: `(upper bound in microseconds,
+    /// commands at or under it)` per bound of [`LATENCY_BOUNDS_MICROS`], then the total
+    /// count and the sum in microseconds.
+    pub fn latency_buckets(&self) -> (Vec<(u64, u64)>, u64, u64) {
+        let mut cumulative = 0;
+        let mut out = Vec::with_capacity(LATENCY_BOUNDS_MICROS.len());
+        for (bound, count) in LATENCY_BOUNDS_MICROS.iter().zip(&self.latency) {
+            cumulative += count.load(Ordering::Relaxed);
+            out.push((*bound, cumulative));
+        }
+        let total = cumulative + self.latency.last().map_or(0, |c| c.load(Ordering::Relaxed));
+        (out, total, self.latency_sum_micros.load(Ordering::Relaxed))
+    }
+}
+
+impl Engine {
+    /// Opens the database in `config.dir` with the expiry compaction filter.
+    ///
+    /// # Errors
+    /// The engine's open errors.
+    pub fn open(config: &Config) -> Result<Arc<Engine>> {
+        let mut opts = Options {
+            write_buffer_size: config.write_buffer_size,
+            block_cache_bytes: config.block_cache_bytes,
+            compaction_filter: Some(FilterSpec {
+                name: EXPIRY_FILTER.to_string(),
+                params: String::new(),
+            }),
+            ..Options::default()
+        };
+        opts.compaction_filter_factories
+            .push(Arc::new(ExpiryFilterFactory));
+        if config.internal_fault_storage {
+            opts.storage = Arc::new(FaultStorage::new(Arc::new(FsStorage::new())));
+        }
+        let db = Db::open(&config.dir, opts)?;
+        Ok(Arc::new(Engine {
+            store: Store::new(db, config.fsync == Fsync::Always),
+            config: RwLock::new(config.clone()),
+            auth_required: AtomicBool::new(!config.requirepass.is_empty()),
+            proto_max_bulk_len: AtomicU64::new(config.proto_max_bulk_len),
+            query_buffer_limit: AtomicU64::new(config.client_query_buffer_limit),
+            max_args: config.max_args,
+            fsync: config.fsync,
+            stats: EngineStats::new(),
+            clients: Mutex::new(BTreeMap::new()),
+            next_client_id: AtomicU64::new(1),
+            cursors: Mutex::new(Cursors::default()),
+            started: Instant::now(),
+        }))
+    }
+
+    /// A new client session, or the error reply to send when `maxclients` are connected.
+    ///
+    /// # Errors
+    /// `-ERR max number of clients reached` as a reply value.
+    pub fn connect(self: &Arc<Self>, addr: String) -> std::result::Result<Session, Reply> {
+        let max = self.config.read().maxclients;
+        let mut clients = self.clients.lock();
+        if clients.len() as u64 >= max {
+            self.stats
+                .rejected_connections
+                .fetch_add(1, Ordering::Relaxed);
+            return Err(Reply::err("max number of clients reached"));
+        }
+        self.stats
+            .connections_received
+            .fetch_add(1, Ordering::Relaxed);
+        let id = self.next_client_id.fetch_add(1, Ordering::Relaxed);
+        clients.insert(
+            id,
+            ClientInfo {
+                addr,
+                connected_at: Some(Instant::now()),
+                ..ClientInfo::default()
+            },
+        );
+        Ok(Session {
+            engine: Arc::clone(self),
+            st: SessionState {
+                id,
+                protocol: Protocol::Resp2,
+                authenticated: false,
+                multi: None,
+                multi_error: false,
+                watched: Vec::new(),
+                dirty: Arc::new(AtomicBool::new(false)),
+                action: None,
+            },
+        })
+    }
+
+    pub(crate) fn disconnect(&self, id: u64) {
+        self.clients.lock().remove(&id);
+    }
+
+    /// Connected clients.
+    pub fn client_count(&self) -> usize {
+        self.clients.lock().len()
+    }
+
+    pub(crate) fn requires_auth(&self) -> bool {
+        self.auth_required.load(Ordering::Relaxed)
+    }
+
+    /// The request parser's limits from the current configuration.
+    pub fn limits(&self) -> Limits {
+        Limits {
+            proto_max_bulk_len: self.proto_max_bulk_len.load(Ordering::Relaxed),
+            max_args: self.max_args,
+            ..Limits::default()
+        }
+    }
+
+    /// Most bytes one client may have buffered.
+    pub fn query_buffer_limit(&self) -> u64 {
+        self.query_buffer_limit.load(Ordering::Relaxed)
+    }
+
+    /// The WAL sync policy.
+    pub fn fsync(&self) -> Fsync {
+        self.fsync
+    }
+
+    /// The engine database (for statistics).
+    pub fn db(&self) -> &Db {
+        &self.store.db
+    }
+
+    /// Syncs the WAL (the `everysec` policy's tick).
+    ///
+    /// # Errors
+    /// The engine's sync error.
+    pub fn sync_wal(&self) -> Result<()> {
+        Ok(self.store.db.sync_wal()?)
+    }
+
+    /// Closes the database (stops background work, syncs the WAL).
+    ///
+    /// # Errors
+    /// The engine's close error.
+    pub fn close(self) -> Result<()> {
+        Ok(self.store.db.close()?)
+    }
+
+    /// Remembers where a SCAN stopped; returns the cursor to hand the client.
+    pub(crate) fn save_cursor(&self, next_key: Vec<u8>) -> u64 {
+        let mut c = self.cursors.lock();
+        c.next = c.next.wrapping_add(1).max(1);
+        let id = c.next;
+        c.keys.insert(id, next_key);
+        c.order.push_back(id);
+        while c.order.len() > MAX_CURSORS {
+            if let Some(old) = c.order.pop_front() {
+                c.keys.remove(&old);
+            }
+        }
+        id
+    }
+
+    /// Where cursor `id` resumes; `None` for an unknown or expired cursor.
+    pub(crate) fn cursor(&self, id: u64) -> Option<Vec<u8>> {
+        self.cursors.lock().keys.get(&id).cloned()
+    }
+}

@@ -1,0 +1,224 @@
+//! Keyspace commands: DEL, EXISTS, TYPE, RENAME, COPY, SCAN, KEYS, RANDOMKEY, DBSIZE,
+//! FLUSHDB, and Terrace's ordered TRANGE.
+
+use rand::Rng;
+
+use super::arg::{int, is};
+use super::glob::glob_match;
+use super::{CmdResult, Ctx, Fail};
+use crate::resp::Reply;
+
+fn arg(args: &[Vec<u8>], i: usize) -> &[u8] {
+    args.get(i).map_or(&[], Vec::as_slice)
+}
+
+pub(crate) fn del(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+    let mut gone = Vec::new();
+    for k in args.iter().skip(1) {
+        if !gone.contains(k) && ctx.engine.store.get(k, ctx.now_ms)?.is_some() {
+            gone.push(k.clone());
+        }
+    }
+    let n = gone.len() as i64;
+    if n > 0 {
+        ctx.engine
+            .store
+            .apply(gone.into_iter().map(|k| (k, None)).collect())?;
+    }
+    Ok(Reply::Integer(n))
+}
+
+/// EXISTS and TOUCH: how many of the keys exist (repeats count again, as in Redis).
+pub(crate) fn exists(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+    let mut n = 0;
+    for k in args.iter().skip(1) {
+        if ctx.engine.store.get(k, ctx.now_ms)?.is_some() {
+            n += 1;
+        }
+    }
+    Ok(Reply::Integer(n))
+}
+
+pub(crate) fn type_of(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+    let t = match ctx.engine.store.get(arg(args, 1), ctx.now_ms)? {
+        Some(_) => "string",
+        None => "none",
+    };
+    Ok(Reply::Status(t.to_string()))
+}
+
+fn rename_inner(ctx: &mut Ctx<'_>, args: &[Vec<u8>], nx: bool) -> CmdResult {
+    let (src, dst) = (arg(args, 1), arg(args, 2));
+    let Some(v) = ctx.engine.store.get(src, ctx.now_ms)? else {
+        return Err(Fail::err("no such key"));
+    };
+    if src == dst {
+        return Ok(if nx { Reply::Integer(0) } else { Reply::Ok });
+    }
+    if nx && ctx.engine.store.get(dst, ctx.now_ms)?.is_some() {
+        return Ok(Reply::Integer(0));
+    }
+    ctx.engine
+        .store
+        .apply(vec![(dst.to_vec(), Some(v)), (src.to_vec(), None)])?;
+    Ok(if nx { Reply::Integer(1) } else { Reply::Ok })
+}
+
+pub(crate) fn rename(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+    rename_inner(ctx, args, false)
+}
+
+pub(crate) fn renamenx(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+    rename_inner(ctx, args, true)
+}
+
+pub(crate) fn copy(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+    let mut replace = false;
+    let mut i = 3;
+    while let Some(opt) = args.get(i) {
+        if is(opt, "replace") {
+            replace = true;
+        } else if is(opt, "db") && args.get(i + 1).is_some() {
+            if int(arg(args, i + 1))? != 0 {
+                return Err(Fail::err("DB index is out of range"));
+            }
+            i += 1;
+        } else {
+            return Err(Fail::syntax());
+        }
+        i += 1;
+    }
+    let (src, dst) = (arg(args, 1), arg(args, 2));
+    if src == dst {
+        return Err(Fail::err("source and destination objects are the same"));
+    }
+    let Some(v) = ctx.engine.store.get(src, ctx.now_ms)? else {
+        return Ok(Reply::Integer(0));
+    };
+    if !replace && ctx.engine.store.get(dst, ctx.now_ms)?.is_some() {
+        return Ok(Reply::Integer(0));
+    }
+    ctx.engine.store.put(dst, &v)?;
+    Ok(Reply::Integer(1))
+}
+
+pub(crate) fn dbsize(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> CmdResult {
+    let mut n = 0i64;
+    ctx.engine.store.for_each_from(b"", ctx.now_ms, |_, _| {
+        n += 1;
+        true
+    })?;
+    Ok(Reply::Integer(n))
+}
+
+pub(crate) fn flushdb(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+    match args.get(1) {
+        None => {}
+        Some(a) if args.len() == 2 && (is(a, "sync") || is(a, "async")) => {}
+        Some(_) => return Err(Fail::syntax()),
+    }
+    ctx.engine.store.clear()?;
+    Ok(Reply::Ok)
+}
+
+pub(crate) fn keys(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+    let pattern = arg(args, 1);
+    let mut out = Vec::new();
+    ctx.engine.store.for_each_from(b"", ctx.now_ms, |k, _| {
+        if glob_match(pattern, k, false) {
+            out.push(Reply::Bulk(k.to_vec()));
+        }
+        true
+    })?;
+    Ok(Reply::Array(out))
+}
+
+/// SCAN cursor [MATCH pattern] [COUNT n] [TYPE type]: walks the keys in order; the cursor
+/// names the key to resume from (kept by the server; an unknown cursor restarts).
+pub(crate) fn scan(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+    let cursor = std::str::from_utf8(arg(args, 1))
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .ok_or_else(|| Fail::err("invalid cursor"))?;
+    let (mut pattern, mut count, mut type_filter) = (None, 10usize, None);
+    let mut i = 2;
+    while let Some(opt) = args.get(i) {
+        let Some(value) = args.get(i + 1) else {
+            return Err(Fail::syntax());
+        };
+        if is(opt, "match") {
+            pattern = Some(value.clone());
+        } else if is(opt, "count") {
+            let n = int(value)?;
+            if n < 1 {
+                return Err(Fail::syntax());
+            }
+            count = usize::try_from(n).unwrap_or(usize::MAX);
+        } else if is(opt, "type") {
+            type_filter = Some(value.to_ascii_lowercase());
+        } else {
+            return Err(Fail::syntax());
+        }
+        i += 2;
+    }
+    let start = if cursor == 0 {
+        Vec::new()
+    } else {
+        ctx.engine.cursor(cursor).unwrap_or_default()
+    };
+    let mut out = Vec::new();
+    let mut visited = 0usize;
+    let mut resume: Option<Vec<u8>> = None;
+    ctx.engine.store.for_each_from(&start, ctx.now_ms, |k, _| {
+        if visited == count {
+            resume = Some(k.to_vec());
+            return false;
+        }
+        visited += 1;
+        let type_ok = type_filter.as_deref().is_none_or(|t| t == b"string");
+        if type_ok && pattern.as_deref().is_none_or(|p| glob_match(p, k, false)) {
+            out.push(Reply::Bulk(k.to_vec()));
+        }
+        true
+    })?;
+    let next = resume.map_or(0, |k| ctx.engine.save_cursor(k));
+    Ok(Reply::Array(vec![
+        Reply::Bulk(next.to_string().into_bytes()),
+        Reply::Array(out),
+    ]))
+}
+
+pub(crate) fn randomkey(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> CmdResult {
+    let probe: [u8; 8] = rand::thread_rng().gen();
+    let mut found = None;
+    for start in [probe.as_slice(), b""] {
+        ctx.engine.store.for_each_from(start, ctx.now_ms, |k, _| {
+            found = Some(k.to_vec());
+            false
+        })?;
+        if found.is_some() {
+            break;
+        }
+    }
+    Ok(Reply::bulk_or_nil(found))
+}
+
+/// TRANGE start count: up to `count` live keys from `start` (inclusive) in byte order,
+/// as a flat array of key, value, key, value... (YCSB workload E's scan).
+pub(crate) fn trange(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+    if args.len() != 3 {
+        return Err(Fail::syntax());
+    }
+    let count = usize::try_from(int(arg(args, 2))?).map_err(|_| Fail::not_integer())?;
+    let mut out = Vec::new();
+    if count > 0 {
+        ctx.engine
+            .store
+            .for_each_from(arg(args, 1), ctx.now_ms, |k, v| {
+                out.push(Reply::Bulk(k.to_vec()));
+                out.push(Reply::Bulk(v.data.clone()));
+                out.len() < count * 2
+            })?;
+    }
+    Ok(Reply::Array(out))
+}

@@ -1,0 +1,233 @@
+//! Command execution: the command table and every command's semantics, against the
+//! engine, independent of RESP framing and of the transport.
+//!
+//! Owns: [`Engine`] (the store, runtime configuration, clients, statistics) and
+//! [`Session`] (one client's state: protocol, authentication, MULTI queue, WATCHed keys).
+//! Must not touch: sockets or byte framing; a transport feeds argument vectors to
+//! [`Session::execute`] and writes the [`Reply`] it returns.
+//! Concurrency: `Engine` is `Send + Sync` and shared by every session. Every command holds
+//! the store's `exclusive` lock shared (EXEC and FLUSHDB hold it exclusively, which makes
+//! transactions atomic and isolated); write commands also lock the stripes of their keys,
+//! so read-modify-write commands never lose updates. No lock is held across I/O waits of
+//! the transport: commands are synchronous.
+
+mod arg;
+mod engine;
+mod expiry;
+mod glob;
+mod info;
+mod keyspace;
+mod server;
+mod store;
+mod strings;
+mod table;
+mod txn;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+pub use engine::{Engine, EngineStats};
+use table::{CommandSpec, EXCLUSIVE, NOAUTH, NOQUEUE, WRITE};
+
+use crate::resp::{Protocol, Reply};
+use crate::value::{now_ms, ValueError};
+
+/// What the transport must do after sending a reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Close this connection (QUIT).
+    Close,
+    /// Stop the server gracefully (SHUTDOWN).
+    Shutdown,
+}
+
+/// One client's state. `Send`, not shared: one transport task owns it.
+pub struct Session {
+    engine: Arc<Engine>,
+    st: SessionState,
+}
+
+pub(crate) struct SessionState {
+    pub(crate) id: u64,
+    pub(crate) protocol: Protocol,
+    pub(crate) authenticated: bool,
+    /// Queued commands while in MULTI.
+    pub(crate) multi: Option<Vec<Vec<Vec<u8>>>>,
+    /// A command was refused while queueing: EXEC aborts.
+    pub(crate) multi_error: bool,
+    pub(crate) watched: Vec<Vec<u8>>,
+    /// Set by the store when a watched key is written.
+    pub(crate) dirty: Arc<AtomicBool>,
+    pub(crate) action: Option<Action>,
+}
+
+/// What a command handler sees.
+pub(crate) struct Ctx<'a> {
+    pub(crate) engine: &'a Engine,
+    pub(crate) st: &'a mut SessionState,
+    pub(crate) now_ms: u64,
+}
+
+/// A command's failure: an error reply, an engine error or a value this server cannot read.
+#[derive(Debug)]
+pub(crate) enum Fail {
+    Reply(Reply),
+    Engine(terrace::Error),
+}
+
+impl From<terrace::Error> for Fail {
+    fn from(e: terrace::Error) -> Self {
+        Fail::Engine(e)
+    }
+}
+
+impl Fail {
+    pub(crate) fn err(text: impl std::fmt::Display) -> Fail {
+        Fail::Reply(Reply::err(text))
+    }
+    pub(crate) fn syntax() -> Fail {
+        Fail::err("syntax error")
+    }
+    pub(crate) fn not_integer() -> Fail {
+        Fail::err("value is not an integer or out of range")
+    }
+    pub(crate) fn corrupt(key: &[u8], e: ValueError) -> Fail {
+        Fail::err(format!(
+            "stored value of key {:?} is unreadable: {e}",
+            String::from_utf8_lossy(key)
+        ))
+    }
+    fn into_reply(self) -> Reply {
+        match self {
+            Fail::Reply(r) => r,
+            Fail::Engine(e) => Reply::err(format!("engine: {e}")),
+        }
+    }
+}
+
+/// The result of a command handler.
+pub(crate) type CmdResult = Result<Reply, Fail>;
+
+impl Session {
+    /// This client's id (CLIENT ID).
+    pub fn id(&self) -> u64 {
+        self.st.id
+    }
+
+    /// The protocol replies must be written in.
+    pub fn protocol(&self) -> Protocol {
+        self.st.protocol
+    }
+
+    /// What the transport must do after the last reply, if anything.
+    pub fn take_action(&mut self) -> Option<Action> {
+        self.st.action.take()
+    }
+
+    /// Runs one command; `None` for an empty command, which gets no reply.
+    pub fn execute(&mut self, args: &[Vec<u8>]) -> Option<Reply> {
+        let name = args.first()?.to_ascii_lowercase();
+        let engine = Arc::clone(&self.engine);
+        engine.stats.count_command();
+        let Some(spec) = table::lookup(&name) else {
+            self.flag_multi_error();
+            return Some(Reply::err(unknown_command(args)));
+        };
+        if !spec.arity_ok(args.len()) {
+            self.flag_multi_error();
+            return Some(Reply::err(format!(
+                "wrong number of arguments for '{}' command",
+                spec.name
+            )));
+        }
+        if !self.st.authenticated && spec.flags & NOAUTH == 0 && engine.requires_auth() {
+            self.flag_multi_error();
+            return Some(Reply::Error("NOAUTH Authentication required.".to_string()));
+        }
+        if let Some(queue) = &mut self.st.multi {
+            if spec.flags & NOQUEUE == 0 {
+                queue.push(args.to_vec());
+                return Some(Reply::Status("QUEUED".to_string()));
+            }
+        }
+        let started = std::time::Instant::now();
+        let reply = run(&engine, &mut self.st, spec, args);
+        engine.stats.record_latency(started.elapsed());
+        Some(reply)
+    }
+
+    fn flag_multi_error(&mut self) {
+        if self.st.multi.is_some() {
+            self.st.multi_error = true;
+        }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.engine.store.unwatch(&self.st.watched, &self.st.dirty);
+        self.engine.disconnect(self.st.id);
+    }
+}
+
+/// Runs `spec` under the locks its flags ask for.
+fn run(engine: &Engine, st: &mut SessionState, spec: &CommandSpec, args: &[Vec<u8>]) -> Reply {
+    let mut ctx = Ctx {
+        engine,
+        st,
+        now_ms: now_ms(),
+    };
+    let result = if spec.flags & EXCLUSIVE != 0 {
+        let _all = engine.store.exclusive.write();
+        (spec.handler)(&mut ctx, args)
+    } else {
+        let _shared = engine.store.exclusive.read();
+        let _keys = if spec.flags & WRITE != 0 {
+            engine.store.lock_keys(
+                spec.key_positions(args.len())
+                    .filter_map(|i| args.get(i))
+                    .map(Vec::as_slice),
+            )
+        } else {
+            Vec::new()
+        };
+        (spec.handler)(&mut ctx, args)
+    };
+    result.unwrap_or_else(Fail::into_reply)
+}
+
+/// Runs a command with no locking: the caller (EXEC) holds the store exclusively.
+pub(crate) fn run_locked(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
+    let name = args
+        .first()
+        .map(|a| a.to_ascii_lowercase())
+        .unwrap_or_default();
+    match table::lookup(&name) {
+        Some(spec) => (spec.handler)(ctx, args).unwrap_or_else(Fail::into_reply),
+        None => Reply::err(unknown_command(args)),
+    }
+}
+
+fn unknown_command(args: &[Vec<u8>]) -> String {
+    let name = args
+        .first()
+        .map(|a| String::from_utf8_lossy(a))
+        .unwrap_or_default();
+    let mut rest = String::new();
+    for a in args.iter().skip(1) {
+        let a = String::from_utf8_lossy(a);
+        if rest.len() + a.len() > 128 {
+            break;
+        }
+        rest.push_str(&format!("'{a}' "));
+    }
+    format!("unknown command '{name}', with args beginning with: {rest}")
+}
+
+/// The session's dirty flag, for WATCH.
+pub(crate) fn is_dirty(st: &SessionState) -> bool {
+    st.dirty.load(Ordering::Acquire)
+}
+
+#[cfg(test)]
+mod tests;

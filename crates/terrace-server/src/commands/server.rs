@@ -1,0 +1,429 @@
+//! Connection and server commands: PING, ECHO, AUTH, HELLO, SELECT, QUIT, INFO, CONFIG,
+//! CLIENT, COMMAND, SHUTDOWN, TIME.
+
+use std::sync::atomic::Ordering;
+
+use super::arg::{int, is};
+use super::glob::glob_match;
+use super::table::{CommandSpec, COMMANDS};
+use super::{Action, CmdResult, Ctx, Fail};
+use crate::config::parse_yes_no;
+use crate::resp::{Protocol, Reply};
+
+/// The Redis version reported to clients (they gate features on it).
+pub(crate) const REDIS_VERSION: &str = "7.0.15";
+
+fn arg(args: &[Vec<u8>], i: usize) -> &[u8] {
+    args.get(i).map_or(&[], Vec::as_slice)
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+pub(crate) fn ping(_ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+    match args.len() {
+        1 => Ok(Reply::Status("PONG".to_string())),
+        2 => Ok(Reply::Bulk(arg(args, 1).to_vec())),
+        _ => Err(Fail::err("wrong number of arguments for 'ping' command")),
+    }
+}
+
+pub(crate) fn echo(_ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+    Ok(Reply::Bulk(arg(args, 1).to_vec()))
+}
+
+pub(crate) fn time(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> CmdResult {
+    let micros = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(ctx.now_ms * 1000, |d| d.as_micros() as u64);
+    Ok(Reply::Array(vec![
+        Reply::Bulk((micros / 1_000_000).to_string().into_bytes()),
+        Reply::Bulk((micros % 1_000_000).to_string().into_bytes()),
+    ]))
+}
+
+/// Checks a user and password against `requirepass`.
+fn check_password(ctx: &mut Ctx<'_>, user: &[u8], pass: &[u8]) -> Result<(), Fail> {
+    let required = ctx.engine.config.read().requirepass.clone();
+    if required.is_empty() && user == b"default" {
+        ctx.st.authenticated = true;
+        return Ok(());
+    }
+    if user == b"default" && pass == required.as_bytes() {
+        ctx.st.authenticated = true;
+        return Ok(());
+    }
+    Err(Fail::Reply(Reply::Error(
+        "WRONGPASS invalid username-password pair or user is disabled.".to_string(),
+    )))
+}
+
+pub(crate) fn auth(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+    let (user, pass) = match args.len() {
+        2 => (b"default".as_slice(), arg(args, 1)),
+        3 => (arg(args, 1), arg(args, 2)),
+        _ => return Err(Fail::syntax()),
+    };
+    if args.len() == 2 && !ctx.engine.requires_auth() {
+        return Err(Fail::err(
+            "AUTH <password> called without any password configured for the default user. \
+             Are you sure your configuration is correct?",
+        ));
+    }
+    check_password(ctx, user, pass)?;
+    Ok(Reply::Ok)
+}
+
+pub(crate) fn hello(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+    let mut proto = ctx.st.protocol;
+    let mut i = 1;
+    if let Some(v) = args.get(1) {
+        proto = match int(v) {
+            Ok(2) => Protocol::Resp2,
+            Ok(3) => Protocol::Resp3,
+            _ => {
+                return Err(Fail::Reply(Reply::Error(
+                    "NOPROTO unsupported protocol version".to_string(),
+                )))
+            }
+        };
+        i = 2;
+    }
+    let mut name = None;
+    while let Some(opt) = args.get(i) {
+        if is(opt, "auth") && args.len() > i + 2 {
+            check_password(ctx, arg(args, i + 1), arg(args, i + 2))?;
+            i += 3;
+        } else if is(opt, "setname") && args.len() > i + 1 {
+            name = Some(text(arg(args, i + 1)));
+            i += 2;
+        } else {
+            return Err(Fail::err(format!(
+                "Syntax error in HELLO option '{}'",
+                text(opt)
+            )));
+        }
+    }
+    if !ctx.st.authenticated && ctx.engine.requires_auth() {
+        return Err(Fail::Reply(Reply::Error(
+            "NOAUTH HELLO must be called with the client already authenticated, otherwise the \
+             HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and \
+             select the RESP protocol version at the same time"
+                .to_string(),
+        )));
+    }
+    if let Some(n) = name {
+        set_name(ctx, n.as_bytes())?;
+    }
+    ctx.st.protocol = proto;
+    let b = |s: &str| Reply::Bulk(s.as_bytes().to_vec());
+    Ok(Reply::Map(vec![
+        (b("server"), b("redis")),
+        (b("version"), b(REDIS_VERSION)),
+        (
+            b("proto"),
+            Reply::Integer(if proto == Protocol::Resp3 { 3 } else { 2 }),
+        ),
+        (b("id"), Reply::Integer(ctx.st.id as i64)),
+        (b("mode"), b("standalone")),
+        (b("role"), b("master")),
+        (b("modules"), Reply::Array(Vec::new())),
+    ]))
+}
+
+pub(crate) fn select(_ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+    match int(arg(args, 1)) {
+        Ok(0) => Ok(Reply::Ok),
+        Ok(_) => Err(Fail::err("DB index is out of range")),
+        Err(e) => Err(e),
+    }
+}
+
+pub(crate) fn quit(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> CmdResult {
+    ctx.st.action = Some(Action::Close);
+    Ok(Reply::Ok)
+}
+
+pub(crate) fn shutdown(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+    for a in args.iter().skip(1) {
+        if !["nosave", "save", "now", "force", "abort"]
+            .iter()
+            .any(|o| is(a, o))
+        {
+            return Err(Fail::syntax());
+        }
+        if is(a, "abort") {
+            return Err(Fail::err("No shutdown in progress."));
+        }
+    }
+    ctx.st.action = Some(Action::Shutdown);
+    Ok(Reply::Ok)
+}
+
+pub(crate) fn info(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+    let wanted: Vec<String> = args
+        .iter()
+        .skip(1)
+        .map(|a| text(a).to_ascii_lowercase())
+        .collect();
+    Ok(Reply::Bulk(super::info::render(ctx, &wanted)?.into_bytes()))
+}
+
+/// The settings CONFIG GET reports, with their current values.
+fn config_pairs(ctx: &Ctx<'_>) -> Vec<(&'static str, String)> {
+    let c = ctx.engine.config.read();
+    let yn = |b: bool| if b { "yes" } else { "no" }.to_string();
+    vec![
+        ("bind", c.bind.clone()),
+        ("port", c.port.to_string()),
+        ("dir", c.dir.display().to_string()),
+        ("requirepass", c.requirepass.clone()),
+        ("maxclients", c.maxclients.to_string()),
+        ("protected-mode", yn(c.protected_mode)),
+        ("appendonly", "yes".to_string()),
+        ("appendfsync", c.fsync.as_str().to_string()),
+        ("save", String::new()),
+        ("databases", "1".to_string()),
+        ("proto-max-bulk-len", c.proto_max_bulk_len.to_string()),
+        (
+            "client-query-buffer-limit",
+            c.client_query_buffer_limit.to_string(),
+        ),
+        ("io-threads", c.threads.to_string()),
+        ("maxmemory", "0".to_string()),
+        ("timeout", "0".to_string()),
+    ]
+}
+
+fn config_set(ctx: &mut Ctx<'_>, name: &str, value: &[u8]) -> Result<(), Fail> {
+    let v = text(value);
+    let bad = || {
+        Fail::err(format!("CONFIG SET failed (possibly related to argument '{name}') - argument couldn't be parsed into an integer"))
+    };
+    let mut c = ctx.engine.config.write();
+    match name {
+        "requirepass" => {
+            ctx.engine
+                .auth_required
+                .store(!v.is_empty(), std::sync::atomic::Ordering::Relaxed);
+            c.requirepass = v;
+        }
+        "maxclients" => c.maxclients = v.parse().map_err(|_| bad())?,
+        "proto-max-bulk-len" => c.proto_max_bulk_len = v.parse().map_err(|_| bad())?,
+        "client-query-buffer-limit" => {
+            c.client_query_buffer_limit = v.parse().map_err(|_| bad())?
+        }
+        "protected-mode" => {
+            c.protected_mode = parse_yes_no(&v).map_err(|e| Fail::err(e.to_string()))?
+        }
+        // Accepted for compatibility; Terrace always logs writes and never snapshots.
+        "save" | "appendonly" | "timeout" | "maxmemory" => {}
+        _ => {
+            return Err(Fail::err(format!(
+                "Unknown option or number of arguments for CONFIG SET - '{name}'"
+            )))
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn config(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+    let sub = text(arg(args, 1)).to_ascii_lowercase();
+    match sub.as_str() {
+        "get" if args.len() >= 3 => {
+            let pairs = config_pairs(ctx);
+            let mut out = Vec::new();
+            for (name, value) in pairs {
+                if args
+                    .iter()
+                    .skip(2)
+                    .any(|p| glob_match(p, name.as_bytes(), true))
+                {
+                    out.push((
+                        Reply::Bulk(name.as_bytes().to_vec()),
+                        Reply::Bulk(value.into_bytes()),
+                    ));
+                }
+            }
+            Ok(Reply::Map(out))
+        }
+        "set" if args.len() >= 4 && args.len().is_multiple_of(2) => {
+            for pair in args.get(2..).unwrap_or_default().chunks(2) {
+                if let [k, v] = pair {
+                    config_set(ctx, &text(k).to_ascii_lowercase(), v)?;
+                }
+            }
+            Ok(Reply::Ok)
+        }
+        "resetstat" if args.len() == 2 => Ok(Reply::Ok),
+        "get" | "set" | "resetstat" => Err(Fail::err(format!(
+            "wrong number of arguments for 'config|{sub}' command"
+        ))),
+        _ => Err(Fail::err(format!(
+            "unknown subcommand '{}'. Try CONFIG HELP.",
+            text(arg(args, 1))
+        ))),
+    }
+}
+
+fn set_name(ctx: &mut Ctx<'_>, name: &[u8]) -> Result<(), Fail> {
+    if name.iter().any(|&c| c <= b' ' || c > b'~') {
+        return Err(Fail::err(
+            "Client names cannot contain spaces, newlines or special characters.",
+        ));
+    }
+    if let Some(c) = ctx.engine.clients.lock().get_mut(&ctx.st.id) {
+        c.name = text(name);
+    }
+    Ok(())
+}
+
+fn client_line(id: u64, c: &super::engine::ClientInfo) -> String {
+    let age = c.connected_at.map_or(0, |t| t.elapsed().as_secs());
+    format!(
+        "id={id} addr={} laddr= fd=0 name={} age={age} idle=0 flags=N db=0 sub=0 psub=0 \
+         ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 \
+         omem=0 tot-mem=0 events=r cmd=client|list user=default redir=-1 resp=2 \
+         lib-name={} lib-ver={}\n",
+        c.addr, c.name, c.lib_name, c.lib_ver
+    )
+}
+
+pub(crate) fn client(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+    let sub = text(arg(args, 1)).to_ascii_lowercase();
+    match (sub.as_str(), args.len()) {
+        ("setname", 3) => {
+            set_name(ctx, arg(args, 2))?;
+            Ok(Reply::Ok)
+        }
+        ("getname", 2) => {
+            let name = ctx
+                .engine
+                .clients
+                .lock()
+                .get(&ctx.st.id)
+                .map(|c| c.name.clone());
+            Ok(match name {
+                Some(n) if !n.is_empty() => Reply::Bulk(n.into_bytes()),
+                _ => Reply::Nil,
+            })
+        }
+        ("id", 2) => Ok(Reply::Integer(ctx.st.id as i64)),
+        ("setinfo", 4) => {
+            let attr = text(arg(args, 2)).to_ascii_lowercase();
+            let value = text(arg(args, 3));
+            let mut clients = ctx.engine.clients.lock();
+            let Some(c) = clients.get_mut(&ctx.st.id) else {
+                return Ok(Reply::Ok);
+            };
+            match attr.as_str() {
+                "lib-name" => c.lib_name = value,
+                "lib-ver" => c.lib_ver = value,
+                _ => {
+                    return Err(Fail::err(format!(
+                        "Unrecognized option '{}'",
+                        text(arg(args, 2))
+                    )))
+                }
+            }
+            Ok(Reply::Ok)
+        }
+        ("list", _) | ("info", 2) => {
+            let clients = ctx.engine.clients.lock();
+            let out: String = if sub == "info" {
+                clients
+                    .get(&ctx.st.id)
+                    .map(|c| client_line(ctx.st.id, c))
+                    .unwrap_or_default()
+            } else {
+                clients.iter().map(|(id, c)| client_line(*id, c)).collect()
+            };
+            Ok(Reply::Bulk(out.into_bytes()))
+        }
+        ("no-evict" | "no-touch", 3) => Ok(Reply::Ok),
+        _ => Err(Fail::err(format!(
+            "unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.",
+            text(arg(args, 1))
+        ))),
+    }
+}
+
+fn command_info(c: &CommandSpec) -> Reply {
+    Reply::Array(vec![
+        Reply::Bulk(c.name.as_bytes().to_vec()),
+        Reply::Integer(i64::from(c.arity)),
+        Reply::Set(
+            c.flag_names()
+                .into_iter()
+                .map(|f| Reply::Status(f.to_string()))
+                .collect(),
+        ),
+        Reply::Integer(i64::from(c.first_key)),
+        Reply::Integer(i64::from(c.last_key)),
+        Reply::Integer(i64::from(c.step)),
+        Reply::Set(Vec::new()),
+        Reply::Set(Vec::new()),
+        Reply::Array(Vec::new()),
+        Reply::Array(Vec::new()),
+    ])
+}
+
+fn command_docs(c: &CommandSpec) -> (Reply, Reply) {
+    let b = |s: &str| Reply::Bulk(s.as_bytes().to_vec());
+    (
+        b(c.name),
+        Reply::Map(vec![
+            (b("summary"), b(c.summary)),
+            (b("since"), b("1.0.0")),
+            (b("group"), b(c.group)),
+        ]),
+    )
+}
+
+pub(crate) fn command(_ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+    let sub = text(arg(args, 1)).to_ascii_lowercase();
+    let named = |i: usize| -> Vec<Option<&'static CommandSpec>> {
+        args.iter()
+            .skip(i)
+            .map(|n| super::table::lookup(&n.to_ascii_lowercase()))
+            .collect()
+    };
+    match sub.as_str() {
+        "" if args.len() == 1 => Ok(Reply::Array(COMMANDS.iter().map(command_info).collect())),
+        "count" => Ok(Reply::Integer(COMMANDS.len() as i64)),
+        "info" => Ok(Reply::Array(if args.len() == 2 {
+            COMMANDS.iter().map(command_info).collect()
+        } else {
+            named(2)
+                .into_iter()
+                .map(|c| c.map_or(Reply::Nil, command_info))
+                .collect()
+        })),
+        "docs" => Ok(Reply::Map(if args.len() == 2 {
+            COMMANDS.iter().map(command_docs).collect()
+        } else {
+            named(2).into_iter().flatten().map(command_docs).collect()
+        })),
+        "list" => Ok(Reply::Array(
+            COMMANDS
+                .iter()
+                .map(|c| Reply::Bulk(c.name.as_bytes().to_vec()))
+                .collect(),
+        )),
+        _ => Err(Fail::err(format!(
+            "unknown subcommand '{}'. Try COMMAND HELP.",
+            text(arg(args, 1))
+        ))),
+    }
+}
+
+/// Connected clients, for INFO.
+pub(crate) fn connected(ctx: &Ctx<'_>) -> usize {
+    ctx.engine.clients.lock().len()
+}
+
+/// Commands processed, for INFO.
+pub(crate) fn commands_processed(ctx: &Ctx<'_>) -> u64 {
+    ctx.engine.stats.commands.load(Ordering::Relaxed)
+}

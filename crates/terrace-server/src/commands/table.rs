@@ -1,0 +1,795 @@
+//! The command table: names, arities, flags and key positions (what COMMAND reports and
+//! what the executor locks).
+
+use super::{expiry, keyspace, server, strings, txn, CmdResult, Ctx};
+
+/// Writes keys: the executor locks the stripes of its keys.
+pub(crate) const WRITE: u32 = 1;
+/// Only reads.
+pub(crate) const READONLY: u32 = 1 << 1;
+/// Allowed before AUTH.
+pub(crate) const NOAUTH: u32 = 1 << 2;
+/// Runs at once even inside MULTI (MULTI, EXEC, DISCARD, WATCH, UNWATCH, QUIT).
+pub(crate) const NOQUEUE: u32 = 1 << 3;
+/// Holds the whole store exclusively (EXEC, FLUSHDB, FLUSHALL).
+pub(crate) const EXCLUSIVE: u32 = 1 << 4;
+/// Administrative.
+pub(crate) const ADMIN: u32 = 1 << 5;
+/// O(1) or O(log n).
+pub(crate) const FAST: u32 = 1 << 6;
+
+pub(crate) type Handler = fn(&mut Ctx<'_>, &[Vec<u8>]) -> CmdResult;
+
+/// One command.
+pub(crate) struct CommandSpec {
+    pub(crate) name: &'static str,
+    /// Redis arity: `n` exactly n arguments (name included), `-n` at least n.
+    pub(crate) arity: i32,
+    pub(crate) flags: u32,
+    pub(crate) first_key: i32,
+    /// Last key position; negative counts from the end.
+    pub(crate) last_key: i32,
+    pub(crate) step: i32,
+    pub(crate) group: &'static str,
+    pub(crate) summary: &'static str,
+    pub(crate) handler: Handler,
+}
+
+impl CommandSpec {
+    pub(crate) fn arity_ok(&self, argc: usize) -> bool {
+        let argc = i64::try_from(argc).unwrap_or(i64::MAX);
+        let arity = i64::from(self.arity);
+        if arity >= 0 {
+            argc == arity
+        } else {
+            argc >= -arity
+        }
+    }
+
+    /// Argument indexes holding keys.
+    pub(crate) fn key_positions(&self, argc: usize) -> impl Iterator<Item = usize> {
+        let argc = i64::try_from(argc).unwrap_or(i64::MAX);
+        let first = i64::from(self.first_key);
+        let last = if self.last_key < 0 {
+            argc + i64::from(self.last_key)
+        } else {
+            i64::from(self.last_key).min(argc - 1)
+        };
+        let step = i64::from(self.step.max(1));
+        let last = if first > 0 { last } else { first - 1 };
+        (first..=last)
+            .step_by(usize::try_from(step).unwrap_or(1))
+            .filter_map(|i| usize::try_from(i).ok())
+    }
+
+    /// Flag names as COMMAND reports them.
+    pub(crate) fn flag_names(&self) -> Vec<&'static str> {
+        [
+            (WRITE, "write"),
+            (READONLY, "readonly"),
+            (ADMIN, "admin"),
+            (NOAUTH, "no_auth"),
+            (FAST, "fast"),
+            (NOQUEUE, "allow_busy"),
+        ]
+        .iter()
+        .filter(|(f, _)| self.flags & f != 0)
+        .map(|&(_, n)| n)
+        .collect()
+    }
+}
+
+macro_rules! cmd {
+    ($name:literal, $arity:expr, $flags:expr, $first:expr, $last:expr, $step:expr, $group:literal, $summary:literal, $h:path) => {
+        CommandSpec {
+            name: $name,
+            arity: $arity,
+            flags: $flags,
+            first_key: $first,
+            last_key: $last,
+            step: $step,
+            group: $group,
+            summary: $summary,
+            handler: $h,
+        }
+    };
+}
+
+const W: u32 = WRITE;
+const R: u32 = READONLY;
+const WF: u32 = WRITE | FAST;
+const RF: u32 = READONLY | FAST;
+
+/// Every command, in alphabetical order.
+pub(crate) static COMMANDS: &[CommandSpec] = &[
+    cmd!(
+        "append",
+        3,
+        W,
+        1,
+        1,
+        1,
+        "string",
+        "Appends a string to the value of a key.",
+        strings::append
+    ),
+    cmd!(
+        "auth",
+        -2,
+        NOAUTH | FAST,
+        0,
+        0,
+        0,
+        "connection",
+        "Authenticates the connection.",
+        server::auth
+    ),
+    cmd!(
+        "client",
+        -2,
+        ADMIN,
+        0,
+        0,
+        0,
+        "connection",
+        "Client connection commands.",
+        server::client
+    ),
+    cmd!(
+        "command",
+        -1,
+        0,
+        0,
+        0,
+        0,
+        "server",
+        "Returns details about commands.",
+        server::command
+    ),
+    cmd!(
+        "config",
+        -2,
+        ADMIN,
+        0,
+        0,
+        0,
+        "server",
+        "Configuration commands.",
+        server::config
+    ),
+    cmd!(
+        "copy",
+        -3,
+        W,
+        1,
+        2,
+        1,
+        "generic",
+        "Copies the value of a key to a new key.",
+        keyspace::copy
+    ),
+    cmd!(
+        "dbsize",
+        1,
+        R,
+        0,
+        0,
+        0,
+        "server",
+        "Returns the number of keys.",
+        keyspace::dbsize
+    ),
+    cmd!(
+        "decr",
+        2,
+        WF,
+        1,
+        1,
+        1,
+        "string",
+        "Decrements the integer value of a key by one.",
+        strings::decr
+    ),
+    cmd!(
+        "decrby",
+        3,
+        WF,
+        1,
+        1,
+        1,
+        "string",
+        "Decrements a number from the integer value of a key.",
+        strings::decrby
+    ),
+    cmd!(
+        "del",
+        -2,
+        W,
+        1,
+        -1,
+        1,
+        "generic",
+        "Deletes one or more keys.",
+        keyspace::del
+    ),
+    cmd!(
+        "discard",
+        1,
+        NOQUEUE | FAST,
+        0,
+        0,
+        0,
+        "transactions",
+        "Discards a transaction.",
+        txn::discard
+    ),
+    cmd!(
+        "echo",
+        2,
+        FAST,
+        0,
+        0,
+        0,
+        "connection",
+        "Returns the given string.",
+        server::echo
+    ),
+    cmd!(
+        "exec",
+        1,
+        NOQUEUE | EXCLUSIVE,
+        0,
+        0,
+        0,
+        "transactions",
+        "Executes all commands in a transaction.",
+        txn::exec
+    ),
+    cmd!(
+        "exists",
+        -2,
+        RF,
+        1,
+        -1,
+        1,
+        "generic",
+        "Determines whether one or more keys exist.",
+        keyspace::exists
+    ),
+    cmd!(
+        "expire",
+        -3,
+        WF,
+        1,
+        1,
+        1,
+        "generic",
+        "Sets a key's time to live in seconds.",
+        expiry::expire
+    ),
+    cmd!(
+        "expireat",
+        -3,
+        WF,
+        1,
+        1,
+        1,
+        "generic",
+        "Sets the expiration time of a key to a Unix timestamp.",
+        expiry::expireat
+    ),
+    cmd!(
+        "expiretime",
+        2,
+        RF,
+        1,
+        1,
+        1,
+        "generic",
+        "Returns the expiration time of a key as a Unix timestamp.",
+        expiry::expiretime
+    ),
+    cmd!(
+        "flushall",
+        -1,
+        W | EXCLUSIVE,
+        0,
+        0,
+        0,
+        "server",
+        "Removes all keys.",
+        keyspace::flushdb
+    ),
+    cmd!(
+        "flushdb",
+        -1,
+        W | EXCLUSIVE,
+        0,
+        0,
+        0,
+        "server",
+        "Removes all keys.",
+        keyspace::flushdb
+    ),
+    cmd!(
+        "get",
+        2,
+        RF,
+        1,
+        1,
+        1,
+        "string",
+        "Returns the string value of a key.",
+        strings::get
+    ),
+    cmd!(
+        "getdel",
+        2,
+        WF,
+        1,
+        1,
+        1,
+        "string",
+        "Returns the string value of a key after deleting the key.",
+        strings::getdel
+    ),
+    cmd!(
+        "getex",
+        -2,
+        WF,
+        1,
+        1,
+        1,
+        "string",
+        "Returns the string value of a key after setting its expiration time.",
+        strings::getex
+    ),
+    cmd!(
+        "getrange",
+        4,
+        R,
+        1,
+        1,
+        1,
+        "string",
+        "Returns a substring of the string stored at a key.",
+        strings::getrange
+    ),
+    cmd!(
+        "getset",
+        3,
+        WF,
+        1,
+        1,
+        1,
+        "string",
+        "Returns the previous string value of a key after setting it to a new value.",
+        strings::getset
+    ),
+    cmd!(
+        "hello",
+        -1,
+        NOAUTH | FAST,
+        0,
+        0,
+        0,
+        "connection",
+        "Handshakes with the server.",
+        server::hello
+    ),
+    cmd!(
+        "incr",
+        2,
+        WF,
+        1,
+        1,
+        1,
+        "string",
+        "Increments the integer value of a key by one.",
+        strings::incr
+    ),
+    cmd!(
+        "incrby",
+        3,
+        WF,
+        1,
+        1,
+        1,
+        "string",
+        "Increments the integer value of a key by a number.",
+        strings::incrby
+    ),
+    cmd!(
+        "incrbyfloat",
+        3,
+        WF,
+        1,
+        1,
+        1,
+        "string",
+        "Increment the floating point value of a key by a number.",
+        strings::incrbyfloat
+    ),
+    cmd!(
+        "info",
+        -1,
+        0,
+        0,
+        0,
+        0,
+        "server",
+        "Returns information and statistics about the server.",
+        server::info
+    ),
+    cmd!(
+        "keys",
+        2,
+        R,
+        0,
+        0,
+        0,
+        "generic",
+        "Returns all key names that match a pattern.",
+        keyspace::keys
+    ),
+    cmd!(
+        "mget",
+        -2,
+        RF,
+        1,
+        -1,
+        1,
+        "string",
+        "Atomically returns the string values of one or more keys.",
+        strings::mget
+    ),
+    cmd!(
+        "mset",
+        -3,
+        W,
+        1,
+        -1,
+        2,
+        "string",
+        "Atomically creates or modifies the string values of one or more keys.",
+        strings::mset
+    ),
+    cmd!(
+        "msetnx",
+        -3,
+        W,
+        1,
+        -1,
+        2,
+        "string",
+        "Atomically sets keys only when none of them exist.",
+        strings::msetnx
+    ),
+    cmd!(
+        "multi",
+        1,
+        NOQUEUE | FAST,
+        0,
+        0,
+        0,
+        "transactions",
+        "Starts a transaction.",
+        txn::multi
+    ),
+    cmd!(
+        "persist",
+        2,
+        WF,
+        1,
+        1,
+        1,
+        "generic",
+        "Removes the expiration time of a key.",
+        expiry::persist
+    ),
+    cmd!(
+        "pexpire",
+        -3,
+        WF,
+        1,
+        1,
+        1,
+        "generic",
+        "Sets a key's time to live in milliseconds.",
+        expiry::pexpire
+    ),
+    cmd!(
+        "pexpireat",
+        -3,
+        WF,
+        1,
+        1,
+        1,
+        "generic",
+        "Sets the expiration time of a key to a Unix milliseconds timestamp.",
+        expiry::pexpireat
+    ),
+    cmd!(
+        "pexpiretime",
+        2,
+        RF,
+        1,
+        1,
+        1,
+        "generic",
+        "Returns the expiration time of a key as a Unix milliseconds timestamp.",
+        expiry::pexpiretime
+    ),
+    cmd!(
+        "ping",
+        -1,
+        FAST,
+        0,
+        0,
+        0,
+        "connection",
+        "Returns the server's liveliness response.",
+        server::ping
+    ),
+    cmd!(
+        "psetex",
+        4,
+        W,
+        1,
+        1,
+        1,
+        "string",
+        "Sets the value and expiration in milliseconds of a key.",
+        strings::psetex
+    ),
+    cmd!(
+        "pttl",
+        2,
+        RF,
+        1,
+        1,
+        1,
+        "generic",
+        "Returns the expiration time in milliseconds of a key.",
+        expiry::pttl
+    ),
+    cmd!(
+        "quit",
+        -1,
+        NOAUTH | NOQUEUE | FAST,
+        0,
+        0,
+        0,
+        "connection",
+        "Closes the connection.",
+        server::quit
+    ),
+    cmd!(
+        "randomkey",
+        1,
+        R,
+        0,
+        0,
+        0,
+        "generic",
+        "Returns a random key name.",
+        keyspace::randomkey
+    ),
+    cmd!(
+        "rename",
+        3,
+        W,
+        1,
+        2,
+        1,
+        "generic",
+        "Renames a key and overwrites the destination.",
+        keyspace::rename
+    ),
+    cmd!(
+        "renamenx",
+        3,
+        WF,
+        1,
+        2,
+        1,
+        "generic",
+        "Renames a key only when the target key name doesn't exist.",
+        keyspace::renamenx
+    ),
+    cmd!(
+        "scan",
+        -2,
+        R,
+        0,
+        0,
+        0,
+        "generic",
+        "Iterates over the key names in the database.",
+        keyspace::scan
+    ),
+    cmd!(
+        "select",
+        2,
+        FAST,
+        0,
+        0,
+        0,
+        "connection",
+        "Changes the selected database.",
+        server::select
+    ),
+    cmd!(
+        "set",
+        -3,
+        W,
+        1,
+        1,
+        1,
+        "string",
+        "Sets the string value of a key.",
+        strings::set
+    ),
+    cmd!(
+        "setex",
+        4,
+        W,
+        1,
+        1,
+        1,
+        "string",
+        "Sets the string value and expiration time of a key.",
+        strings::setex
+    ),
+    cmd!(
+        "setnx",
+        3,
+        WF,
+        1,
+        1,
+        1,
+        "string",
+        "Set the string value of a key only when the key doesn't exist.",
+        strings::setnx
+    ),
+    cmd!(
+        "setrange",
+        4,
+        W,
+        1,
+        1,
+        1,
+        "string",
+        "Overwrites a part of a string value.",
+        strings::setrange
+    ),
+    cmd!(
+        "shutdown",
+        -1,
+        ADMIN | NOQUEUE,
+        0,
+        0,
+        0,
+        "server",
+        "Stops the server after flushing.",
+        server::shutdown
+    ),
+    cmd!(
+        "strlen",
+        2,
+        RF,
+        1,
+        1,
+        1,
+        "string",
+        "Returns the length of a string value.",
+        strings::strlen
+    ),
+    cmd!(
+        "substr",
+        4,
+        R,
+        1,
+        1,
+        1,
+        "string",
+        "Returns a substring from a string value.",
+        strings::getrange
+    ),
+    cmd!(
+        "time",
+        1,
+        FAST,
+        0,
+        0,
+        0,
+        "server",
+        "Returns the server time.",
+        server::time
+    ),
+    cmd!(
+        "touch",
+        -2,
+        RF,
+        1,
+        -1,
+        1,
+        "generic",
+        "Returns the number of existing keys out of those specified.",
+        keyspace::exists
+    ),
+    cmd!(
+        "trange",
+        -3,
+        R,
+        0,
+        0,
+        0,
+        "generic",
+        "Terrace: returns up to COUNT key-value pairs in key order from a start key.",
+        keyspace::trange
+    ),
+    cmd!(
+        "ttl",
+        2,
+        RF,
+        1,
+        1,
+        1,
+        "generic",
+        "Returns the expiration time in seconds of a key.",
+        expiry::ttl
+    ),
+    cmd!(
+        "type",
+        2,
+        RF,
+        1,
+        1,
+        1,
+        "generic",
+        "Determines the type of value stored at a key.",
+        keyspace::type_of
+    ),
+    cmd!(
+        "unlink",
+        -2,
+        WF,
+        1,
+        -1,
+        1,
+        "generic",
+        "Deletes one or more keys.",
+        keyspace::del
+    ),
+    cmd!(
+        "unwatch",
+        1,
+        NOQUEUE | FAST,
+        0,
+        0,
+        0,
+        "transactions",
+        "Forgets about watched keys.",
+        txn::unwatch
+    ),
+    cmd!(
+        "watch",
+        -2,
+        NOQUEUE | FAST,
+        1,
+        -1,
+        1,
+        "transactions",
+        "Monitors changes to keys.",
+        txn::watch
+    ),
+];
+
+/// The command named `lower` (lowercase).
+pub(crate) fn lookup(lower: &[u8]) -> Option<&'static CommandSpec> {
+    COMMANDS
+        .binary_search_by(|c| c.name.as_bytes().cmp(lower))
+        .ok()
+        .and_then(|i| COMMANDS.get(i))
+}

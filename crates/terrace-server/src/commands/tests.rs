@@ -1,0 +1,295 @@
+use std::sync::Arc;
+
+use super::glob::glob_match;
+use super::*;
+use crate::config::Config;
+
+fn engine(dir: &std::path::Path) -> Arc<Engine> {
+    let config = Config {
+        dir: dir.to_path_buf(),
+        ..Config::default()
+    };
+    Engine::open(&config).unwrap()
+}
+
+fn run(s: &mut Session, line: &str) -> Reply {
+    let args: Vec<Vec<u8>> = line.split(' ').map(|a| a.as_bytes().to_vec()).collect();
+    s.execute(&args).unwrap()
+}
+
+fn bulk(s: &str) -> Reply {
+    Reply::Bulk(s.as_bytes().to_vec())
+}
+
+fn err(s: &str) -> Reply {
+    Reply::Error(s.to_string())
+}
+
+#[test]
+fn set_options_and_get() {
+    let tmp = tempfile::tempdir().unwrap();
+    let e = engine(tmp.path());
+    let mut s = e.connect("test".into()).unwrap();
+    assert_eq!(run(&mut s, "SET k v"), Reply::Ok);
+    assert_eq!(run(&mut s, "SET k w NX"), Reply::Nil);
+    assert_eq!(run(&mut s, "SET k w XX GET"), bulk("v"));
+    assert_eq!(run(&mut s, "SET n w XX"), Reply::Nil);
+    assert_eq!(run(&mut s, "SET k v NX XX"), err("ERR syntax error"));
+    assert_eq!(
+        run(&mut s, "SET k v EX 0"),
+        err("ERR invalid expire time in 'set' command")
+    );
+    assert_eq!(run(&mut s, "SET k v EX 10 PX 5"), err("ERR syntax error"));
+    assert_eq!(run(&mut s, "SET k v EX 100"), Reply::Ok);
+    assert_eq!(run(&mut s, "SET k v2 KEEPTTL"), Reply::Ok);
+    assert!(matches!(run(&mut s, "TTL k"), Reply::Integer(99..=100)));
+    assert_eq!(run(&mut s, "SET k v3"), Reply::Ok);
+    assert_eq!(run(&mut s, "TTL k"), Reply::Integer(-1));
+    assert_eq!(run(&mut s, "TTL nope"), Reply::Integer(-2));
+    assert_eq!(run(&mut s, "GET k"), bulk("v3"));
+    assert_eq!(
+        run(&mut s, "GET"),
+        err("ERR wrong number of arguments for 'get' command")
+    );
+    assert_eq!(
+        run(&mut s, "HSET h f v"),
+        err("ERR unknown command 'HSET', with args beginning with: 'h' 'f' 'v' ")
+    );
+}
+
+#[test]
+fn counters_and_ranges() {
+    let tmp = tempfile::tempdir().unwrap();
+    let e = engine(tmp.path());
+    let mut s = e.connect("test".into()).unwrap();
+    assert_eq!(run(&mut s, "INCR c"), Reply::Integer(1));
+    assert_eq!(run(&mut s, "INCRBY c 41"), Reply::Integer(42));
+    assert_eq!(run(&mut s, "DECRBY c 2"), Reply::Integer(40));
+    assert_eq!(run(&mut s, "SET c 9223372036854775807"), Reply::Ok);
+    assert_eq!(
+        run(&mut s, "INCR c"),
+        err("ERR increment or decrement would overflow")
+    );
+    assert_eq!(run(&mut s, "SET c 01"), Reply::Ok);
+    assert_eq!(
+        run(&mut s, "INCR c"),
+        err("ERR value is not an integer or out of range")
+    );
+    assert_eq!(run(&mut s, "INCRBYFLOAT f 10.5"), bulk("10.5"));
+    assert_eq!(run(&mut s, "INCRBYFLOAT f 0.1"), bulk("10.6"));
+    assert_eq!(run(&mut s, "SET s Hello"), Reply::Ok);
+    assert_eq!(run(&mut s, "APPEND s World"), Reply::Integer(10));
+    assert_eq!(run(&mut s, "GETRANGE s -5 -1"), bulk("World"));
+    assert_eq!(run(&mut s, "GETRANGE s 0 3"), bulk("Hell"));
+    assert_eq!(run(&mut s, "SETRANGE z 3 ab"), Reply::Integer(5));
+    assert_eq!(run(&mut s, "GET z"), Reply::Bulk(b"\0\0\0ab".to_vec()));
+    assert_eq!(run(&mut s, "STRLEN z"), Reply::Integer(5));
+    assert_eq!(run(&mut s, "MSETNX z 1 y 2"), Reply::Integer(0));
+    assert_eq!(run(&mut s, "MSETNX x 1 y 2"), Reply::Integer(1));
+    assert_eq!(
+        run(&mut s, "MGET x y q"),
+        Reply::Array(vec![bulk("1"), bulk("2"), Reply::Nil])
+    );
+}
+
+#[test]
+fn keyspace_and_expiry() {
+    let tmp = tempfile::tempdir().unwrap();
+    let e = engine(tmp.path());
+    let mut s = e.connect("test".into()).unwrap();
+    for i in 0..25 {
+        run(&mut s, &format!("SET key{i:02} v"));
+    }
+    assert_eq!(run(&mut s, "DBSIZE"), Reply::Integer(25));
+    // SCAN visits every key exactly once.
+    let mut cursor = "0".to_string();
+    let mut seen = Vec::new();
+    loop {
+        let Reply::Array(parts) = run(&mut s, &format!("SCAN {cursor} COUNT 7 MATCH key1*")) else {
+            panic!()
+        };
+        let [Reply::Bulk(c), Reply::Array(keys)] = parts.as_slice() else {
+            panic!()
+        };
+        seen.extend(keys.iter().cloned());
+        cursor = String::from_utf8(c.clone()).unwrap();
+        if cursor == "0" {
+            break;
+        }
+    }
+    assert_eq!(seen.len(), 10);
+    assert_eq!(run(&mut s, "PEXPIRE key00 1"), Reply::Integer(1));
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    assert_eq!(run(&mut s, "EXISTS key00 key01 key01"), Reply::Integer(2));
+    assert_eq!(run(&mut s, "DBSIZE"), Reply::Integer(24));
+    assert_eq!(run(&mut s, "EXPIRE key01 100 XX"), Reply::Integer(0));
+    assert_eq!(run(&mut s, "EXPIRE key01 100 NX"), Reply::Integer(1));
+    assert_eq!(run(&mut s, "EXPIRE key01 50 GT"), Reply::Integer(0));
+    assert_eq!(run(&mut s, "EXPIRE key01 50 LT"), Reply::Integer(1));
+    assert_eq!(
+        run(&mut s, "EXPIRE key01 50 NX LT"),
+        err("ERR NX and XX, GT or LT options at the same time are not compatible")
+    );
+    assert_eq!(run(&mut s, "EXPIRE key01 -1"), Reply::Integer(1));
+    assert_eq!(run(&mut s, "TYPE key01"), Reply::Status("none".into()));
+    assert_eq!(run(&mut s, "RENAME nope x"), err("ERR no such key"));
+    assert_eq!(run(&mut s, "RENAME key02 k2"), Reply::Ok);
+    assert_eq!(run(&mut s, "RENAMENX key03 k2"), Reply::Integer(0));
+    assert_eq!(run(&mut s, "COPY k2 k3"), Reply::Integer(1));
+    assert_eq!(run(&mut s, "DEL k2 k3 k3 nope"), Reply::Integer(2));
+    assert_eq!(run(&mut s, "FLUSHDB"), Reply::Ok);
+    assert_eq!(run(&mut s, "DBSIZE"), Reply::Integer(0));
+    assert_eq!(run(&mut s, "RANDOMKEY"), Reply::Nil);
+}
+
+#[test]
+fn transactions_and_watch() {
+    let tmp = tempfile::tempdir().unwrap();
+    let e = engine(tmp.path());
+    let mut a = e.connect("a".into()).unwrap();
+    let mut b = e.connect("b".into()).unwrap();
+    assert_eq!(run(&mut a, "MULTI"), Reply::Ok);
+    assert_eq!(run(&mut a, "INCR n"), Reply::Status("QUEUED".into()));
+    assert_eq!(run(&mut a, "INCR n"), Reply::Status("QUEUED".into()));
+    assert_eq!(
+        run(&mut a, "EXEC"),
+        Reply::Array(vec![Reply::Integer(1), Reply::Integer(2)])
+    );
+    // A write by another client to a watched key aborts EXEC.
+    assert_eq!(run(&mut a, "WATCH n"), Reply::Ok);
+    assert_eq!(run(&mut b, "SET n 10"), Reply::Ok);
+    run(&mut a, "MULTI");
+    run(&mut a, "INCR n");
+    assert_eq!(run(&mut a, "EXEC"), Reply::NilArray);
+    assert_eq!(run(&mut a, "GET n"), bulk("10"));
+    // Without interference it runs.
+    run(&mut a, "WATCH n");
+    run(&mut a, "MULTI");
+    run(&mut a, "INCR n");
+    assert_eq!(run(&mut a, "EXEC"), Reply::Array(vec![Reply::Integer(11)]));
+    // A refused command while queueing aborts the whole transaction.
+    run(&mut a, "MULTI");
+    run(&mut a, "SET x 1");
+    run(&mut a, "NOSUCH");
+    assert_eq!(
+        run(&mut a, "EXEC"),
+        err("EXECABORT Transaction discarded because of previous errors.")
+    );
+    assert_eq!(run(&mut a, "GET x"), Reply::Nil);
+    assert_eq!(run(&mut a, "EXEC"), err("ERR EXEC without MULTI"));
+    assert_eq!(run(&mut a, "DISCARD"), err("ERR DISCARD without MULTI"));
+}
+
+#[test]
+fn auth_and_hello() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = Config {
+        dir: tmp.path().to_path_buf(),
+        requirepass: "secret".into(),
+        ..Config::default()
+    };
+    let e = Engine::open(&config).unwrap();
+    let mut s = e.connect("t".into()).unwrap();
+    assert_eq!(run(&mut s, "GET k"), err("NOAUTH Authentication required."));
+    assert_eq!(
+        run(&mut s, "AUTH wrong"),
+        err("WRONGPASS invalid username-password pair or user is disabled.")
+    );
+    assert!(run(&mut s, "HELLO 3 AUTH default secret")
+        .to_string_lossy()
+        .contains("proto"));
+    assert_eq!(s.protocol(), Protocol::Resp3);
+    assert_eq!(run(&mut s, "GET k"), Reply::Nil);
+    assert_eq!(run(&mut s, "SELECT 1"), err("ERR DB index is out of range"));
+}
+
+#[test]
+fn maxclients_refuses_extra_sessions() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = Config {
+        dir: tmp.path().to_path_buf(),
+        maxclients: 1,
+        ..Config::default()
+    };
+    let e = Engine::open(&config).unwrap();
+    let first = e.connect("a".into()).unwrap();
+    assert!(e.connect("b".into()).is_err());
+    drop(first);
+    assert!(e.connect("c".into()).is_ok());
+}
+
+#[test]
+fn concurrent_increments_lose_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let e = engine(tmp.path());
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let e = Arc::clone(&e);
+            std::thread::spawn(move || {
+                let mut s = e.connect("t".into()).unwrap();
+                for _ in 0..500 {
+                    run(&mut s, "INCR n");
+                    run(&mut s, "APPEND log x");
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let mut s = e.connect("check".into()).unwrap();
+    assert_eq!(run(&mut s, "GET n"), bulk("2000"));
+    assert_eq!(run(&mut s, "STRLEN log"), Reply::Integer(2000));
+}
+
+#[test]
+fn glob_patterns() {
+    let m = |p: &str, t: &str| glob_match(p.as_bytes(), t.as_bytes(), false);
+    assert!(m("*", "anything"));
+    assert!(m("h?llo", "hello"));
+    assert!(m("h[ae]llo", "hallo"));
+    assert!(!m("h[^e]llo", "hello"));
+    assert!(m("h[a-b]llo", "hbllo"));
+    assert!(m("key1*", "key12"));
+    assert!(!m("key1*", "key2"));
+    assert!(m("a\\*b", "a*b"));
+    assert!(m("*a*b*", "xxaxxbxx"));
+    assert!(glob_match(b"SAVE", b"save", true));
+}
+
+#[test]
+fn compaction_filter_drops_expired_keys() {
+    let tmp = tempfile::tempdir().unwrap();
+    let e = engine(tmp.path());
+    let mut s = e.connect("t".into()).unwrap();
+    run(&mut s, "SET gone v PX 1");
+    run(&mut s, "SET kept v EX 1000");
+    run(&mut s, "SET plain v");
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    e.db().flush().unwrap();
+    e.db().compact_range(None, None).unwrap();
+    // The raw engine no longer holds the expired key; nothing read it lazily.
+    assert_eq!(e.db().get(b"gone").unwrap(), None);
+    assert!(e.db().get(b"kept").unwrap().is_some());
+    assert!(e.db().get(b"plain").unwrap().is_some());
+}
+
+#[test]
+fn metrics_text_has_the_engine_and_latency() {
+    let tmp = tempfile::tempdir().unwrap();
+    let e = engine(tmp.path());
+    let mut s = e.connect("t".into()).unwrap();
+    run(&mut s, "SET a b");
+    let text = crate::net::metrics_text(&e);
+    for name in [
+        "terrace_commands_total 1",
+        "terrace_connected_clients 1",
+        "terrace_command_latency_seconds_count 1",
+        "terrace_engine_write_amplification",
+        "terrace_engine_compaction_bytes_written_total",
+        "terrace_engine_stalls_total",
+        "terrace_engine_level_bytes{level=\"0\"}",
+    ] {
+        assert!(text.contains(name), "{name} missing from\n{text}");
+    }
+}

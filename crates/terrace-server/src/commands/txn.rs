@@ -1,0 +1,71 @@
+//! Transactions: MULTI, EXEC, DISCARD, WATCH, UNWATCH.
+//!
+//! Queued commands run under the store's exclusive lock, so no other command interleaves
+//! (atomic and isolated, as in Redis). WATCH registers the session's dirty flag with the
+//! store; any write to a watched key before EXEC sets it and EXEC answers with a null.
+
+use std::sync::atomic::Ordering;
+
+use super::{is_dirty, run_locked, CmdResult, Ctx, Fail};
+use crate::resp::Reply;
+
+pub(crate) fn multi(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> CmdResult {
+    if ctx.st.multi.is_some() {
+        return Err(Fail::err("MULTI calls can not be nested"));
+    }
+    ctx.st.multi = Some(Vec::new());
+    ctx.st.multi_error = false;
+    Ok(Reply::Ok)
+}
+
+fn unwatch_all(ctx: &mut Ctx<'_>) {
+    let keys = std::mem::take(&mut ctx.st.watched);
+    ctx.engine.store.unwatch(&keys, &ctx.st.dirty);
+    ctx.st.dirty.store(false, Ordering::Release);
+}
+
+pub(crate) fn exec(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> CmdResult {
+    let Some(queue) = ctx.st.multi.take() else {
+        return Err(Fail::err("EXEC without MULTI"));
+    };
+    let aborted = std::mem::take(&mut ctx.st.multi_error);
+    let dirty = is_dirty(ctx.st);
+    unwatch_all(ctx);
+    if aborted {
+        return Err(Fail::Reply(Reply::Error(
+            "EXECABORT Transaction discarded because of previous errors.".to_string(),
+        )));
+    }
+    if dirty {
+        return Ok(Reply::NilArray);
+    }
+    let replies = queue.iter().map(|args| run_locked(ctx, args)).collect();
+    Ok(Reply::Array(replies))
+}
+
+pub(crate) fn discard(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> CmdResult {
+    if ctx.st.multi.take().is_none() {
+        return Err(Fail::err("DISCARD without MULTI"));
+    }
+    ctx.st.multi_error = false;
+    unwatch_all(ctx);
+    Ok(Reply::Ok)
+}
+
+pub(crate) fn watch(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+    if ctx.st.multi.is_some() {
+        return Err(Fail::err("WATCH inside MULTI is not allowed"));
+    }
+    for k in args.iter().skip(1) {
+        if !ctx.st.watched.contains(k) {
+            ctx.engine.store.watch(k, &ctx.st.dirty);
+            ctx.st.watched.push(k.clone());
+        }
+    }
+    Ok(Reply::Ok)
+}
+
+pub(crate) fn unwatch(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> CmdResult {
+    unwatch_all(ctx);
+    Ok(Reply::Ok)
+}

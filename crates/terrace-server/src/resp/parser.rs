@@ -1,0 +1,258 @@
+//! The request parser: multibulk (`*N\r\n$L\r\n...`) and inline (`PING\r\n`) commands.
+
+/// Limits on what one request may claim; over a limit is a protocol error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest bulk string accepted (Redis's `proto-max-bulk-len`, 512 MiB by default).
+    pub proto_max_bulk_len: u64,
+    /// Most arguments in one command (Redis accepts 1024 * 1024).
+    pub max_args: u64,
+    /// Longest inline command or header line without its terminator (64 KiB in Redis).
+    pub max_inline_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            proto_max_bulk_len: 512 * 1024 * 1024,
+            max_args: 1024 * 1024,
+            max_inline_bytes: 64 * 1024,
+        }
+    }
+}
+
+/// A request the client got wrong; the reply is `-ERR Protocol error: ...` and the
+/// connection closes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("Protocol error: {0}")]
+pub struct ProtocolError(pub String);
+
+/// The result of parsing the front of a buffer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Parsed {
+    /// More bytes are needed; nothing was consumed.
+    Incomplete,
+    /// A complete command of the given arguments (possibly none: an empty line or `*0`)
+    /// that used the first `consumed` bytes.
+    Command {
+        /// The arguments, command name first.
+        args: Vec<Vec<u8>>,
+        /// Bytes of the buffer the command used.
+        consumed: usize,
+    },
+}
+
+/// Parses one command from the front of `buf`.
+///
+/// # Errors
+/// [`ProtocolError`] for malformed input or a claim over one of `limits`.
+pub fn parse_command(buf: &[u8], limits: &Limits) -> Result<Parsed, ProtocolError> {
+    match buf.first() {
+        None => Ok(Parsed::Incomplete),
+        Some(b'*') => parse_multibulk(buf, limits),
+        Some(_) => parse_inline(buf, limits),
+    }
+}
+
+/// Finds the line starting at `start`; returns its end (the `\r`) or `None` if incomplete.
+fn line_end(buf: &[u8], start: usize) -> Option<usize> {
+    let rest = buf.get(start..)?;
+    let nl = rest.iter().position(|&b| b == b'\n')?;
+    let end = start + nl;
+    Some(if end > start && buf.get(end - 1) == Some(&b'\r') {
+        end - 1
+    } else {
+        end
+    })
+}
+
+fn parse_i64(digits: &[u8]) -> Option<i64> {
+    std::str::from_utf8(digits).ok()?.parse::<i64>().ok()
+}
+
+/// Reads a `<prefix><integer>\r\n` header at `pos`; `Ok(None)` if incomplete.
+fn header(
+    buf: &[u8],
+    pos: usize,
+    limits: &Limits,
+    what: &str,
+) -> Result<Option<(i64, usize)>, ProtocolError> {
+    let Some(end) = line_end(buf, pos) else {
+        if buf.len() - pos > limits.max_inline_bytes {
+            return Err(ProtocolError(format!("too big {what} count string")));
+        }
+        return Ok(None);
+    };
+    if buf.get(end) != Some(&b'\r') {
+        return Err(ProtocolError(format!("invalid {what} length")));
+    }
+    let digits = buf.get(pos + 1..end).unwrap_or_default();
+    let n = parse_i64(digits).ok_or_else(|| ProtocolError(format!("invalid {what} length")))?;
+    Ok(Some((n, end + 2)))
+}
+
+fn parse_multibulk(buf: &[u8], limits: &Limits) -> Result<Parsed, ProtocolError> {
+    let Some((count, mut pos)) = header(buf, 0, limits, "multibulk")? else {
+        return Ok(Parsed::Incomplete);
+    };
+    if count > 0 && count as u64 > limits.max_args {
+        return Err(ProtocolError("invalid multibulk length".to_string()));
+    }
+    if count <= 0 {
+        return Ok(Parsed::Command {
+            args: Vec::new(),
+            consumed: pos,
+        });
+    }
+    // Never trust the count for the allocation: grow as elements arrive.
+    let mut args = Vec::with_capacity((count as usize).min(64));
+    for _ in 0..count {
+        match buf.get(pos) {
+            None => return Ok(Parsed::Incomplete),
+            Some(b'$') => {}
+            Some(&other) => {
+                return Err(ProtocolError(format!(
+                    "expected '$', got '{}'",
+                    char::from(other)
+                )))
+            }
+        }
+        let Some((len, body)) = header(buf, pos, limits, "bulk")? else {
+            return Ok(Parsed::Incomplete);
+        };
+        if len < 0 || len as u64 > limits.proto_max_bulk_len {
+            return Err(ProtocolError("invalid bulk length".to_string()));
+        }
+        let len = len as usize;
+        let Some(end) = body.checked_add(len) else {
+            return Err(ProtocolError("invalid bulk length".to_string()));
+        };
+        if buf.len() < end + 2 {
+            return Ok(Parsed::Incomplete);
+        }
+        if buf.get(end..end + 2) != Some(b"\r\n".as_slice()) {
+            return Err(ProtocolError(
+                "bulk string not terminated by CRLF".to_string(),
+            ));
+        }
+        args.push(buf.get(body..end).unwrap_or_default().to_vec());
+        pos = end + 2;
+    }
+    Ok(Parsed::Command {
+        args,
+        consumed: pos,
+    })
+}
+
+fn parse_inline(buf: &[u8], limits: &Limits) -> Result<Parsed, ProtocolError> {
+    let Some(nl) = buf.iter().position(|&b| b == b'\n') else {
+        if buf.len() > limits.max_inline_bytes {
+            return Err(ProtocolError("too big inline request".to_string()));
+        }
+        return Ok(Parsed::Incomplete);
+    };
+    if nl > limits.max_inline_bytes {
+        return Err(ProtocolError("too big inline request".to_string()));
+    }
+    let line = buf.get(..nl).unwrap_or_default();
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let args = split_args(line)
+        .ok_or_else(|| ProtocolError("unbalanced quotes in request".to_string()))?;
+    if args.len() as u64 > limits.max_args {
+        return Err(ProtocolError("invalid multibulk length".to_string()));
+    }
+    Ok(Parsed::Command {
+        args,
+        consumed: nl + 1,
+    })
+}
+
+/// Splits an inline command like Redis's `sdssplitargs`: whitespace separates arguments,
+/// double quotes allow `\n`, `\xHH`-style escapes, single quotes allow `\'`.
+fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let mut args = Vec::new();
+    let mut i = 0;
+    loop {
+        while line.get(i).is_some_and(u8::is_ascii_whitespace) {
+            i += 1;
+        }
+        let Some(&first) = line.get(i) else {
+            return Some(args);
+        };
+        let mut cur = Vec::new();
+        match first {
+            b'"' => {
+                i += 1;
+                loop {
+                    match *line.get(i)? {
+                        b'\\' => {
+                            let next = *line.get(i + 1)?;
+                            if next == b'x' {
+                                let hex = line.get(i + 2..i + 4)?;
+                                let s = std::str::from_utf8(hex).ok();
+                                if let Some(v) = s.and_then(|s| u8::from_str_radix(s, 16).ok()) {
+                                    cur.push(v);
+                                    i += 4;
+                                    continue;
+                                }
+                            }
+                            cur.push(match next {
+                                b'n' => b'\n',
+                                b'r' => b'\r',
+                                b't' => b'\t',
+                                b'b' => 8,
+                                b'a' => 7,
+                                other => other,
+                            });
+                            i += 2;
+                        }
+                        b'"' => {
+                            i += 1;
+                            break;
+                        }
+                        c => {
+                            cur.push(c);
+                            i += 1;
+                        }
+                    }
+                }
+                // A closing quote must be followed by a space or the end.
+                if line.get(i).is_some_and(|b| !b.is_ascii_whitespace()) {
+                    return None;
+                }
+            }
+            b'\'' => {
+                i += 1;
+                loop {
+                    match *line.get(i)? {
+                        b'\\' if line.get(i + 1) == Some(&b'\'') => {
+                            cur.push(b'\'');
+                            i += 2;
+                        }
+                        b'\'' => {
+                            i += 1;
+                            break;
+                        }
+                        c => {
+                            cur.push(c);
+                            i += 1;
+                        }
+                    }
+                }
+                if line.get(i).is_some_and(|b| !b.is_ascii_whitespace()) {
+                    return None;
+                }
+            }
+            _ => {
+                while let Some(&c) = line.get(i) {
+                    if c.is_ascii_whitespace() {
+                        break;
+                    }
+                    cur.push(c);
+                    i += 1;
+                }
+            }
+        }
+        args.push(cur);
+    }
+}

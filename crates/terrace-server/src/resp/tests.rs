@@ -1,0 +1,152 @@
+use proptest::prelude::*;
+
+use super::*;
+
+fn encode(args: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
+fn parse(buf: &[u8]) -> Result<Parsed, ProtocolError> {
+    parse_command(buf, &Limits::default())
+}
+
+fn args(list: &[&str]) -> Vec<Vec<u8>> {
+    list.iter().map(|s| s.as_bytes().to_vec()).collect()
+}
+
+#[test]
+fn multibulk_and_pipelines() {
+    let mut buf = encode(&args(&["SET", "k", "v"]));
+    let first_len = buf.len();
+    buf.extend_from_slice(b"PING\r\n");
+    let Ok(Parsed::Command { args: a, consumed }) = parse(&buf) else {
+        panic!("expected a command")
+    };
+    assert_eq!(a, args(&["SET", "k", "v"]));
+    assert_eq!(consumed, first_len);
+    assert_eq!(
+        parse(&buf[consumed..]),
+        Ok(Parsed::Command {
+            args: args(&["PING"]),
+            consumed: 6
+        })
+    );
+}
+
+#[test]
+fn inline_quotes() {
+    let r = parse(b"set \"a b\" 'c\\'d' \"\\x41\\n\"\r\n");
+    assert_eq!(
+        r,
+        Ok(Parsed::Command {
+            args: vec![
+                b"set".to_vec(),
+                b"a b".to_vec(),
+                b"c'd".to_vec(),
+                b"A\n".to_vec()
+            ],
+            consumed: 27
+        })
+    );
+    assert!(parse(b"get \"abc\r\n").is_err());
+    assert_eq!(
+        parse(b"\r\n"),
+        Ok(Parsed::Command {
+            args: vec![],
+            consumed: 2
+        })
+    );
+}
+
+#[test]
+fn limits_are_errors_not_allocations() {
+    // A claimed 4 GiB bulk string is refused at the header, before any body arrives.
+    assert_eq!(
+        parse(b"*1\r\n$4294967296\r\n"),
+        Err(ProtocolError("invalid bulk length".to_string()))
+    );
+    // A huge claimed array is fine to start (nothing is reserved) but over the limit fails.
+    assert_eq!(
+        parse(b"*99999999999\r\n"),
+        Err(ProtocolError("invalid multibulk length".to_string()))
+    );
+    let small = Limits {
+        proto_max_bulk_len: 4,
+        max_args: 2,
+        max_inline_bytes: 8,
+    };
+    assert!(parse_command(b"*1\r\n$5\r\nhello\r\n", &small).is_err());
+    assert!(parse_command(b"*3\r\n", &small).is_err());
+    assert!(parse_command(b"PINGPINGPING", &small).is_err());
+    assert_eq!(
+        parse_command(b"*1\r\n$4\r\nhel", &small),
+        Ok(Parsed::Incomplete)
+    );
+}
+
+#[test]
+fn malformed_frames() {
+    assert!(parse(b"*1\r\n+OK\r\n").is_err());
+    assert!(parse(b"*x\r\n").is_err());
+    assert!(parse(b"*1\r\n$-3\r\n").is_err());
+    assert!(parse(b"*1\r\n$2\r\nabXY").is_err());
+}
+
+#[test]
+fn replies_in_both_protocols() {
+    let map = Reply::Map(vec![(Reply::Bulk(b"a".to_vec()), Reply::Integer(1))]);
+    let mut two = Vec::new();
+    map.write(Protocol::Resp2, &mut two);
+    assert_eq!(two, b"*2\r\n$1\r\na\r\n:1\r\n");
+    let mut three = Vec::new();
+    map.write(Protocol::Resp3, &mut three);
+    assert_eq!(three, b"%1\r\n$1\r\na\r\n:1\r\n");
+    let mut nil = Vec::new();
+    Reply::Nil.write(Protocol::Resp2, &mut nil);
+    Reply::Nil.write(Protocol::Resp3, &mut nil);
+    Reply::NilArray.write(Protocol::Resp2, &mut nil);
+    Reply::err("bad\r\nline").write(Protocol::Resp2, &mut nil);
+    assert_eq!(nil, b"$-1\r\n_\r\n*-1\r\n-ERR bad  line\r\n");
+}
+
+proptest! {
+    #[test]
+    fn round_trip(list in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..40), 1..8)) {
+        let buf = encode(&list);
+        let parsed = parse(&buf);
+        prop_assert_eq!(parsed, Ok(Parsed::Command { args: list.clone(), consumed: buf.len() }));
+        // Every strict prefix is incomplete, never an error or a different command.
+        for cut in 0..buf.len() {
+            prop_assert_eq!(parse(&buf[..cut]), Ok(Parsed::Incomplete));
+        }
+    }
+
+    #[test]
+    fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+        let limits = Limits { proto_max_bulk_len: 64, max_args: 16, max_inline_bytes: 32 };
+        if let Ok(Parsed::Command { consumed, .. }) = parse_command(&bytes, &limits) {
+            prop_assert!(consumed <= bytes.len());
+        }
+    }
+
+    #[test]
+    fn mutated_frames_never_panic(
+        list in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..20), 1..5),
+        flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..4),
+    ) {
+        let mut buf = encode(&list);
+        for (at, b) in flips {
+            let i = at % buf.len();
+            buf[i] = b;
+        }
+        if let Ok(Parsed::Command { consumed, .. }) = parse(&buf) {
+            prop_assert!(consumed <= buf.len());
+        }
+    }
+}

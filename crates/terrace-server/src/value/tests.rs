@@ -1,0 +1,41 @@
+use terrace::compaction::{CompactionFilter, FilterDecision};
+
+use super::*;
+
+#[test]
+fn round_trip_and_layout() {
+    let plain = StoredValue::new(b"hi".to_vec());
+    assert_eq!(plain.encode(), b"\x00hi");
+    let timed = StoredValue {
+        expire_at_ms: Some(0x0102),
+        data: b"v".to_vec(),
+    };
+    assert_eq!(timed.encode(), b"\x01\0\0\0\0\0\0\x01\x02v");
+    for v in [plain, timed] {
+        assert_eq!(StoredValue::decode(&v.encode()), Ok(v));
+    }
+}
+
+#[test]
+fn bad_bytes_are_errors() {
+    assert_eq!(StoredValue::decode(b""), Err(ValueError::Empty));
+    assert_eq!(StoredValue::decode(b"\x07"), Err(ValueError::UnknownTag(7)));
+    assert_eq!(StoredValue::decode(b"\x01\0\0"), Err(ValueError::Truncated));
+}
+
+#[test]
+fn filter_drops_only_expired() {
+    let f = ExpiryFilter;
+    let past = StoredValue {
+        expire_at_ms: Some(1),
+        data: vec![],
+    };
+    let future = StoredValue {
+        expire_at_ms: Some(now_ms() + 60_000),
+        data: vec![],
+    };
+    assert_eq!(f.filter(1, b"k", &past.encode()), FilterDecision::Remove);
+    assert_eq!(f.filter(1, b"k", &future.encode()), FilterDecision::Keep);
+    assert_eq!(f.filter(1, b"k", b"\x00x"), FilterDecision::Keep);
+    assert_eq!(f.filter(1, b"k", b"\x09"), FilterDecision::Keep);
+}
