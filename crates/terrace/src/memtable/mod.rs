@@ -1,31 +1,40 @@
 //! Memtable: the in-memory, concurrently written, ordered buffer of recent writes.
 //!
-//! Owns: point entries keyed by internal key (a `crossbeam_skiplist::SkipMap`), the
-//! memtable's range tombstones, its memory accounting, and [`MemTableIterator`].
+//! Owns: point entries keyed by internal key (an arena skiplist with one writer and
+//! lock-free readers, `skiplist.rs` over `arena.rs`), the memtable's range tombstones, its
+//! memory accounting, and [`MemTableIterator`].
 //! Must not touch: the log, sequence allocation or flushing; the write path calls
 //! [`MemTable::add`] with sequence numbers it assigned, and flush reads [`MemTable::iter`].
-//! Concurrency: `Send + Sync`. Any number of threads call `add` and read at once
-//! through `&self`; entries are never removed, so a reader sees every entry whose `add`
-//! returned before the read began.
+//! Concurrency: `Send + Sync`. Any number of threads may call `add` through `&self`; point
+//! inserts are serialised by a mutex inside the skiplist (uncontended in the engine: the
+//! group-commit leader, or recovery, is the only writer). Reads (`get`, iterators) never
+//! wait for the writer; entries are never removed, so a reader sees every entry whose
+//! `add` returned before the read began, and never a half-added one.
 
+mod arena;
 mod iter;
+mod skiplist;
 
-use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use crossbeam_skiplist::SkipMap;
 use parking_lot::RwLock;
 
-use crate::key::{seek_key, try_parse, InternalKey, SeqNo, ValueType, MAX_SEQ};
+use crate::key::{pack_trailer, SeqNo, ValueType, MAX_SEQ, TYPE_FOR_SEEK};
 use crate::range_del::{FragmentedTombstones, RangeTombstone};
+use skiplist::SkipList;
+
+// The unit tests name the key type through `super::*`.
+#[cfg(test)]
+use crate::key::InternalKey;
 
 pub use iter::MemTableIterator;
 
-/// Bytes charged per entry on top of its key and value: the skiplist node and tower,
-/// the key's trailer and `Vec` header, the value's `Bytes` header, and two heap blocks.
-pub const ENTRY_OVERHEAD_BYTES: usize = 96;
+/// Bytes charged per entry on top of its key and value: the skiplist node (its arena
+/// slot, with the links, the key's trailer and the buffer's `Bytes` header) and the heap
+/// block's own overhead.
+pub const ENTRY_OVERHEAD_BYTES: usize = skiplist::SLOT_BYTES + 16;
 
 /// A point entry found by [`MemTable::get`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,7 +56,7 @@ struct Tombstones {
 
 /// The memtable. See the module docs for the concurrency rule.
 pub struct MemTable {
-    map: SkipMap<InternalKey, Bytes>,
+    list: SkipList,
     tombstones: RwLock<Tombstones>,
     memory_bytes: AtomicUsize,
     entries: AtomicUsize,
@@ -74,7 +83,7 @@ impl MemTable {
     /// An empty memtable.
     pub fn new() -> Self {
         MemTable {
-            map: SkipMap::new(),
+            list: SkipList::new(),
             tombstones: RwLock::default(),
             memory_bytes: AtomicUsize::new(0),
             entries: AtomicUsize::new(0),
@@ -99,10 +108,13 @@ impl MemTable {
                 t.fragmented = None;
             }
             ValueType::Value | ValueType::Deletion => {
-                self.map.insert(
-                    InternalKey::new(user_key, seq, kind),
-                    Bytes::copy_from_slice(value),
-                );
+                let trailer = pack_trailer(seq, kind as u8);
+                if !self.list.insert(user_key, trailer, value) {
+                    // 2^32 - 1 entries: the node arena is full, which needs hundreds of
+                    // gigabytes of memtable first.
+                    tracing::error!(seq, "memtable full: entry not added");
+                    return;
+                }
             }
         }
         self.memory_bytes.fetch_add(
@@ -116,13 +128,16 @@ impl MemTable {
     /// The newest point entry of `user_key` with `seq <= snapshot`. Range tombstones are
     /// not applied here; see [`MemTable::max_covering_tombstone_seq`].
     pub fn get(&self, user_key: &[u8], snapshot: SeqNo) -> Option<MemEntry> {
-        let target = InternalKey(seek_key(user_key, snapshot.min(MAX_SEQ)));
-        let e = self.map.lower_bound(Bound::Included(&target))?;
-        let p = try_parse(e.key().encoded()).ok()?;
-        (p.user_key == user_key).then(|| MemEntry {
-            seq: p.seq,
-            kind: p.kind,
-            value: e.value().clone(),
+        let target = pack_trailer(snapshot.min(MAX_SEQ), TYPE_FOR_SEEK);
+        let node = self.list.node(self.list.find_ge(user_key, target, None))?;
+        if node.user_key() != user_key {
+            return None;
+        }
+        let trailer = node.trailer();
+        Some(MemEntry {
+            seq: trailer >> 8,
+            kind: ValueType::from_u8((trailer & 0xff) as u8)?,
+            value: self.list.latest(node).value_bytes(),
         })
     }
 

@@ -291,3 +291,66 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn memory_charge_covers_the_node() {
+    let m = MemTable::new();
+    const { assert!(ENTRY_OVERHEAD_BYTES >= skiplist::SLOT_BYTES) };
+    for i in 0..1_000u64 {
+        m.add(i + 1, ValueType::Value, &i.to_be_bytes(), &[1u8; 20]);
+    }
+    assert_eq!(
+        m.approximate_memory_usage(),
+        1_000 * (8 + 20 + ENTRY_OVERHEAD_BYTES)
+    );
+}
+
+/// Readers run against one writer: a get finds every key whose `add` returned before the
+/// get began, with its value; a scan is strictly ordered, holds at least those entries,
+/// and never shows an entry whose value does not match its key.
+#[test]
+fn readers_see_whole_entries_while_one_writer_adds() {
+    const N: u64 = 20_000;
+    const READERS: usize = 3;
+    let m = Arc::new(MemTable::new());
+    let added = std::sync::atomic::AtomicU64::new(0);
+    // A fixed permutation of 0..N, so that inserts land all over the list.
+    let key_of = |i: u64| format!("key{:08}", (i * 7_919) % N).into_bytes();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for i in 0..N {
+                m.add(i + 1, ValueType::Value, &key_of(i), &(i + 1).to_le_bytes());
+                added.store(i + 1, std::sync::atomic::Ordering::Release);
+            }
+        });
+        for r in 0..READERS {
+            let (m, added) = (&m, &added);
+            s.spawn(move || {
+                let mut rounds = 0u64;
+                loop {
+                    let done = added.load(std::sync::atomic::Ordering::Acquire);
+                    if done > 0 {
+                        let i = (rounds * 104_729 + r as u64) % done;
+                        let e = m.get(&key_of(i), MAX_SEQ).unwrap();
+                        assert_eq!((e.seq, &e.value[..]), (i + 1, &(i + 1).to_le_bytes()[..]));
+                    }
+                    if rounds.is_multiple_of(64) {
+                        let all = scan(&mut m.iter());
+                        assert!(all.len() as u64 >= done);
+                        for w in all.windows(2) {
+                            assert!(crate::key::compare(&w[0].0, &w[1].0).is_lt());
+                        }
+                        for (k, v) in &all {
+                            assert_eq!(v.as_slice(), parsed(k).seq.to_le_bytes());
+                        }
+                    }
+                    rounds += 1;
+                    if done == N {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    assert_eq!(scan(&mut m.iter()).len() as u64, N);
+}
