@@ -167,6 +167,11 @@ impl Options {
         if self.write_buffer_size < 4096 {
             return bad("write_buffer_size must be at least 4096");
         }
+        // A memtable addresses its entries with 32-bit indexes; at more than 100 bytes of
+        // overhead per entry this bound keeps every memtable far below 2^32 entries.
+        if self.write_buffer_size as u64 > 256 << 30 {
+            return bad("write_buffer_size must be at most 256 GiB");
+        }
         if self.max_write_buffer_number < 2 {
             return bad("max_write_buffer_number must be at least 2");
         }
