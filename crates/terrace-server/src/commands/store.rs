@@ -91,12 +91,21 @@ impl Store {
 
     /// Stores `value` under `key`.
     pub(crate) fn put(&self, key: &[u8], value: &StoredValue) -> Result<(), Fail> {
-        self.apply(vec![(key.to_vec(), Some(value.clone()))])
+        // The hot path of SET: one encoding, one batch sized up front, no copies of the
+        // key or value beyond those.
+        let encoded = value.encode();
+        let mut batch = WriteBatch::with_capacity(11 + key.len() + encoded.len());
+        batch.put(key, &encoded);
+        self.db.write(batch, self.write_opts)?;
+        self.watches.touch(key);
+        Ok(())
     }
 
     /// Deletes `key`.
     pub(crate) fn delete(&self, key: &[u8]) -> Result<(), Fail> {
-        self.apply(vec![(key.to_vec(), None)])
+        self.db.write(single_delete(key), self.write_opts)?;
+        self.watches.touch(key);
+        Ok(())
     }
 
     /// Applies puts (`Some`) and deletes (`None`) atomically, as one engine batch.
@@ -196,7 +205,7 @@ impl Watches {
 }
 
 fn single_delete(key: &[u8]) -> WriteBatch {
-    let mut b = WriteBatch::new();
+    let mut b = WriteBatch::with_capacity(6 + key.len());
     b.delete(key);
     b
 }
