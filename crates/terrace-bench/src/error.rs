@@ -1,4 +1,4 @@
-//! The bench crate's error: bad flags, engine failures and report I/O.
+//! The bench crate's error: bad flags, engine failures, server failures and report I/O.
 //!
 //! Owns: `BenchError`. Must not touch: anything else.
 //! Concurrency: plain data, `Send + Sync`.
@@ -31,6 +31,35 @@ pub enum BenchError {
     /// A worker thread died.
     #[error("benchmark thread failed: {0}")]
     Thread(String),
+    /// A Redis-protocol server could not be reached.
+    #[error("cannot connect to {target}: {source} (is the server running and listening there?)")]
+    Connect {
+        /// The `--target`.
+        target: String,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Talking to a connected server failed: a closed connection or a malformed reply.
+    #[error("talking to {target}: {source}")]
+    Net {
+        /// The `--target`.
+        target: String,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The server answered a benchmark's command with an error or an unexpected reply.
+    #[error("server replied to {command}: {reply}")]
+    Server {
+        /// The command's name.
+        command: String,
+        /// The reply, as text.
+        reply: String,
+    },
+    /// A benchmark that only exists for the embedded engine, asked of a server.
+    #[error("benchmark {0:?} is not available with --target (server mode runs ycsb_load and ycsb_a .. ycsb_f)")]
+    NotInServerMode(String),
     /// The engine failed.
     #[error(transparent)]
     Engine(#[from] terrace::Error),

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use terrace::{Compression, Options};
 
 use crate::error::{BenchError, Result};
+use crate::resp_client::Target;
 
 #[cfg(test)]
 mod tests;
@@ -104,6 +105,10 @@ pub struct Flags {
     pub ycsb_zipfian_constant: f64,
     /// Draw a progress bar (only honoured when stdout is a terminal).
     pub progress: bool,
+    /// Server mode: the Redis-protocol server to measure instead of an embedded database.
+    pub target: Option<Target>,
+    /// Server mode: commands sent per connection before reading their replies.
+    pub pipeline: usize,
 }
 
 impl Default for Flags {
@@ -156,6 +161,8 @@ impl Default for Flags {
             ycsb_max_scan_length: 100,
             ycsb_zipfian_constant: 0.99,
             progress: true,
+            target: None,
+            pipeline: 1,
         }
     }
 }
@@ -186,7 +193,10 @@ Usage: terrace bench [--name=value ...]   (db_bench's flag names and defaults)
   --benchmark_write_rate_limit --sync --disable_wal --use_existing_db --seed --histogram
   --statistics --report_interval_seconds --report_file=CSV --json=FILE --plot=SVG
   --ycsb_field_count --ycsb_field_length --ycsb_max_scan_length --ycsb_zipfian_constant
-  --progress (a progress bar when stdout is a terminal; --noprogress to hide it)";
+  --progress (a progress bar when stdout is a terminal; --noprogress to hide it)
+Server mode: --target=redis://HOST:PORT runs ycsb_load, ycsb_a .. ycsb_f over RESP against
+  any Redis-protocol server, one connection per --threads, --pipeline=N commands in flight
+  per connection (records are one string per key; the server is not emptied first)";
 
 impl Flags {
     /// Parses db_bench-style arguments (without the program name) over the defaults.
@@ -312,6 +322,8 @@ impl Flags {
             "ycsb_field_length" => self.ycsb_field_length = num(name, v)?,
             "ycsb_max_scan_length" => self.ycsb_max_scan_length = num(name, v)?,
             "ycsb_zipfian_constant" => self.ycsb_zipfian_constant = num(name, v)?,
+            "target" => self.target = Some(Target::parse(v)?),
+            "pipeline" => self.pipeline = num(name, v)?,
             _ => return Err(BenchError::UnknownFlag(name.to_string())),
         }
         Ok(())
@@ -327,6 +339,7 @@ impl Flags {
             ("subcompactions", self.subcompactions),
             ("ycsb_field_count", self.ycsb_field_count),
             ("ycsb_max_scan_length", self.ycsb_max_scan_length),
+            ("pipeline", self.pipeline),
         ];
         for (name, v) in positive {
             if v == 0 {

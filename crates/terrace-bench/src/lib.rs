@@ -12,7 +12,9 @@
 //! Modules: `flags` (db_bench's flags), `keys` (key format, value generator),
 //! `generator` (YCSB's zipfian, latest, uniform), `workload` (db_bench's benchmarks),
 //! `ycsb` (CoreWorkload A–F), `recorder` (per-thread measurement), `report` (result lines,
-//! JSON), `interval` (CSV series), `plot` (SVG), `runner` (the run).
+//! JSON), `interval` (CSV series), `plot` (SVG), `runner` (the run), `server` (the YCSB
+//! workloads over RESP against a Redis-protocol server, `--target`), `resp_client` (its
+//! RESP2 client).
 
 pub mod error;
 pub mod flags;
@@ -22,11 +24,13 @@ pub mod keys;
 pub mod plot;
 pub mod recorder;
 pub mod report;
+pub mod resp_client;
 pub mod runner;
+pub mod server;
 pub mod workload;
 pub mod ycsb;
 
 pub use error::{BenchError, Result};
 pub use flags::Flags;
-pub use report::{BenchResult, Latency};
+pub use report::{BenchResult, Counters, Latency};
 pub use runner::{run, BENCHMARKS};

@@ -75,6 +75,19 @@ pub struct LevelBytes {
     pub bytes: u64,
 }
 
+/// Where a result's write amplification, level bytes and stalls come from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Counters {
+    /// The embedded engine's statistics: everything is known.
+    #[default]
+    Engine,
+    /// The `engine` section of a Terrace server's `INFO`: no bytes per level.
+    ServerInfo,
+    /// Neither (a server without an engine section): those fields are not available.
+    None,
+}
+
 /// Everything measured for one benchmark.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct BenchResult {
@@ -116,6 +129,8 @@ pub struct BenchResult {
     pub longest_write_gap_micros: f64,
     /// Levels after the benchmark.
     pub levels: Vec<LevelBytes>,
+    /// Where the engine figures above come from (all zero and printed "-" when `None`).
+    pub counters: Counters,
     /// The report-interval series of this benchmark.
     pub intervals: Vec<IntervalRow>,
 }
@@ -212,6 +227,7 @@ impl BenchResult {
                     bytes: l.bytes,
                 })
                 .collect(),
+            counters: Counters::Engine,
             intervals: Vec::new(),
         })
     }
@@ -271,6 +287,15 @@ impl BenchResult {
             l.p50, l.p99, l.p999, l.max
         )?;
         let mb = |b: u64| b as f64 / 1_048_576.0;
+        let gap_ms = self.longest_write_gap_micros / 1000.0;
+        if self.counters == Counters::None {
+            writeln!(out, "  write amplification: -")?;
+            writeln!(out, "  level bytes: -")?;
+            return writeln!(
+                out,
+                "  stalls: -; longest gap between completed writes {gap_ms:.3} ms"
+            );
+        }
         writeln!(
             out,
             "  write amplification: {:.3} (flush {:.1} MB + compaction {:.1} MB) / user {:.1} MB",
@@ -284,7 +309,9 @@ impl BenchResult {
             .iter()
             .map(|l| format!("L{} {:.1} MB ({} files)", l.level, mb(l.bytes), l.files))
             .collect();
-        let levels = if levels.is_empty() {
+        let levels = if self.counters == Counters::ServerInfo {
+            "-".to_string()
+        } else if levels.is_empty() {
             "empty".to_string()
         } else {
             levels.join(", ")
@@ -295,7 +322,7 @@ impl BenchResult {
             "  stalls: {:.3} seconds in {} writes; longest gap between completed writes {:.3} ms",
             self.stall_micros as f64 / 1e6,
             self.stall_count,
-            self.longest_write_gap_micros / 1000.0
+            gap_ms
         )
     }
 }

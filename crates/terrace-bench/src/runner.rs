@@ -58,6 +58,9 @@ const FRESH: &[&str] = &["fillseq", "fillrandom", "fillsync", "ycsb_load"];
 /// # Errors
 /// `UnknownBenchmark` (before anything runs), engine errors, report-file errors.
 pub fn run(flags: &Flags, out: &mut dyn Write) -> Result<Vec<BenchResult>> {
+    if let Some(target) = &flags.target {
+        return crate::server::run(flags, target, out);
+    }
     if let Some(bad) = flags
         .benchmarks
         .iter()
@@ -111,15 +114,21 @@ pub fn run(flags: &Flags, out: &mut dyn Write) -> Result<Vec<BenchResult>> {
     if let Some(d) = db.take() {
         d.close()?;
     }
+    write_reports(flags, &results)?;
+    Ok(results)
+}
+
+/// Writes the JSON file and the plot that `flags` ask for.
+pub(crate) fn write_reports(flags: &Flags, results: &[BenchResult]) -> Result<()> {
     if let Some(path) = &flags.json {
-        write_json(path, flags, &results)?;
+        write_json(path, flags, results)?;
     }
     if let Some(path) = &flags.plot {
         let rows: Vec<IntervalRow> = results.iter().flat_map(|r| r.intervals.clone()).collect();
         let names: Vec<&str> = results.iter().map(|r| r.name.as_str()).collect();
         crate::plot::draw(path, &format!("terrace bench: {}", names.join(", ")), &rows)?;
     }
-    Ok(results)
+    Ok(())
 }
 
 fn destroy(flags: &Flags) -> Result<()> {
@@ -178,7 +187,7 @@ fn expected_ops(f: &Flags, name: &str) -> u64 {
     per_thread * f.threads as u64
 }
 
-fn progress_bar(f: &Flags, name: &str) -> Option<ProgressBar> {
+pub(crate) fn progress_bar(f: &Flags, name: &str) -> Option<ProgressBar> {
     if !f.progress || !std::io::stdout().is_terminal() {
         return None;
     }
@@ -225,7 +234,7 @@ fn worker(name: &str, ctx: Ctx<'_>, counter: &InsertCounter) -> Result<ThreadSta
     }
 }
 
-fn join<T>(h: std::thread::ScopedJoinHandle<'_, Result<T>>) -> Result<T> {
+pub(crate) fn join<T>(h: std::thread::ScopedJoinHandle<'_, Result<T>>) -> Result<T> {
     h.join()
         .map_err(|_| BenchError::Thread("a worker thread panicked".into()))?
 }
@@ -305,7 +314,7 @@ fn run_one(
     Ok(result)
 }
 
-fn message(name: &str, r: &BenchResult, threads: &[ThreadStats]) -> String {
+pub(crate) fn message(name: &str, r: &BenchResult, threads: &[ThreadStats]) -> String {
     match name {
         "readrandom"
         | "readmissing"

@@ -31,15 +31,16 @@ pub struct Ctx<'a> {
     pub tid: usize,
 }
 
+/// Worker `tid`'s random numbers, seeded from `--seed` and its index as db_bench.
+pub fn worker_rng(flags: &Flags, tid: usize) -> StdRng {
+    let base = if flags.seed == 0 { 1000 } else { flags.seed };
+    StdRng::seed_from_u64(base + tid as u64)
+}
+
 impl Ctx<'_> {
     /// The worker's random numbers, seeded from `--seed` and its index as db_bench.
     pub fn rng(&self) -> StdRng {
-        let base = if self.flags.seed == 0 {
-            1000
-        } else {
-            self.flags.seed
-        };
-        StdRng::seed_from_u64(base + self.tid as u64)
+        worker_rng(self.flags, self.tid)
     }
 
     /// The write options of `--sync` and `--disable_wal`.

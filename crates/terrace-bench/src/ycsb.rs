@@ -21,6 +21,7 @@ use rand::Rng;
 use terrace::{ReadOptions, WriteBatch};
 
 use crate::error::Result;
+use crate::flags::Flags;
 use crate::generator::{fnv_hash64, KeyChooser, Latest, ScrambledZipfian};
 use crate::keys::ValueGenerator;
 use crate::recorder::{Budget, OpKind, ThreadStats};
@@ -104,11 +105,35 @@ impl InsertCounter {
             newest: AtomicU64::new(records.saturating_sub(1)),
         }
     }
+
+    /// The number of the next record to insert.
+    pub(crate) fn take(&self) -> u64 {
+        self.next.fetch_add(1, Ordering::AcqRel)
+    }
+
+    /// Acknowledges that record `n` is stored.
+    pub(crate) fn ack(&self, n: u64) {
+        self.newest.fetch_max(n, Ordering::AcqRel);
+    }
+
+    /// The newest acknowledged record.
+    pub(crate) fn newest(&self) -> u64 {
+        self.newest.load(Ordering::Acquire)
+    }
 }
 
 /// YCSB's key name of record `n`.
 pub fn record_key(n: u64) -> Vec<u8> {
     format!("user{}", fnv_hash64(n)).into_bytes()
+}
+
+/// The record numbers of worker `tid`'s share of the load phase.
+pub(crate) fn load_share(f: &Flags, tid: usize) -> std::ops::Range<u64> {
+    let (threads, tid) = (f.threads as u64, tid as u64);
+    let per = f.num / threads;
+    let extra = u64::from(tid < f.num % threads);
+    let first = per * tid + tid.min(f.num % threads);
+    first..first + per + extra
 }
 
 /// The load phase: this worker's share of `--num` records, inserted in key-number order.
@@ -120,10 +145,7 @@ pub fn load(ctx: Ctx<'_>) -> Result<ThreadStats> {
     let record_len = f.ycsb_field_count * f.ycsb_field_length;
     let mut values = ValueGenerator::new(record_len, f.compression_ratio);
     let mut st = ThreadStats::new(ctx.shared)?;
-    let per = f.num / f.threads as u64;
-    let extra = u64::from((ctx.tid as u64) < f.num % f.threads as u64);
-    let first = per * ctx.tid as u64 + (ctx.tid as u64).min(f.num % f.threads as u64);
-    for n in first..first + per + extra {
+    for n in load_share(f, ctx.tid) {
         let began = Instant::now();
         let key = record_key(n);
         let mut batch = WriteBatch::new();
@@ -151,16 +173,7 @@ pub fn run(ctx: Ctx<'_>, workload: Workload, counter: &InsertCounter) -> Result<
     let mut values = ValueGenerator::new(record_len, f.compression_ratio);
     let mut rng = ctx.rng();
     let ops = f.reads_per_thread();
-    let theta = f.ycsb_zipfian_constant;
-    let mut chooser = match workload {
-        Workload::D => KeyChooser::Latest(Latest::new(f.num.saturating_sub(1), theta)),
-        _ => {
-            // As YCSB: room for twice the expected inserts.
-            let expected =
-                (ops as f64 * f.threads as f64 * workload.insert_proportion() * 2.0) as u64;
-            KeyChooser::Zipfian(ScrambledZipfian::new(f.num + expected, theta))
-        }
-    };
+    let mut chooser = chooser(f, workload);
     let mix = workload.mix();
     let mut st = ThreadStats::new(ctx.shared)?;
     let budget = Budget::new(ops, f.duration_seconds);
@@ -169,15 +182,15 @@ pub fn run(ctx: Ctx<'_>, workload: Workload, counter: &InsertCounter) -> Result<
     while !budget.done(st.done) {
         let began = Instant::now();
         let kind = pick(&mix, rng.gen());
-        let newest = counter.newest.load(Ordering::Acquire);
+        let newest = counter.newest();
         let bytes = match kind {
             OpKind::Insert => {
-                let n = counter.next.fetch_add(1, Ordering::AcqRel);
+                let n = counter.take();
                 let key = record_key(n);
                 let mut batch = WriteBatch::new();
                 batch.put(&key, values.generate(record_len));
                 ctx.db.write(batch, ctx.write_options())?;
-                counter.newest.fetch_max(n, Ordering::AcqRel);
+                counter.ack(n);
                 key.len() + record_len
             }
             OpKind::Scan => {
@@ -231,7 +244,23 @@ pub fn run(ctx: Ctx<'_>, workload: Workload, counter: &InsertCounter) -> Result<
     Ok(st)
 }
 
-fn pick(mix: &[(OpKind, f64); 5], u: f64) -> OpKind {
+/// The key chooser of `workload`: latest for D, scrambled zipfian over the records plus
+/// room for twice the expected inserts (as YCSB) for the others.
+pub(crate) fn chooser(f: &Flags, workload: Workload) -> KeyChooser {
+    let theta = f.ycsb_zipfian_constant;
+    match workload {
+        Workload::D => KeyChooser::Latest(Latest::new(f.num.saturating_sub(1), theta)),
+        _ => {
+            let ops = f.reads_per_thread();
+            let expected =
+                (ops as f64 * f.threads as f64 * workload.insert_proportion() * 2.0) as u64;
+            KeyChooser::Zipfian(ScrambledZipfian::new(f.num + expected, theta))
+        }
+    }
+}
+
+/// The operation of a uniform draw `u` in [0, 1) under `mix`.
+pub(crate) fn pick(mix: &[(OpKind, f64); 5], u: f64) -> OpKind {
     let mut acc = 0.0;
     for (kind, p) in mix {
         acc += p;

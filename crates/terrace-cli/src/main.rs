@@ -36,7 +36,8 @@ enum Command {
         verify: bool,
     },
     /// Run db_bench- and YCSB-style benchmarks: `terrace bench --db DIR --benchmarks=...`
-    /// with db_bench's flags (`terrace bench --help` lists them).
+    /// with db_bench's flags (`terrace bench --help` lists them), or YCSB against a
+    /// Redis-protocol server with `--target redis://HOST:PORT`.
     #[command(disable_help_flag = true)]
     Bench {
         /// db_bench-style flags (`--name=value`).
