@@ -10,6 +10,7 @@
 
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::ScopedJoinHandle;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
@@ -239,6 +240,42 @@ pub(crate) fn join<T>(h: std::thread::ScopedJoinHandle<'_, Result<T>>) -> Result
         .map_err(|_| BenchError::Thread("a worker thread panicked".into()))?
 }
 
+/// Waits for a benchmark's threads: the workers, then (told to stop once the workers are
+/// done) the background writer, then (told the run is over) the interval reporter. The
+/// first worker error wins.
+pub(crate) fn finish_threads<'s>(
+    workers: Vec<ScopedJoinHandle<'s, Result<ThreadStats>>>,
+    writer: Option<ScopedJoinHandle<'s, Result<ThreadStats>>>,
+    reporter: Option<ScopedJoinHandle<'s, Result<Vec<IntervalRow>>>>,
+    shared: &Shared,
+    done: &AtomicBool,
+) -> Result<(Vec<ThreadStats>, Vec<IntervalRow>)> {
+    let mut stats = Vec::new();
+    let mut first_error = None;
+    for h in workers {
+        match join(h) {
+            Ok(st) => stats.push(st),
+            Err(e) => first_error = first_error.or(Some(e)),
+        }
+    }
+    shared.stop.store(true, Ordering::Release);
+    if let Some(h) = writer {
+        match join(h) {
+            Ok(st) => stats.push(st),
+            Err(e) => first_error = first_error.or(Some(e)),
+        }
+    }
+    done.store(true, Ordering::Release);
+    let rows = match reporter {
+        Some(h) => join(h)?,
+        None => Vec::new(),
+    };
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok((stats, rows)),
+    }
+}
+
 fn run_one(
     db: &Db,
     flags: &Flags,
@@ -274,30 +311,7 @@ fn run_one(
             let ctx = ctx(flags.threads);
             s.spawn(move || workload::background_writer(ctx))
         });
-        let mut stats = Vec::new();
-        let mut first_error = None;
-        for h in readers {
-            match join(h) {
-                Ok(st) => stats.push(st),
-                Err(e) => first_error = first_error.or(Some(e)),
-            }
-        }
-        shared.stop.store(true, Ordering::Release);
-        if let Some(h) = writer {
-            match join(h) {
-                Ok(st) => stats.push(st),
-                Err(e) => first_error = first_error.or(Some(e)),
-            }
-        }
-        done.store(true, Ordering::Release);
-        let rows = match reporter {
-            Some(h) => join(h)?,
-            None => Vec::new(),
-        };
-        match first_error {
-            Some(e) => Err(e),
-            None => Ok((stats, rows)),
-        }
+        finish_threads(readers, writer, reporter, &shared, &done)
     })?;
     if let Some(p) = shared.progress() {
         p.finish_and_clear();

@@ -19,7 +19,7 @@
 //! shared as in engine mode.
 
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
@@ -33,7 +33,7 @@ use crate::keys::ValueGenerator;
 use crate::recorder::{Budget, OpKind, Shared, ThreadStats};
 use crate::report::{BenchResult, Counters, EngineDelta};
 use crate::resp_client::{Client, Reply, Target};
-use crate::runner::{join, message, progress_bar, write_reports, BENCHMARKS};
+use crate::runner::{finish_threads, message, progress_bar, write_reports, BENCHMARKS};
 use crate::workload::worker_rng;
 use crate::ycsb::{chooser, load_share, pick, record_key, InsertCounter, Workload};
 
@@ -178,23 +178,7 @@ fn run_one(
                 s.spawn(move || worker(flags, target, shared, tid, name, counter))
             })
             .collect();
-        let mut stats = Vec::new();
-        let mut first_error = None;
-        for h in workers {
-            match join(h) {
-                Ok(st) => stats.push(st),
-                Err(e) => first_error = first_error.or(Some(e)),
-            }
-        }
-        done.store(true, Ordering::Release);
-        let rows = match reporter {
-            Some(h) => join(h)?,
-            None => Vec::new(),
-        };
-        match first_error {
-            Some(e) => Err(e),
-            None => Ok((stats, rows)),
-        }
+        finish_threads(workers, None, reporter, &shared, &done)
     })?;
     if let Some(p) = shared.progress() {
         p.finish_and_clear();
