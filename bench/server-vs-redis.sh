@@ -23,17 +23,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-if ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/null; then
-  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq redis-server redis-tools >/dev/null
-fi
-BIN="${TERRACE_BIN:-$ROOT/target/release/terrace}"
-if [ -z "${TERRACE_BIN:-}" ]; then
-  cargo build -q --release -p terrace-cli
-fi
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# shellcheck source=bench/common.sh
+. "$ROOT/bench/common.sh"
+ensure_redis
+BIN=$(terrace_bin)
 
 REDIS_PORT=$(free_port)
 redis-server --port "$REDIS_PORT" --save "" --appendonly no --daemonize no \

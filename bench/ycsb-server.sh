@@ -26,17 +26,10 @@ stop() { if [ -n "$PID" ]; then kill "$PID" 2>/dev/null || true; wait "$PID" 2>/
 cleanup() { stop; rm -rf "$WORK"; }
 trap cleanup EXIT
 
-if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
-  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq redis-server redis-tools >/dev/null
-fi
-BIN="${TERRACE_BIN:-$ROOT/target/release/terrace}"
-if [ -z "${TERRACE_BIN:-}" ]; then
-  cargo build -q --release -p terrace-cli
-fi
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# shellcheck source=bench/common.sh
+. "$ROOT/bench/common.sh"
+ensure_redis
+BIN=$(terrace_bin)
 
 start_redis() {
   PORT=$(free_port)

@@ -43,6 +43,20 @@ pub struct CsvReport {
 }
 
 impl CsvReport {
+    /// The interval report a run asks for: `--report_file`, when
+    /// `--report_interval_seconds` is set; shared by the run's reporter thread.
+    ///
+    /// # Errors
+    /// `Io` if the file cannot be created.
+    pub fn for_run(flags: &crate::flags::Flags) -> Result<parking_lot::Mutex<Option<CsvReport>>> {
+        let report = if flags.report_interval_seconds > 0 {
+            Some(CsvReport::create(&flags.report_file)?)
+        } else {
+            None
+        };
+        Ok(parking_lot::Mutex::new(report))
+    }
+
     /// Creates (truncates) `path` and writes the header.
     ///
     /// # Errors

@@ -78,11 +78,7 @@ pub fn run(flags: &Flags, out: &mut dyn Write) -> Result<Vec<BenchResult>> {
     }
     let mut db = Some(Db::open(&flags.db, flags.engine_options())?);
     print_header(flags, out).map_err(io)?;
-    let csv = Mutex::new(if flags.report_interval_seconds > 0 {
-        Some(CsvReport::create(&flags.report_file)?)
-    } else {
-        None
-    });
+    let csv = CsvReport::for_run(flags)?;
     let run_start = Instant::now();
     let mut results = Vec::new();
     for name in &flags.benchmarks {

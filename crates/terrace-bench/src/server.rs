@@ -60,11 +60,7 @@ pub fn run(flags: &Flags, target: &Target, out: &mut dyn Write) -> Result<Vec<Be
     };
     let mut probe = Client::connect(target)?;
     print_header(flags, target, out).map_err(io)?;
-    let csv = Mutex::new(if flags.report_interval_seconds > 0 {
-        Some(CsvReport::create(&flags.report_file)?)
-    } else {
-        None
-    });
+    let csv = CsvReport::for_run(flags)?;
     let run_start = Instant::now();
     let mut results = Vec::new();
     for name in &flags.benchmarks {
