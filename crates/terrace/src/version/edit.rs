@@ -8,7 +8,8 @@
 use std::path::Path;
 
 use super::field::{put_field, put_varint_field, Decoder};
-use super::FileMeta;
+use super::row_meta::{decode_row_meta, encode_row_meta};
+use super::{FileMeta, RowMeta};
 use crate::coding::{put_varint32, put_varint64};
 use crate::error::{Error, Result};
 use crate::key::{self, InternalKey, SeqNo};
@@ -22,6 +23,9 @@ const TAG_LAST_SEQUENCE: u32 = 3;
 const TAG_DELETED_FILE: u32 = 4;
 const TAG_NEW_FILE: u32 = 5;
 const TAG_COMPACT_POINTER: u32 = 6;
+const TAG_NEW_ROW: u32 = 7;
+const TAG_DELETED_ROW: u32 = 8;
+const TAG_TRIMMED_ROW: u32 = 9;
 
 // Sub-fields of a new file.
 const FILE_NUMBER: u32 = 1;
@@ -54,6 +58,12 @@ pub struct VersionEdit {
     pub new_files: Vec<(u32, FileMeta)>,
     /// Where the next compaction of a level starts: `(level, internal key)`.
     pub compact_pointers: Vec<(u32, InternalKey)>,
+    /// Matrix rows removed (wholly compacted or merged away), by number.
+    pub deleted_rows: Vec<u64>,
+    /// Matrix rows added.
+    pub new_rows: Vec<RowMeta>,
+    /// Matrix rows whose entries below a user key were compacted away: `(number, key)`.
+    pub trimmed_rows: Vec<(u64, Vec<u8>)>,
     /// Safe-to-ignore fields of a newer release: `(tag, payload)`.
     pub unknown_fields: Vec<(u32, Vec<u8>)>,
 }
@@ -88,6 +98,20 @@ impl VersionEdit {
             put_varint32(&mut p, *level);
             p.extend_from_slice(&k.0);
             put_field(&mut buf, TAG_COMPACT_POINTER, &p);
+        }
+        for &number in &self.deleted_rows {
+            put_varint_field(&mut buf, TAG_DELETED_ROW, number);
+        }
+        for row in &self.new_rows {
+            let mut p = Vec::with_capacity(128);
+            encode_row_meta(&mut p, row);
+            put_field(&mut buf, TAG_NEW_ROW, &p);
+        }
+        for (number, key) in &self.trimmed_rows {
+            let mut p = Vec::with_capacity(10 + key.len());
+            put_varint64(&mut p, *number);
+            p.extend_from_slice(key);
+            put_field(&mut buf, TAG_TRIMMED_ROW, &p);
         }
         for (tag, payload) in &self.unknown_fields {
             put_field(&mut buf, *tag, payload);
@@ -130,6 +154,12 @@ impl VersionEdit {
                     let k = p.rest();
                     key::parse(k, file, key_at)?;
                     edit.compact_pointers.push((level, InternalKey(k.to_vec())));
+                }
+                TAG_DELETED_ROW => edit.deleted_rows.push(p.only_varint64("deleted row")?),
+                TAG_NEW_ROW => edit.new_rows.push(decode_row_meta(p)?),
+                TAG_TRIMMED_ROW => {
+                    let number = p.varint64()?;
+                    edit.trimmed_rows.push((number, p.rest().to_vec()));
                 }
                 t if t & SAFE_TO_IGNORE != 0 => edit.unknown_fields.push((t, p.rest().to_vec())),
                 t => return Err(p.unknown_tag(t, at, "edit field")),

@@ -1,7 +1,7 @@
 //! Versions: the set of live table files per level, the edits that change it, and the
 //! MANIFEST log that makes each change durable (docs/formats/manifest.md).
 //!
-//! Owns: `FileMeta`, `VersionEdit` and its encoding (`edit`, `field`), `Version`
+//! Owns: `FileMeta`, `RowMeta` (a matrix row of level 0), `VersionEdit` and its encoding (`edit`, `field`), `Version`
 //! (`version`), the manifest's framing and CURRENT (`manifest`), replaying a manifest
 //! (`replay`), `VersionSet` (`set`), and the names of database files (`file_name`).
 //! Must not touch: table or log contents; it knows files only by their metadata and names.
@@ -14,12 +14,14 @@ mod file_meta;
 mod file_name;
 mod manifest;
 mod replay;
+mod row_meta;
 mod set;
 #[allow(clippy::module_inception)]
 mod version;
 
 pub use edit::{VersionEdit, SAFE_TO_IGNORE};
 pub use file_meta::FileMeta;
+pub use row_meta::RowMeta;
 pub use file_name::{
     manifest_file_name, parse_file_name, table_file_name, wal_file_name, FileKind,
     CURRENT_FILE_NAME, LOCK_FILE_NAME,

@@ -157,6 +157,9 @@ impl VersionSet {
         for (_, f) in &edit.new_files {
             self.mark_file_number_used(f.number);
         }
+        for r in &edit.new_rows {
+            self.mark_file_number_used(r.number);
+        }
         let version = self
             .current
             .apply(&edit)
@@ -268,12 +271,15 @@ impl VersionSet {
             next_file_number: Some(self.next_file_number),
             last_sequence: Some(last_sequence),
             deleted_files: Vec::new(),
+            deleted_rows: Vec::new(),
+            trimmed_rows: Vec::new(),
             new_files: version
                 .levels()
                 .iter()
                 .enumerate()
                 .flat_map(|(l, files)| files.iter().map(move |f| (l as u32, (**f).clone())))
                 .collect(),
+            new_rows: version.rows().iter().map(|r| (**r).clone()).collect(),
             compact_pointers: cps
                 .iter()
                 .enumerate()

@@ -46,14 +46,123 @@ fn full_edit() -> VersionEdit {
         new_files: vec![(0, meta(9, b"a", b"q", 3)), (2, meta(10, b"", b"zz", 0))],
         compact_pointers: vec![(1, InternalKey::new(b"m", 4, ValueType::Deletion))],
         unknown_fields: vec![(SAFE_TO_IGNORE | 3, b"heat".to_vec())],
+        ..VersionEdit::default()
     }
+}
+
+fn edit_with_rows() -> VersionEdit {
+    VersionEdit {
+        deleted_rows: vec![11],
+        new_rows: vec![row(12, 1, b"c", b"x", 8), row(13, 0, b"", b"b", 2)],
+        trimmed_rows: vec![(14, b"k".to_vec()), (15, Vec::new())],
+        ..full_edit()
+    }
+}
+
+fn row(number: u64, group: u64, lo: &[u8], hi: &[u8], seq: u64) -> RowMeta {
+    RowMeta {
+        number,
+        group,
+        dir_offset: 4096 * number,
+        dir_len: 512,
+        dir_checksum: 0x1234_5678,
+        size: 1000 * number,
+        smallest: InternalKey::new(lo, seq, ValueType::Value),
+        largest: InternalKey::new(hi, seq, ValueType::Value),
+        smallest_seq: seq.saturating_sub(1),
+        largest_seq: seq,
+        num_entries: 7,
+        num_deletions: 2,
+        num_range_deletions: 1,
+        trim: (number % 2 == 0).then(|| b"d".to_vec()),
+        below: number.saturating_sub(1),
+    }
+}
+
+#[test]
+fn rows_are_ordered_newest_group_first_and_trimmed_and_deleted() {
+    let v = Version::new(3);
+    let e = VersionEdit {
+        new_rows: vec![
+            row(3, 0, b"a", b"m", 30),
+            row(4, 0, b"c", b"z", 40),
+            row(5, 1, b"a", b"b", 50),
+        ],
+        ..VersionEdit::default()
+    };
+    let v = v.apply(&e).unwrap();
+    let order: Vec<u64> = v.rows().iter().map(|r| r.number).collect();
+    assert_eq!(order, vec![5, 4, 3]);
+    let e = VersionEdit {
+        trimmed_rows: vec![(3, b"f".to_vec())],
+        deleted_rows: vec![4],
+        ..VersionEdit::default()
+    };
+    let v2 = v.apply(&e).unwrap();
+    let order: Vec<u64> = v2.rows().iter().map(|r| r.number).collect();
+    assert_eq!(order, vec![5, 3]);
+    assert_eq!(v2.rows()[1].trim.as_deref(), Some(&b"f"[..]));
+    // The older version is untouched.
+    assert_eq!(v.rows()[2].trim, None);
+    // Trimming backwards, deleting or trimming a missing row, and reusing a live number
+    // (as a row or as a file) are refused.
+    let bad = [
+        VersionEdit {
+            trimmed_rows: vec![(3, b"a".to_vec())],
+            ..VersionEdit::default()
+        },
+        VersionEdit {
+            deleted_rows: vec![4],
+            ..VersionEdit::default()
+        },
+        VersionEdit {
+            trimmed_rows: vec![(9, b"a".to_vec())],
+            ..VersionEdit::default()
+        },
+        VersionEdit {
+            new_rows: vec![row(5, 2, b"a", b"b", 60)],
+            ..VersionEdit::default()
+        },
+        add(1, meta(3, b"a", b"b", 1)),
+    ];
+    for e in bad {
+        assert!(v2.apply(&e).is_err(), "{e:?}");
+    }
+}
+
+#[test]
+fn rows_survive_recovery_and_rollover() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut set = VersionSet::create(fs(), dir.path(), 4, 1 << 20).unwrap();
+    let n = set.new_file_number();
+    set.log_and_apply(VersionEdit {
+        new_rows: vec![row(n, 0, b"a", b"q", 9)],
+        ..VersionEdit::default()
+    })
+    .unwrap();
+    set.log_and_apply(VersionEdit {
+        trimmed_rows: vec![(n, b"h".to_vec())],
+        ..VersionEdit::default()
+    })
+    .unwrap();
+    let before = set.current();
+    drop(set);
+    let mut set = VersionSet::recover(fs(), dir.path(), 4, 1 << 20).unwrap();
+    assert_eq!(*set.current(), *before);
+    // The row's number is never handed out again.
+    assert!(set.new_file_number() > n);
+    // A rollover snapshot keeps rows with their trims.
+    set.log_and_apply(VersionEdit::default()).unwrap();
+    drop(set);
+    let set = VersionSet::recover(fs(), dir.path(), 4, 1 << 20).unwrap();
+    assert_eq!(*set.current(), *before);
 }
 
 const F: &str = "MANIFEST-000001";
 
 #[test]
 fn edit_round_trip() {
-    for e in [VersionEdit::default(), full_edit()] {
+    for e in [VersionEdit::default(), full_edit(), edit_with_rows()] {
         let bytes = e.encode();
         assert_eq!(VersionEdit::decode(&bytes, Path::new(F), 0).unwrap(), e);
     }
@@ -107,7 +216,7 @@ fn file_meta_skips_safe_unknown_sub_fields() {
 
 #[test]
 fn damaged_edits_are_errors_not_panics() {
-    let bytes = full_edit().encode();
+    let bytes = edit_with_rows().encode();
     for cut in 0..bytes.len() {
         let r = VersionEdit::decode(&bytes[..cut], Path::new(F), 100);
         if let Err(e) = r {

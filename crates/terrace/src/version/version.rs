@@ -9,7 +9,7 @@ use std::cmp::Ordering;
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::{FileMeta, VersionEdit};
+use super::{FileMeta, RowMeta, VersionEdit};
 use crate::key::{self, InternalKey, ValueType, MAX_SEQ};
 
 /// The table files of every level at one point in time. `Send + Sync`, immutable.
@@ -17,9 +17,14 @@ use crate::key::{self, InternalKey, ValueType, MAX_SEQ};
 /// Level 0 is ordered newest first (largest `largest_seq` first, ties by file number
 /// descending); its files may overlap. Levels from 1 on are ordered by smallest key and
 /// never overlap: each file's largest internal key is below the next file's smallest.
+///
+/// A matrix level 0 keeps its data as rows on persistent memory instead of files; those
+/// are ordered newest first: newest group first, then largest `largest_seq` first, ties by
+/// number descending.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Version {
     levels: Vec<Vec<Arc<FileMeta>>>,
+    rows: Vec<Arc<RowMeta>>,
 }
 
 /// Why an edit cannot be applied to a version.
@@ -44,6 +49,7 @@ impl Version {
     pub fn new(num_levels: usize) -> Self {
         Version {
             levels: vec![Vec::new(); num_levels],
+            rows: Vec::new(),
         }
     }
 
@@ -63,6 +69,11 @@ impl Version {
     /// Every level's files.
     pub fn levels(&self) -> &[Vec<Arc<FileMeta>>] {
         &self.levels
+    }
+
+    /// The matrix rows of level 0, newest first (empty with a classic level 0).
+    pub fn rows(&self) -> &[Arc<RowMeta>] {
+        &self.rows
     }
 
     /// Total size in bytes of the files of `level`.
@@ -162,6 +173,12 @@ impl Version {
             files.remove(pos);
         }
         let mut live: HashSet<u64> = levels.iter().flatten().map(|f| f.number).collect();
+        live.extend(
+            self.rows
+                .iter()
+                .map(|r| r.number)
+                .filter(|n| !edit.deleted_rows.contains(n)),
+        );
         for (level, meta) in &edit.new_files {
             let l = check_level(*level, &format!("new file {}", meta.number))?;
             if !live.insert(meta.number) {
@@ -179,13 +196,61 @@ impl Version {
         for &(level, _) in &edit.compact_pointers {
             check_level(level, "compact pointer")?;
         }
+        let rows = self.apply_rows(edit, &mut live)?;
         for (l, files) in levels.iter_mut().enumerate() {
             sort_level(l, files);
             if l > 0 {
                 check_disjoint(l, files)?;
             }
         }
-        Ok(Version { levels })
+        Ok(Version { levels, rows })
+    }
+
+    /// The rows after `edit`: deletions, then trims, then additions. A row number must not
+    /// be live as a file or a row already.
+    fn apply_rows(
+        &self,
+        edit: &VersionEdit,
+        live: &mut HashSet<u64>,
+    ) -> Result<Vec<Arc<RowMeta>>, ApplyError> {
+        let mut rows = self.rows.clone();
+        for &number in &edit.deleted_rows {
+            let Some(pos) = rows.iter().position(|r| r.number == number) else {
+                return Err(invalid(format!("deleted row {number} is not live")));
+            };
+            rows.remove(pos);
+        }
+        for (number, trim) in &edit.trimmed_rows {
+            let Some(row) = rows.iter_mut().find(|r| r.number == *number) else {
+                return Err(invalid(format!("trimmed row {number} is not live")));
+            };
+            if row.trim.as_ref().is_some_and(|t| t > trim) {
+                return Err(invalid(format!("row {number} trimmed backwards")));
+            }
+            let mut m = row.as_ref().clone();
+            m.trim = Some(trim.clone());
+            *row = Arc::new(m);
+        }
+        live.extend(rows.iter().map(|r| r.number));
+        for meta in &edit.new_rows {
+            if !live.insert(meta.number) {
+                return Err(invalid(format!("row {} added twice", meta.number)));
+            }
+            if key::compare(meta.smallest.encoded(), meta.largest.encoded()) == Ordering::Greater {
+                return Err(invalid(format!(
+                    "row {} has smallest key {:?} above largest {:?}",
+                    meta.number, meta.smallest, meta.largest
+                )));
+            }
+            rows.push(Arc::new(meta.clone()));
+        }
+        rows.sort_by(|a, b| {
+            b.group
+                .cmp(&a.group)
+                .then(b.largest_seq.cmp(&a.largest_seq))
+                .then(b.number.cmp(&a.number))
+        });
+        Ok(rows)
     }
 }
 
