@@ -16,7 +16,25 @@ use crate::range_del::{FragmentedTombstones, RangeTombstone};
 use crate::sst::{SstBuilder, SstInfo, SstOptions};
 use crate::storage::{IoClass, Storage};
 use crate::tables::Tables;
-use crate::version::FileMeta;
+use crate::version::{FileMeta, RowMeta};
+
+/// Opens the rows of a column input ([`super::task::ColumnInput`]): the matrix level 0
+/// of the host implements it.
+pub trait ColumnSource: Send + Sync {
+    /// Adds an iterator over each row in `rows` and every range tombstone they hold;
+    /// returns the bytes the rows occupy. Entries outside the task's range may be
+    /// included: the compaction stream keeps only its range.
+    ///
+    /// # Errors
+    /// `Corruption` if a row is not the one the metadata describes; `NotFound`-style
+    /// `InvalidArgument` if a row is not live in this host.
+    fn column_iterators(
+        &self,
+        rows: &[RowMeta],
+        out: &mut Vec<Box<dyn InternalIterator>>,
+        tombstones: &mut Vec<RangeTombstone>,
+    ) -> Result<u64>;
+}
 
 /// What an executor needs from its host.
 pub struct ExecutorEnv<'a> {
@@ -26,6 +44,8 @@ pub struct ExecutorEnv<'a> {
     pub tables: &'a Tables,
     /// Compaction filters by name.
     pub filters: &'a FilterRegistry,
+    /// Opens column inputs; `None` where no matrix level 0 exists.
+    pub columns: Option<&'a dyn ColumnSource>,
 }
 
 /// The manifest's record of a finished table.
@@ -143,6 +163,12 @@ pub fn execute(task: &CompactionTask, env: &ExecutorEnv<'_>) -> Result<Compactio
             children.push(Box::new(reader.iter(IoClass::Compaction, false)));
             input_bytes += f.size;
         }
+    }
+    if let Some(column) = &task.column {
+        let source = env.columns.ok_or_else(|| {
+            Error::InvalidArgument("a column compaction needs a matrix level 0".into())
+        })?;
+        input_bytes += source.column_iterators(&column.rows, &mut children, &mut tombs)?;
     }
     let lower = task.smallest_user_key.as_deref();
     let upper = task.largest_user_key.as_deref();

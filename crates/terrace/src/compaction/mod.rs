@@ -18,13 +18,15 @@ pub mod stream;
 pub mod task;
 
 pub(crate) use executor::file_meta;
-pub use executor::{execute, ExecutorEnv};
+pub use executor::{execute, ColumnSource, ExecutorEnv};
 pub use filter::{
     CompactionFilter, CompactionFilterFactory, FilterDecision, FilterRegistry, FilterSpec,
 };
-pub use picker::{level_targets, pick, pick_manual, LevelState, PickedCompaction};
+pub use picker::{
+    level_targets, pick, pick_column, pick_manual, LevelState, PickedColumn, PickedCompaction,
+};
 pub use stream::{CompactionStream, StreamConfig, StreamCounters};
 pub use task::{
-    CompactionInputLevel, CompactionReason, CompactionResult, CompactionStats, CompactionTask,
-    OutputSpec,
+    ColumnInput, CompactionInputLevel, CompactionReason, CompactionResult, CompactionStats,
+    CompactionTask, OutputSpec,
 };

@@ -16,10 +16,12 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use crate::compaction::filter::FilterSpec;
-use crate::compaction::task::{CompactionInputLevel, CompactionReason, CompactionTask, OutputSpec};
+use crate::compaction::task::{
+    ColumnInput, CompactionInputLevel, CompactionReason, CompactionTask, OutputSpec,
+};
 use crate::key::{self, InternalKey, SeqNo, ValueType, MAX_SEQ};
 use crate::options::Options;
-use crate::version::FileMeta;
+use crate::version::{FileMeta, RowMeta};
 
 /// The part of a version the picker reads.
 #[derive(Debug, Clone, Copy)]
@@ -69,6 +71,19 @@ pub struct PickedCompaction {
     pub reason: CompactionReason,
     /// No file below `output_level` overlaps the compaction's key range.
     pub bottommost: bool,
+    /// A column of matrix rows: the rows, newest first, read within `[lo, hi)`.
+    pub column: Option<PickedColumn>,
+}
+
+/// The level-0 side of a matrix column compaction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PickedColumn {
+    /// The frozen rows, newest first.
+    pub rows: Vec<Arc<RowMeta>>,
+    /// Inclusive lower user key; `None` is unbounded.
+    pub lo: Option<Vec<u8>>,
+    /// Exclusive upper user key; `None` is unbounded (the last column).
+    pub hi: Option<Vec<u8>>,
 }
 
 impl PickedCompaction {
@@ -95,6 +110,7 @@ impl PickedCompaction {
             files: files.iter().map(|f| f.as_ref().clone()).collect(),
         };
         let mut inputs = vec![level(self.level, &self.inputs)];
+        inputs.retain(|l| !l.files.is_empty());
         if !self.output_inputs.is_empty() {
             inputs.push(level(self.output_level, &self.output_inputs));
         }
@@ -102,8 +118,8 @@ impl PickedCompaction {
             id,
             inputs,
             output_level: self.output_level as u32,
-            smallest_user_key: None,
-            largest_user_key: None,
+            smallest_user_key: self.column.as_ref().and_then(|c| c.lo.clone()),
+            largest_user_key: self.column.as_ref().and_then(|c| c.hi.clone()),
             snapshots,
             bottommost: self.bottommost,
             output,
@@ -113,6 +129,9 @@ impl PickedCompaction {
             } else {
                 self.reason
             },
+            column: self.column.as_ref().map(|c| ColumnInput {
+                rows: c.rows.iter().map(|r| r.as_ref().clone()).collect(),
+            }),
         }
     }
 }
@@ -431,7 +450,68 @@ fn finish(
         trivial_move,
         reason,
         bottommost,
+        column: None,
     })
+}
+
+/// A matrix column compaction of `rows` within `[lo, hi)` into `output_level`, with every
+/// file of that level overlapping the range. `None` if one of them is being compacted, or
+/// reaches outside the range (column cuts must fall between output-level files, so that
+/// each file joins exactly one column).
+pub fn pick_column(
+    state: &LevelState<'_>,
+    output_level: usize,
+    column: PickedColumn,
+) -> Option<PickedCompaction> {
+    let (lo, hi) = (column.lo.as_deref(), column.hi.as_deref());
+    let files = state.levels.get(output_level)?;
+    let output_inputs: Vec<Arc<FileMeta>> = files
+        .iter()
+        .filter(|f| {
+            lo.is_none_or(|l| f.largest_user_key() >= l)
+                && hi.is_none_or(|h| f.smallest_user_key() < h)
+        })
+        .cloned()
+        .collect();
+    let outside = |f: &Arc<FileMeta>| {
+        lo.is_some_and(|l| f.smallest_user_key() < l)
+            || hi.is_some_and(|h| f.largest_user_key() >= h && !ends_exclusive_at(f, h))
+    };
+    if output_inputs
+        .iter()
+        .any(|f| state.being_compacted.contains(&f.number) || outside(f))
+    {
+        return None;
+    }
+    if column
+        .rows
+        .iter()
+        .any(|r| state.being_compacted.contains(&r.number))
+    {
+        return None;
+    }
+    let below_overlaps = state.levels.iter().skip(output_level + 1).any(|l| {
+        l.iter().any(|f| {
+            lo.is_none_or(|x| f.largest_user_key() >= x)
+                && hi.is_none_or(|h| f.smallest_user_key() < h)
+        })
+    });
+    Some(PickedCompaction {
+        level: 0,
+        output_level,
+        inputs: Vec::new(),
+        output_inputs,
+        trivial_move: false,
+        reason: CompactionReason::MatrixColumn,
+        bottommost: !below_overlaps,
+        column: Some(column),
+    })
+}
+
+/// True if `f` ends with a range-tombstone sentinel at user key `h` (it then holds
+/// nothing of `h`).
+fn ends_exclusive_at(f: &FileMeta, h: &[u8]) -> bool {
+    ends_exclusive(f) && f.largest_user_key() == h
 }
 
 #[cfg(test)]

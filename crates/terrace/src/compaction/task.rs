@@ -11,7 +11,7 @@ use crate::compaction::filter::FilterSpec;
 use crate::error::{Error, Result};
 use crate::key::SeqNo;
 use crate::options::Compression;
-use crate::version::FileMeta;
+use crate::version::{FileMeta, RowMeta};
 
 /// The version written by [`CompactionTask::encode`] and [`CompactionResult::encode`].
 pub const TASK_FORMAT_VERSION: u32 = 1;
@@ -27,6 +27,17 @@ pub enum CompactionReason {
     Manual,
     /// The compaction only moves a file to the next level without rewriting it.
     TrivialMove,
+    /// A key-range column of a matrix level 0's frozen rows goes into level 1.
+    MatrixColumn,
+}
+
+/// A level-0 input that is not a file: the frozen rows of a matrix level 0, read only
+/// within the task's key range (a column of them). Readers of the rows come from the
+/// host's [`ColumnSource`](crate::compaction::ColumnSource).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ColumnInput {
+    /// The rows, newest first.
+    pub rows: Vec<RowMeta>,
 }
 
 /// The input files of one level.
@@ -80,6 +91,9 @@ pub struct CompactionTask {
     pub filter: Option<FilterSpec>,
     /// Why the compaction was chosen.
     pub reason: CompactionReason,
+    /// Matrix rows read within the task's key range, besides the input files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub column: Option<ColumnInput>,
 }
 
 /// Counters of one compaction run.
@@ -207,14 +221,18 @@ impl CompactionTask {
         bounds.extend(cuts.iter().map(|c| Some(*c)));
         bounds.push(hi);
 
-        // Pieces with no input file have nothing to compact.
+        // Pieces with no input file or row have nothing to compact.
+        let rows = self.column.as_ref().map_or(&[][..], |c| c.rows.as_slice());
         let pieces: Vec<KeyRange<'_>> = bounds
             .windows(2)
             .filter_map(|w| match w {
                 [s, e] => Some((*s, *e)),
                 _ => None,
             })
-            .filter(|(s, e)| self.input_files().any(|f| overlaps_half_open(f, *s, *e)))
+            .filter(|(s, e)| {
+                self.input_files().any(|f| overlaps_half_open(f, *s, *e))
+                    || rows.iter().any(|r| row_overlaps_half_open(r, *s, *e))
+            })
             .collect();
         if pieces.len() <= 1 {
             return vec![self.clone()];
@@ -251,6 +269,11 @@ type KeyRange<'a> = (Option<&'a [u8]>, Option<&'a [u8]>);
 /// True if `f` may hold a user key in `[start, end)`.
 fn overlaps_half_open(f: &FileMeta, start: Option<&[u8]>, end: Option<&[u8]>) -> bool {
     start.is_none_or(|s| f.largest_user_key() >= s) && end.is_none_or(|e| f.smallest_user_key() < e)
+}
+
+/// True if row `r` may hold a user key in `[start, end)`.
+fn row_overlaps_half_open(r: &RowMeta, start: Option<&[u8]>, end: Option<&[u8]>) -> bool {
+    start.is_none_or(|s| r.largest_user_key() >= s) && end.is_none_or(|e| r.smallest_user_key() < e)
 }
 
 /// Chooses up to `max_subcompactions - 1` boundaries for [`CompactionTask::split`] from

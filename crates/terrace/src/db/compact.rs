@@ -35,9 +35,35 @@ impl DbInner {
         })
     }
 
-    /// The most urgent automatic compaction, if any.
+    /// The most urgent automatic compaction, if any. A level 0 that compacts itself in
+    /// columns goes first when its score leads.
     fn pick_auto(&self, st: &DbState) -> Option<PickedCompaction> {
-        self.with_level_state(st, |state| compaction::pick(state, &self.opts))
+        self.with_level_state(st, |state| {
+            let scores = compaction::picker::scores(state, &self.opts);
+            let deeper = scores.iter().skip(1).copied().fold(0.0, f64::max);
+            if state.level0_score >= 1.0 && state.level0_score >= deeper {
+                if let Some(p) = self.pick_column(st, state, false) {
+                    return Some(p);
+                }
+            }
+            compaction::pick(state, &self.opts)
+        })
+    }
+
+    /// The level 0's next column as a compaction into the base level.
+    fn pick_column(
+        &self,
+        st: &DbState,
+        state: &LevelState<'_>,
+        manual: bool,
+    ) -> Option<PickedCompaction> {
+        let v = st.versions.current();
+        let column = self
+            .level0
+            .pick_column(&v, state.being_compacted, &self.opts, manual)?;
+        let base =
+            compaction::picker::base_level(state.levels, &self.opts, state.level1_target_bytes);
+        compaction::pick_column(state, base, column)
     }
 
     /// True if the picker would start a compaction now.
@@ -62,11 +88,13 @@ impl DbInner {
         st: &mut MutexGuard<'_, DbState>,
         picked: PickedCompaction,
     ) -> Result<()> {
+        let rows = picked.column.iter().flat_map(|c| c.rows.iter());
         let inputs: Vec<u64> = picked
             .inputs
             .iter()
             .chain(picked.output_inputs.iter())
             .map(|f| f.number)
+            .chain(rows.map(|r| r.number))
             .collect();
         st.being_compacted.extend(inputs.iter().copied());
         st.running_compactions += 1;
@@ -147,12 +175,19 @@ impl DbInner {
     /// The serializable description of `picked`, with every live snapshot and
     /// pre-allocated output file numbers.
     fn describe(&self, st: &mut DbState, picked: &PickedCompaction, volume: u32) -> CompactionTask {
+        let column_bytes: u64 = picked
+            .column
+            .iter()
+            .flat_map(|c| c.rows.iter())
+            .map(|r| r.size)
+            .sum();
         let input_bytes: u64 = picked
             .inputs
             .iter()
             .chain(picked.output_inputs.iter())
             .map(|f| f.size)
-            .sum();
+            .sum::<u64>()
+            + column_bytes;
         let target = self.opts.target_file_size_base.max(1);
         let pieces = self.opts.max_subcompactions as u64;
         // Outputs never exceed the inputs' size by much; reserve generously: numbers are cheap.
@@ -219,6 +254,16 @@ impl DbInner {
             written += r.stats.output_bytes;
             outputs.extend(r.outputs);
         }
+        if let Some(column) = &picked.column {
+            for r in &column.rows {
+                match &column.hi {
+                    Some(hi) if r.largest_user_key() >= hi.as_slice() => {
+                        edit.trimmed_rows.push((r.number, hi.clone()));
+                    }
+                    _ => edit.deleted_rows.push(r.number),
+                }
+            }
+        }
         let numbers: HashSet<u64> = outputs.iter().map(|f| f.number).collect();
         for f in outputs {
             edit.new_files.push((task.output_level, f));
@@ -230,6 +275,9 @@ impl DbInner {
         self.apply_edit(st, edit)?;
         self.install_super_version(st);
         super::stats::add(&self.counters.compactions, 1);
+        if picked.column.is_some() {
+            super::stats::add(&self.counters.column_compactions, 1);
+        }
         super::stats::add(&self.counters.compaction_bytes_read, read);
         super::stats::add(&self.counters.compaction_bytes_written, written);
         let mut output_files: Vec<u64> = numbers.into_iter().collect();
@@ -333,6 +381,7 @@ impl DbInner {
             storage: self.storage.as_ref(),
             tables: &self.tables,
             filters: &self.filters,
+            columns: self.level0.column_source(),
         };
         compaction::execute(task, &env)
     }

@@ -28,8 +28,17 @@ impl DbInner {
         if front.flushing {
             return Ok(false);
         }
-        front.flushing = true;
         let mem = front.mem.clone();
+        if !self
+            .level0
+            .ready_to_flush(&st.versions.current(), mem.approximate_memory_usage())
+        {
+            // A flush stall: a compaction must free room in level 0 first.
+            return Ok(false);
+        }
+        if let Some(front) = st.imms.front_mut() {
+            front.flushing = true;
+        }
         let number = st.versions.new_file_number();
         st.pending_outputs.insert(number);
         let built =
@@ -47,6 +56,7 @@ impl DbInner {
 
         let mut edit = VersionEdit {
             new_files: flushed.new_files.iter().map(|f| (0, f.clone())).collect(),
+            new_rows: flushed.new_rows.clone(),
             ..VersionEdit::default()
         };
         let next_log = st.imms.get(1).map_or(st.mem_wal_number, |i| i.wal_number);
@@ -65,7 +75,8 @@ impl DbInner {
         let info = FlushInfo {
             file_number: flushed.new_files.first().map(|m| m.number),
             bytes_written: bytes,
-            entries: flushed.new_files.iter().map(|m| m.num_entries).sum(),
+            entries: flushed.new_files.iter().map(|m| m.num_entries).sum::<u64>()
+                + flushed.new_rows.iter().map(|r| r.num_entries).sum::<u64>(),
             largest_seq: mem.largest_seq(),
         };
         self.bg_done.notify_all();

@@ -19,7 +19,9 @@ use crate::options::{Options, WalRecoveryMode};
 use crate::sst::BlockCache;
 use crate::storage::{IoClass, Storage};
 use crate::tables::Tables;
-use crate::version::{parse_file_name, wal_file_name, FileKind, FileMeta, VersionEdit, VersionSet};
+use crate::version::{
+    parse_file_name, wal_file_name, FileKind, FileMeta, RowMeta, VersionEdit, VersionSet,
+};
 use crate::wal::{FileLogWriter, LogReader, ReadOutcome};
 
 pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
@@ -112,12 +114,14 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
         level0: level0.as_ref(),
         versions: &mut versions,
         new_files: Vec::new(),
+        new_rows: Vec::new(),
         max_seq: 0,
         dropped: 0,
     };
     recovered.replay(&names)?;
     let Recovery {
         new_files,
+        new_rows,
         max_seq,
         dropped,
         ..
@@ -135,6 +139,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
         ..VersionEdit::default()
     };
     edit.new_files = new_files.into_iter().map(|f| (0, f)).collect();
+    edit.new_rows = new_rows;
     versions.log_and_apply(edit)?;
 
     let version = versions.current();
@@ -200,6 +205,7 @@ struct Recovery<'a> {
     level0: &'a dyn Level0,
     versions: &'a mut VersionSet,
     new_files: Vec<FileMeta>,
+    new_rows: Vec<RowMeta>,
     max_seq: SeqNo,
     dropped: u64,
 }
@@ -264,6 +270,7 @@ impl Recovery<'_> {
         let number = self.versions.new_file_number();
         let flushed = self.level0.flush(self.env, &Arc::new(mem), number)?;
         self.new_files.extend(flushed.new_files);
+        self.new_rows.extend(flushed.new_rows);
         Ok(())
     }
 }

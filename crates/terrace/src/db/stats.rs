@@ -56,6 +56,8 @@ pub struct DbStats {
     pub compactions: u64,
     /// Compactions that moved a file without rewriting it.
     pub trivial_moves: u64,
+    /// Matrix column compactions (level-0 columns into the base level).
+    pub column_compactions: u64,
     /// Microseconds writers spent delayed or stopped.
     pub stall_micros: u64,
     /// Writes that were delayed or stopped.
@@ -89,6 +91,7 @@ pub(crate) struct Counters {
     pub(crate) flushes: AtomicU64,
     pub(crate) compactions: AtomicU64,
     pub(crate) trivial_moves: AtomicU64,
+    pub(crate) column_compactions: AtomicU64,
     pub(crate) stall_micros: AtomicU64,
     pub(crate) stall_count: AtomicU64,
     pub(crate) wal_records_dropped: AtomicU64,
@@ -113,6 +116,7 @@ impl Default for Counters {
             flushes: AtomicU64::new(0),
             compactions: AtomicU64::new(0),
             trivial_moves: AtomicU64::new(0),
+            column_compactions: AtomicU64::new(0),
             stall_micros: AtomicU64::new(0),
             stall_count: AtomicU64::new(0),
             wal_records_dropped: AtomicU64::new(0),
@@ -200,6 +204,7 @@ impl super::DbInner {
             flushes: load(&self.counters.flushes),
             compactions: load(&self.counters.compactions),
             trivial_moves: load(&self.counters.trivial_moves),
+            column_compactions: load(&self.counters.column_compactions),
             stall_micros: load(&self.counters.stall_micros),
             stall_count: load(&self.counters.stall_count),
             wal_records_dropped: load(&self.counters.wal_records_dropped),

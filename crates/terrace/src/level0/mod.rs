@@ -20,17 +20,17 @@
 //! - `compaction_score` and `level1_target_bytes` steer the picker: when level 0 is
 //!   compacted, and how large level 1 is.
 //!
-//! Not yet behind the seam: the level-0 compaction *inputs*. The picker reads level 0 as
-//! table files from the version, and a `CompactionTask` names its inputs as files. The
-//! matrix container brings the first level-0 input that is not a file (a key-range column
-//! of rows); the task then gains an input kind for it and the picker asks the level 0 for
-//! its inputs.
+//! - A level 0 that compacts itself in its own units (the matrix container's key-range
+//!   columns) answers `pick_column` and opens those inputs through `column_source`; the
+//!   database turns the pick into a compaction into the base level and records the
+//!   consumed column (`trimmed_rows`, `deleted_rows`) in the same edit as the outputs.
 
 mod classic;
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use crate::compaction::{ColumnSource, PickedColumn};
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::SeqNo;
@@ -39,7 +39,7 @@ use crate::options::Options;
 use crate::range_del::RangeTombstone;
 use crate::storage::Storage;
 use crate::tables::{Lookup, Tables};
-use crate::version::{FileMeta, Version};
+use crate::version::{FileMeta, RowMeta, Version};
 
 pub use classic::ClassicLevel0;
 
@@ -69,6 +69,8 @@ pub struct Level0Env<'a> {
 pub struct Level0Flush {
     /// New level-0 table files.
     pub new_files: Vec<FileMeta>,
+    /// New level-0 rows (a matrix level 0).
+    pub new_rows: Vec<RowMeta>,
     /// Bytes written to storage.
     pub bytes_written: u64,
 }
@@ -139,6 +141,31 @@ pub trait Level0: Send + Sync {
     /// much more than a few memtables widens level 1 to match, keeping the tree shallow.
     fn level1_target_bytes(&self, _version: &Version, opts: &Options) -> u64 {
         opts.max_bytes_for_level_base
+    }
+
+    /// False while level 0 has no room for a memtable of `bytes`: the flush waits for a
+    /// compaction to free space (a flush stall).
+    fn ready_to_flush(&self, _version: &Version, _bytes: usize) -> bool {
+        true
+    }
+
+    /// The next column to compact into the base level, for a level 0 that compacts itself
+    /// in columns; `None` otherwise or when nothing is due. `manual` asks for every row to
+    /// be compacted (a manual compaction of the whole key range). `busy` holds the numbers
+    /// that running compactions own.
+    fn pick_column(
+        &self,
+        _version: &Version,
+        _busy: &HashSet<u64>,
+        _opts: &Options,
+        _manual: bool,
+    ) -> Option<PickedColumn> {
+        None
+    }
+
+    /// Opens the rows of column compactions.
+    fn column_source(&self) -> Option<&dyn ColumnSource> {
+        None
     }
 
     /// The newest sequence number that level 0 (and below) holds durably: WAL records up to

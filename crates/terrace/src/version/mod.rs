@@ -21,12 +21,12 @@ mod version;
 
 pub use edit::{VersionEdit, SAFE_TO_IGNORE};
 pub use file_meta::FileMeta;
-pub use row_meta::RowMeta;
 pub use file_name::{
     manifest_file_name, parse_file_name, table_file_name, wal_file_name, FileKind,
     CURRENT_FILE_NAME, LOCK_FILE_NAME,
 };
 pub(crate) use replay::{replay_manifest, Replayed};
+pub use row_meta::RowMeta;
 pub use set::VersionSet;
 pub use version::Version;
 

@@ -74,7 +74,7 @@ fn row(number: u64, group: u64, lo: &[u8], hi: &[u8], seq: u64) -> RowMeta {
         num_entries: 7,
         num_deletions: 2,
         num_range_deletions: 1,
-        trim: (number % 2 == 0).then(|| b"d".to_vec()),
+        trim: number.is_multiple_of(2).then(|| b"d".to_vec()),
         below: number.saturating_sub(1),
     }
 }
