@@ -318,6 +318,7 @@ impl DbInner {
         start: Option<&[u8]>,
         end: Option<&[u8]>,
     ) -> Result<()> {
+        self.compact_rows_locked(st)?;
         // Level-0 files flushed after the call started are not waited for, so that a
         // steady stream of writes cannot keep this loop going forever.
         let (last, newest_file) = {
@@ -375,6 +376,36 @@ impl DbInner {
 }
 
 impl DbInner {
+    /// For a manual compaction: compacts every row a matrix level 0 holds now into the
+    /// base level, column by column (rows flushed meanwhile are left for later).
+    fn compact_rows_locked(&self, st: &mut MutexGuard<'_, DbState>) -> Result<()> {
+        let start_group = match st.versions.current().rows().iter().map(|r| r.group).max() {
+            Some(g) => g,
+            None => return Ok(()),
+        };
+        loop {
+            if let Some(e) = &st.bg_error {
+                return Err(Error::Background(Arc::new(e.clone())));
+            }
+            if st.shutting_down {
+                return Err(Error::Closed);
+            }
+            let v = st.versions.current();
+            if !v.rows().iter().any(|r| r.group <= start_group) {
+                return Ok(());
+            }
+            drop(v);
+            let picked = self.with_level_state(st, |state| self.pick_column(st, state, true));
+            match picked {
+                Some(picked) => self.run_compaction(st, picked)?,
+                None => {
+                    self.bg_work.notify_all();
+                    self.bg_done.wait_for(st, Duration::from_millis(50));
+                }
+            }
+        }
+    }
+
     /// Runs one (sub)task here, through the same description a remote worker would get.
     pub(crate) fn execute_task(&self, task: &CompactionTask) -> Result<CompactionResult> {
         let env = ExecutorEnv {
