@@ -26,6 +26,7 @@
 //!   consumed column (`trimmed_rows`, `deleted_rows`) in the same edit as the outputs.
 
 mod classic;
+pub mod column_cut;
 
 use std::collections::HashSet;
 use std::sync::Arc;
