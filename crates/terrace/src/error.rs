@@ -47,6 +47,15 @@ pub enum Error {
     /// The database was closed.
     #[error("database is closed")]
     Closed,
+    /// A fixed-size space (a persistent-memory region) has no free run large enough.
+    /// Space comes back when extents are dropped; the caller may wait, compact or fail.
+    #[error("no space in {what}: {needed} bytes needed")]
+    NoSpace {
+        /// The space that is full, with what is left in it.
+        what: String,
+        /// The bytes the request needed.
+        needed: u64,
+    },
     /// The operation is not supported by this build or configuration.
     #[error("not supported: {0}")]
     Unsupported(String),

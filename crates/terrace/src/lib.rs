@@ -37,6 +37,7 @@ pub mod level0;
 pub mod memtable;
 pub mod merge;
 pub mod options;
+pub mod pmem;
 pub mod range_del;
 pub mod sst;
 pub mod storage;
