@@ -21,7 +21,7 @@ use crate::error::{BenchError, Result};
 use crate::flags::Flags;
 use crate::interval::{report_loop, CsvReport, IntervalRow};
 use crate::recorder::{Shared, ThreadStats};
-use crate::report::{print_statistics, write_json, BenchResult, EngineDelta};
+use crate::report::{print_statistics, tree_depth, write_json, BenchResult, EngineDelta};
 use crate::workload::{self, Ctx, KeyOrder};
 use crate::ycsb::{self, InsertCounter, Workload};
 
@@ -295,7 +295,8 @@ fn run_one(
         let reporter = reporting.then(|| {
             let every = Duration::from_secs(flags.report_interval_seconds);
             let (shared, done) = (&shared, &done);
-            s.spawn(move || report_loop(shared, every, name, run_start, done, csv))
+            let depth = || Some(tree_depth(&db.stats().levels));
+            s.spawn(move || report_loop(shared, every, name, run_start, done, csv, &depth))
         });
         let readers: Vec<_> = (0..flags.threads)
             .map(|tid| {
@@ -318,7 +319,7 @@ fn run_one(
         before: &before,
         after: &after,
     };
-    let mut result = BenchResult::build(name, &threads, engine, gap)?;
+    let mut result = BenchResult::build(name, &threads, engine, gap, shared.slow_seconds(true))?;
     result.intervals = intervals;
     result.message = message(name, &result, &threads);
     Ok(result)
@@ -334,7 +335,7 @@ pub(crate) fn message(name: &str, r: &BenchResult, threads: &[ThreadStats]) -> S
         "updaterandom" => format!("( updates:{} found:{})", r.ops, r.found),
         n if n.starts_with("ycsb_") => {
             let mut counts = std::collections::BTreeMap::new();
-            for t in threads.iter().filter(|t| !t.excluded) {
+            for t in threads.iter().filter(|t| !t.excluded()) {
                 for (k, c) in &t.counts {
                     *counts.entry(k.label()).or_insert(0u64) += c;
                 }

@@ -73,6 +73,12 @@ fn every_benchmark_runs_on_a_tiny_database() {
     assert!(text.contains("  write amplification: "));
     assert!(text.contains("  level bytes: "));
     assert!(text.contains("  stalls: "));
+    assert!(text.contains("  tree depth: "));
+    assert!(text.contains("  slow seconds: "));
+    // The depth counts the non-empty levels the result lists (none if nothing was
+    // flushed yet).
+    let fill = get("fillrandom");
+    assert_eq!(fill.tree_depth, Some(fill.levels.len()));
 
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
@@ -88,6 +94,9 @@ fn every_benchmark_runs_on_a_tiny_database() {
             "stall_micros",
             "stall_count",
             "longest_write_gap_micros",
+            "slow_seconds",
+            "tree_depth",
+            "throttle_wait_micros",
         ] {
             assert!(b.get(field).is_some(), "{field}");
         }
@@ -96,8 +105,14 @@ fn every_benchmark_runs_on_a_tiny_database() {
     let mut lines = report.lines();
     assert_eq!(
         lines.next(),
-        Some("secs_elapsed,interval_qps,p50_micros,p99_micros,max_micros,benchmark")
+        Some(
+            "secs_elapsed,interval_qps,p50_micros,p99_micros,max_micros,benchmark,\
+             tree_depth,slow_second_share"
+        )
     );
+    for row in report.lines().skip(1) {
+        assert_eq!(row.split(',').count(), 8, "{row}");
+    }
     assert!(lines.count() >= results.len() - 1);
     let picture = std::fs::read_to_string(&svg).unwrap();
     assert!(picture.starts_with("<svg") && picture.contains("polyline"));
