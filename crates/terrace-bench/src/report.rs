@@ -276,6 +276,9 @@ pub fn write_json(path: &Path, flags: &crate::Flags, results: &[BenchResult]) ->
             "compression_type": format!("{:?}", flags.compression_type),
             "write_buffer_size": flags.write_buffer_size, "bloom_bits": flags.bloom_bits,
             "cache_size": flags.cache_size, "sync": flags.sync, "disable_wal": flags.disable_wal,
+            "storage_rate_limit": flags.storage_rate_limit,
+            "storage_iops_limit": flags.storage_iops_limit,
+            "storage_io_unit": flags.storage_io_unit,
         },
         "benchmarks": results,
     });

@@ -150,6 +150,33 @@ fn print_header(f: &Flags, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out, "Entries:    {}", f.num)?;
     writeln!(out, "Threads:    {}", f.threads)?;
     writeln!(out, "Compression: {:?}", f.compression_type)?;
+    if let Some(limits) = f.storage_limits() {
+        let mut device = Vec::new();
+        if limits.bytes_per_sec > 0 {
+            device.push(format!(
+                "{:.1} MB/s",
+                limits.bytes_per_sec as f64 / 1_048_576.0
+            ));
+        }
+        if limits.iops > 0 {
+            device.push(format!(
+                "{} IOPS of {} KiB",
+                limits.iops,
+                limits.io_unit_bytes / 1024
+            ));
+        }
+        let dirs: Vec<String> = f
+            .throttled_dirs()
+            .iter()
+            .map(|d| d.display().to_string())
+            .collect();
+        writeln!(
+            out,
+            "Storage:    throttled to {} on {} (the table files of levels 1+)",
+            device.join(" and "),
+            dirs.join(", ")
+        )?;
+    }
     writeln!(out, "{}", "-".repeat(48))
 }
 

@@ -151,3 +151,35 @@ fn use_existing_db_skips_fills_and_keeps_data() {
     assert_eq!(results.len(), 1);
     assert_eq!(results[0].found, 100);
 }
+
+#[test]
+fn a_run_on_throttled_storage_reports_its_device_and_depth() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("out.json");
+    let flags = Flags::parse([
+        format!("--db={}", dir.path().join("db").display()),
+        "--benchmarks=fillseq,overwrite,readrandom".into(),
+        "--num=3000".into(),
+        "--write_buffer_size=65536".into(),
+        "--target_file_size_base=65536".into(),
+        "--storage_rate_limit=4194304".into(),
+        "--storage_iops_limit=2000".into(),
+        format!("--json={}", json.display()),
+        "--noprogress".into(),
+    ])
+    .unwrap();
+    let mut out = Vec::new();
+    let results = run(&flags, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(
+        text.contains("Storage:    throttled to 4.0 MB/s and 2000 IOPS of 256 KiB on "),
+        "{text}"
+    );
+    assert_eq!(results[2].found, 3000, "every key of fillseq reads back");
+    let depth = results[1].tree_depth.unwrap();
+    assert!(depth >= 1 && depth == results[1].levels.len(), "{depth}");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(doc["flags"]["storage_rate_limit"], 4194304);
+    assert_eq!(doc["flags"]["storage_iops_limit"], 2000);
+}
