@@ -1,17 +1,19 @@
 //! db_bench-compatible flags: the same names, meanings and defaults, parsed from the
 //! command line gflags style (`--name=value`, `--name value`, `--flag`, `--noflag`).
 //!
-//! Owns: `Flags`, its defaults and parsing, and the mapping to `terrace::Options`.
+//! Owns: `Flags`, its defaults and parsing, and the mapping to `terrace::Options`
+//! (`flags/engine.rs`, with the storage throttle of `--storage_rate_limit`).
 //! Must not touch: the database; flags only describe a run.
 //! Concurrency: plain data, cloned into each worker thread.
 
 use std::path::PathBuf;
 
-use terrace::{Compression, Options};
+use terrace::Compression;
 
 use crate::error::{BenchError, Result};
 use crate::resp_client::Target;
 
+mod engine;
 #[cfg(test)]
 mod tests;
 
@@ -95,6 +97,14 @@ pub struct Flags {
     pub seek_nexts: usize,
     /// Bytes per second of the writer of the `*whilewriting` benchmarks (0: unlimited).
     pub benchmark_write_rate_limit: u64,
+    /// Bytes per second read plus written of the device holding the table files of
+    /// levels 1 and below (0: not throttled). See `Flags::throttled_dirs`.
+    pub storage_rate_limit: u64,
+    /// I/O operations per second of that device (0: not limited).
+    pub storage_iops_limit: u64,
+    /// Bytes per I/O operation of `storage_iops_limit` (default 256 KiB, as cloud
+    /// volumes count; 0: every read or append call is one operation).
+    pub storage_io_unit: u64,
     /// YCSB: fields per record.
     pub ycsb_field_count: usize,
     /// YCSB: bytes per field.
@@ -156,6 +166,9 @@ impl Default for Flags {
             batch_size: 1,
             seek_nexts: 0,
             benchmark_write_rate_limit: 0,
+            storage_rate_limit: 0,
+            storage_iops_limit: 0,
+            storage_io_unit: 256 << 10,
             ycsb_field_count: 10,
             ycsb_field_length: 100,
             ycsb_max_scan_length: 100,
@@ -191,6 +204,9 @@ Usage: terrace bench [--name=value ...]   (db_bench's flag names and defaults)
   --level0_slowdown_writes_trigger --level0_stop_writes_trigger --bloom_bits --cache_size
   --block_size --max_background_jobs --subcompactions --batch_size --seek_nexts
   --benchmark_write_rate_limit --sync --disable_wal --use_existing_db --seed --histogram
+  --storage_rate_limit=BYTES_PER_SEC --storage_iops_limit=IOPS --storage_io_unit=BYTES
+                     make the table directories of levels 1+ a slower device (0: off; with
+                     one database directory that is the whole database, log included)
   --statistics --report_interval_seconds --report_file=CSV --json=FILE --plot=SVG
   --ycsb_field_count --ycsb_field_length --ycsb_max_scan_length --ycsb_zipfian_constant
   --progress (a progress bar when stdout is a terminal; --noprogress to hide it)
@@ -318,6 +334,9 @@ impl Flags {
             "batch_size" => self.batch_size = num(name, v)?,
             "seek_nexts" => self.seek_nexts = num(name, v)?,
             "benchmark_write_rate_limit" => self.benchmark_write_rate_limit = num(name, v)?,
+            "storage_rate_limit" => self.storage_rate_limit = num(name, v)?,
+            "storage_iops_limit" => self.storage_iops_limit = num(name, v)?,
+            "storage_io_unit" => self.storage_io_unit = num(name, v)?,
             "ycsb_field_count" => self.ycsb_field_count = num(name, v)?,
             "ycsb_field_length" => self.ycsb_field_length = num(name, v)?,
             "ycsb_max_scan_length" => self.ycsb_max_scan_length = num(name, v)?,
@@ -376,31 +395,6 @@ impl Flags {
     /// Reads per thread: `--reads`, or `--num` when it is -1.
     pub fn reads_per_thread(&self) -> u64 {
         u64::try_from(self.reads).unwrap_or(self.num)
-    }
-
-    /// The engine options these flags describe.
-    pub fn engine_options(&self) -> Options {
-        let flushes = (self.max_background_jobs / 4).max(1);
-        Options {
-            write_buffer_size: self.write_buffer_size,
-            max_write_buffer_number: self.max_write_buffer_number,
-            target_file_size_base: self.target_file_size_base,
-            max_bytes_for_level_base: self.max_bytes_for_level_base,
-            max_bytes_for_level_multiplier: self.max_bytes_for_level_multiplier,
-            level_compaction_dynamic_level_bytes: self.level_compaction_dynamic_level_bytes,
-            num_levels: self.num_levels,
-            level0_file_num_compaction_trigger: self.level0_file_num_compaction_trigger,
-            level0_slowdown_writes_trigger: self.level0_slowdown_writes_trigger,
-            level0_stop_writes_trigger: self.level0_stop_writes_trigger,
-            bloom_bits_per_key: usize::try_from(self.bloom_bits).unwrap_or(0),
-            block_cache_bytes: usize::try_from(self.cache_size).unwrap_or(0),
-            block_size: self.block_size,
-            compression: self.compression_type,
-            max_background_flushes: flushes,
-            max_background_compactions: self.max_background_jobs.saturating_sub(flushes).max(1),
-            max_subcompactions: self.subcompactions,
-            ..Options::default()
-        }
     }
 }
 

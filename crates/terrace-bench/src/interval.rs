@@ -1,9 +1,14 @@
 //! The report-interval series: every `--report_interval_seconds` a row of throughput and
 //! latency of the operations completed in that interval, appended to `--report_file` as
 //! CSV while the benchmark runs (db_bench's `secs_elapsed,interval_qps`, plus latency
-//! columns and the benchmark's name).
+//! columns, the benchmark's name, the tree depth and the slow-second share so far).
 //!
-//! Owns: `IntervalRow`, the CSV file, the reporter loop. Must not touch: the database.
+//! Also the slow-second figure itself: the share of a run's whole 1-second intervals
+//! whose throughput is below 20% of the median second's, which counts the seconds a
+//! stall or a throttled device took from the writers (MatrixKV's "fluctuation").
+//!
+//! Owns: `IntervalRow`, `SlowSeconds`, the CSV file, the reporter loop. Must not touch:
+//! the database (the tree depth comes through a function the caller passes).
 //! Concurrency: the reporter runs on its own thread and reads the workers' interval
 //! histograms through `Shared`; the CSV file is behind a mutex.
 
@@ -17,6 +22,48 @@ use parking_lot::Mutex;
 
 use crate::error::{BenchError, Result};
 use crate::recorder::Shared;
+
+#[cfg(test)]
+mod tests;
+
+/// A second is slow when its operations are below this share of the median second's.
+pub const SLOW_SECOND_FRACTION: f64 = 0.2;
+
+/// How steady a run's throughput was, over its whole 1-second intervals.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct SlowSeconds {
+    /// Whole seconds measured.
+    pub seconds: u64,
+    /// Operations in the median second (the mean of the two middle ones for an even
+    /// count).
+    pub median_ops_per_sec: f64,
+    /// Seconds with fewer operations than `SLOW_SECOND_FRACTION` of the median.
+    pub slow_seconds: u64,
+    /// `slow_seconds / seconds`.
+    pub share: f64,
+}
+
+/// The slow-second figure of `ops_per_second`, the operations completed in each whole
+/// second of a run (seconds without any count as 0); `None` for no seconds. When more
+/// than half the seconds saw no operation the median is 0 and no second is slow: read
+/// `median_ops_per_sec` with the share.
+pub fn slow_seconds(ops_per_second: &[u64]) -> Option<SlowSeconds> {
+    let mut sorted = ops_per_second.to_vec();
+    sorted.sort_unstable();
+    let n = sorted.len();
+    let median = match (sorted.get(n.wrapping_sub(1) / 2), sorted.get(n / 2)) {
+        (Some(a), Some(b)) => (*a as f64 + *b as f64) / 2.0,
+        _ => return None,
+    };
+    let limit = median * SLOW_SECOND_FRACTION;
+    let slow = sorted.iter().take_while(|&&v| (v as f64) < limit).count() as u64;
+    Some(SlowSeconds {
+        seconds: n as u64,
+        median_ops_per_sec: median,
+        slow_seconds: slow,
+        share: slow as f64 / n as f64,
+    })
+}
 
 /// Throughput and latency of one interval.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -33,6 +80,13 @@ pub struct IntervalRow {
     pub max_micros: f64,
     /// The benchmark running.
     pub benchmark: String,
+    /// Non-empty levels below the memtables at the end of the interval (`None` when the
+    /// levels are unknown, as in server mode).
+    pub tree_depth: Option<usize>,
+    /// The slow-second share of the benchmark's whole seconds so far (`None` before the
+    /// first whole second); the benchmark's last row carries its result's figure when the
+    /// last partial interval saw operations.
+    pub slow_second_share: Option<f64>,
 }
 
 /// The CSV report file.
@@ -69,7 +123,8 @@ impl CsvReport {
         let mut out = BufWriter::new(File::create(path).map_err(io)?);
         writeln!(
             out,
-            "secs_elapsed,interval_qps,p50_micros,p99_micros,max_micros,benchmark"
+            "secs_elapsed,interval_qps,p50_micros,p99_micros,max_micros,benchmark,\
+             tree_depth,slow_second_share"
         )
         .map_err(io)?;
         Ok(CsvReport {
@@ -83,10 +138,22 @@ impl CsvReport {
             path: self.path.clone(),
             source,
         };
+        let depth = r.tree_depth.map(|d| d.to_string()).unwrap_or_default();
+        let share = r
+            .slow_second_share
+            .map(|s| format!("{s:.4}"))
+            .unwrap_or_default();
         writeln!(
             self.out,
-            "{:.3},{:.0},{:.2},{:.2},{:.2},{}",
-            r.secs_elapsed, r.interval_qps, r.p50_micros, r.p99_micros, r.max_micros, r.benchmark
+            "{:.3},{:.0},{:.2},{:.2},{:.2},{},{},{}",
+            r.secs_elapsed,
+            r.interval_qps,
+            r.p50_micros,
+            r.p99_micros,
+            r.max_micros,
+            r.benchmark,
+            depth,
+            share
         )
         .map_err(io)?;
         self.out.flush().map_err(io)
@@ -94,7 +161,8 @@ impl CsvReport {
 }
 
 /// Takes a row every `every` until `done` is set, then one last row for the partial
-/// interval if it saw operations. Returns the rows.
+/// interval if it saw operations. `tree_depth` gives the tree depth for each row.
+/// Returns the rows.
 ///
 /// # Errors
 /// `Io` writing the CSV file, `Histogram` merging.
@@ -105,6 +173,7 @@ pub fn report_loop(
     run_start: Instant,
     done: &AtomicBool,
     csv: &Mutex<Option<CsvReport>>,
+    tree_depth: &(dyn Fn() -> Option<usize> + Sync),
 ) -> Result<Vec<IntervalRow>> {
     let mut rows = Vec::new();
     let mut last = Instant::now();
@@ -128,6 +197,8 @@ pub fn report_loop(
                     p99_micros: us(h.value_at_quantile(0.99)),
                     max_micros: us(h.max()),
                     benchmark: benchmark.to_string(),
+                    tree_depth: tree_depth(),
+                    slow_second_share: shared.slow_seconds(finished).map(|s| s.share),
                 };
                 if let Some(c) = csv.lock().as_mut() {
                     c.append(&row)?;

@@ -1,10 +1,12 @@
 //! Per-thread measurement of one benchmark: operation counts, bytes, latencies by kind of
-//! operation, the shared interval histograms behind the report file, the longest gap
-//! between completed writes, and the stop rule (`--num`/`--reads` or `--duration`).
+//! operation, the shared interval histograms behind the report file, operations per
+//! second of the run (for the slow-second figure), the longest gap between completed
+//! writes, and the stop rule (`--num`/`--reads` or `--duration`).
 //!
 //! Owns: `ThreadStats`, `Shared`, `Budget`. Must not touch: the database or the output.
 //! Concurrency: a `ThreadStats` belongs to its worker; `Shared` is read and updated by
-//! all workers through atomics and one uncontended mutex per worker (interval histogram).
+//! all workers through atomics and one uncontended mutex per worker (its slot: interval
+//! histogram and operations per second), which the reporter locks once per interval.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -16,6 +18,7 @@ use indicatif::ProgressBar;
 use parking_lot::Mutex;
 
 use crate::error::{BenchError, Result};
+use crate::interval::{slow_seconds, SlowSeconds};
 
 /// A latency histogram in nanoseconds, 1 ns .. 1 hour at 3 significant digits.
 ///
@@ -83,6 +86,17 @@ impl OpKind {
     }
 }
 
+/// What a worker shares with the reporter.
+#[derive(Debug)]
+struct Slot {
+    /// Latencies since the last report row (only with `--report_interval_seconds`).
+    interval: Option<Histogram<u64>>,
+    /// Operations completed in each whole second since the benchmark started.
+    per_second: Vec<u64>,
+    /// Counted in the benchmark's result (not the writer of `*whilewriting`).
+    measured: bool,
+}
+
 /// State shared by the workers of one benchmark.
 #[derive(Debug)]
 pub struct Shared {
@@ -91,7 +105,7 @@ pub struct Shared {
     max_write_gap_nanos: AtomicU64,
     /// Set when the readers of a `*whilewriting` benchmark are done.
     pub stop: AtomicBool,
-    intervals: Mutex<Vec<Arc<Mutex<Histogram<u64>>>>>,
+    slots: Mutex<Vec<Arc<Mutex<Slot>>>>,
     reporting: bool,
     progress: Option<ProgressBar>,
 }
@@ -104,7 +118,7 @@ impl Shared {
             last_write_nanos: AtomicU64::new(0),
             max_write_gap_nanos: AtomicU64::new(0),
             stop: AtomicBool::new(false),
-            intervals: Mutex::new(Vec::new()),
+            slots: Mutex::new(Vec::new()),
             reporting,
             progress,
         }
@@ -116,12 +130,47 @@ impl Shared {
     /// `Histogram` if a merge fails.
     pub fn take_interval(&self) -> Result<Histogram<u64>> {
         let mut total = new_hist()?;
-        for h in self.intervals.lock().iter() {
-            let mut h = h.lock();
-            merge_hist(&mut total, &h)?;
-            h.reset();
+        for slot in self.slots.lock().iter() {
+            if let Some(h) = slot.lock().interval.as_mut() {
+                merge_hist(&mut total, h)?;
+                h.reset();
+            }
         }
         Ok(total)
+    }
+
+    /// Operations of the measured workers completed in each second since the start, up
+    /// to the last second in which one completed.
+    pub fn ops_per_second(&self) -> Vec<u64> {
+        let mut total: Vec<u64> = Vec::new();
+        for slot in self.slots.lock().iter() {
+            let slot = slot.lock();
+            if !slot.measured {
+                continue;
+            }
+            if total.len() < slot.per_second.len() {
+                total.resize(slot.per_second.len(), 0);
+            }
+            for (t, n) in total.iter_mut().zip(&slot.per_second) {
+                *t += n;
+            }
+        }
+        total
+    }
+
+    /// The slow-second figure of the benchmark's whole seconds. While it runs (`finished`
+    /// false) those are the seconds before the current one, with no operation counting
+    /// as zero; once the workers are done, every second but the last one holding an
+    /// operation, which is partial. `None` before a whole second has passed.
+    pub fn slow_seconds(&self, finished: bool) -> Option<SlowSeconds> {
+        let mut counts = self.ops_per_second();
+        if finished {
+            counts.pop();
+        } else {
+            let whole = usize::try_from(self.start.elapsed().as_secs()).unwrap_or(usize::MAX);
+            counts.resize(whole, 0);
+        }
+        slow_seconds(&counts)
     }
 
     /// The longest time between two completed writes.
@@ -178,25 +227,40 @@ pub struct ThreadStats {
     pub start: Instant,
     /// See `start`.
     pub finish: Instant,
-    /// Left out of the benchmark's result (the writer of `readwhilewriting`).
-    pub excluded: bool,
-    interval: Option<Arc<Mutex<Histogram<u64>>>>,
+    excluded: bool,
+    slot: Arc<Mutex<Slot>>,
     unreported: u64,
 }
 
 impl ThreadStats {
-    /// A worker's stats, registered with `shared` for interval reports.
+    /// A measured worker's stats, registered with `shared` for interval reports.
     ///
     /// # Errors
     /// `Histogram` if a histogram cannot be made.
     pub fn new(shared: &Shared) -> Result<Self> {
-        let interval = if shared.reporting {
-            let h = Arc::new(Mutex::new(new_hist()?));
-            shared.intervals.lock().push(h.clone());
-            Some(h)
-        } else {
-            None
-        };
+        ThreadStats::register(shared, true)
+    }
+
+    /// Stats of a worker left out of the benchmark's result (the writer of
+    /// `readwhilewriting`); its operations still appear in the interval report.
+    ///
+    /// # Errors
+    /// `Histogram` if a histogram cannot be made.
+    pub fn new_excluded(shared: &Shared) -> Result<Self> {
+        ThreadStats::register(shared, false)
+    }
+
+    fn register(shared: &Shared, measured: bool) -> Result<Self> {
+        let slot = Arc::new(Mutex::new(Slot {
+            interval: if shared.reporting {
+                Some(new_hist()?)
+            } else {
+                None
+            },
+            per_second: Vec::new(),
+            measured,
+        }));
+        shared.slots.lock().push(slot.clone());
         let now = Instant::now();
         Ok(ThreadStats {
             done: 0,
@@ -207,8 +271,8 @@ impl ThreadStats {
             all: new_hist()?,
             start: now,
             finish: now,
-            excluded: false,
-            interval,
+            excluded: !measured,
+            slot,
             unreported: 0,
         })
     }
@@ -239,14 +303,24 @@ impl ThreadStats {
         };
         h.saturating_record(nanos.max(1));
         self.all.saturating_record(nanos.max(1));
-        if let Some(i) = &self.interval {
-            i.lock().saturating_record(nanos.max(1));
+        let at = now
+            .duration_since(shared.start)
+            .as_nanos()
+            .min(u128::from(u64::MAX)) as u64;
+        {
+            let mut slot = self.slot.lock();
+            if let Some(i) = slot.interval.as_mut() {
+                i.saturating_record(nanos.max(1));
+            }
+            let second = usize::try_from(at / 1_000_000_000).unwrap_or(usize::MAX);
+            if slot.per_second.len() <= second {
+                slot.per_second.resize(second.saturating_add(1), 0);
+            }
+            if let Some(n) = slot.per_second.get_mut(second) {
+                *n += ops;
+            }
         }
         if kind.writes() {
-            let at = now
-                .duration_since(shared.start)
-                .as_nanos()
-                .min(u128::from(u64::MAX)) as u64;
             let prev = shared.last_write_nanos.fetch_max(at, Ordering::Relaxed);
             if prev > 0 {
                 shared
@@ -263,6 +337,11 @@ impl ThreadStats {
         }
         self.finish = now;
         Ok(())
+    }
+
+    /// Whether the worker is left out of the benchmark's result.
+    pub fn excluded(&self) -> bool {
+        self.excluded
     }
 
     /// Marks the end of the worker's run.

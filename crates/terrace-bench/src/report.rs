@@ -1,21 +1,25 @@
 //! Results of benchmarks and their text and JSON forms: db_bench's result line and
-//! histogram block, then latency percentiles, write amplification, bytes per level and
-//! stalls.
+//! histogram block, then latency percentiles, write amplification, bytes per level, tree
+//! depth, stalls, slow seconds and time waited for a throttled device.
 //!
 //! Owns: `BenchResult`, `Latency`, building them from worker stats and engine stats, and
-//! their printed shape. Must not touch: the database (it is given `DbStats`).
+//! their printed shape (`report/print.rs`) and JSON. Must not touch: the database (it is
+//! given `DbStats`).
 //! Concurrency: plain data built after the workers have joined.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::Path;
 
 use hdrhistogram::Histogram;
-use terrace::DbStats;
+use terrace::{DbStats, LevelStats};
 
 use crate::error::{BenchError, Result};
-use crate::interval::IntervalRow;
+use crate::interval::{IntervalRow, SlowSeconds};
 use crate::recorder::{merge_hist, new_hist, OpKind, ThreadStats};
+
+mod print;
+
+pub use print::print_statistics;
 
 /// Latency summary of a set of operations, in microseconds.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
@@ -127,12 +131,29 @@ pub struct BenchResult {
     pub stall_count: u64,
     /// Longest time between two completed writes, in microseconds (0 without writes).
     pub longest_write_gap_micros: f64,
+    /// How steady throughput was over the benchmark's whole seconds (`None` if it ran
+    /// for less than two seconds: the last second is partial and left out).
+    pub slow_seconds: Option<SlowSeconds>,
+    /// Microseconds file I/Os waited for a throttled device during the benchmark
+    /// (`--storage_rate_limit`, `--storage_iops_limit`).
+    pub throttle_wait_micros: u64,
+    /// File I/Os that waited for a throttled device during the benchmark.
+    pub throttle_waits: u64,
     /// Levels after the benchmark.
     pub levels: Vec<LevelBytes>,
+    /// Tree depth after the benchmark: the number of non-empty levels below the
+    /// memtables, level 0 included (`None` where levels are unknown: server mode).
+    pub tree_depth: Option<usize>,
     /// Where the engine figures above come from (all zero and printed "-" when `None`).
     pub counters: Counters,
     /// The report-interval series of this benchmark.
     pub intervals: Vec<IntervalRow>,
+}
+
+/// The tree depth of `levels`: how many hold at least one file. A lookup that misses
+/// the memtables searches at most this many levels below them (more files for level 0).
+pub fn tree_depth(levels: &[LevelStats]) -> usize {
+    levels.iter().filter(|l| l.files > 0).count()
 }
 
 /// Engine counters before and after a benchmark.
@@ -145,7 +166,8 @@ pub struct EngineDelta<'a> {
 }
 
 impl BenchResult {
-    /// Merges the workers' stats (excluded workers left out) with the engine's counters.
+    /// Merges the workers' stats (excluded workers left out) with the engine's counters
+    /// and the run's figures taken from `Shared` (write gap, slow seconds).
     ///
     /// # Errors
     /// `Histogram` if merging fails.
@@ -154,8 +176,9 @@ impl BenchResult {
         threads: &[ThreadStats],
         engine: EngineDelta<'_>,
         longest_write_gap_micros: f64,
+        slow_seconds: Option<SlowSeconds>,
     ) -> Result<BenchResult> {
-        let measured: Vec<&ThreadStats> = threads.iter().filter(|t| !t.excluded).collect();
+        let measured: Vec<&ThreadStats> = threads.iter().filter(|t| !t.excluded()).collect();
         let mut all = new_hist()?;
         let mut by_kind: BTreeMap<OpKind, Histogram<u64>> = BTreeMap::new();
         let (mut ops, mut bytes, mut found, mut thread_secs) = (0, 0, 0, 0.0);
@@ -217,6 +240,12 @@ impl BenchResult {
             stall_micros: a.stall_micros.saturating_sub(b.stall_micros),
             stall_count: a.stall_count.saturating_sub(b.stall_count),
             longest_write_gap_micros,
+            slow_seconds,
+            throttle_wait_micros: a
+                .throttle_wait_micros
+                .saturating_sub(b.throttle_wait_micros),
+            throttle_waits: a.throttle_waits.saturating_sub(b.throttle_waits),
+            tree_depth: Some(tree_depth(&a.levels)),
             levels: a
                 .levels
                 .iter()
@@ -230,100 +259,6 @@ impl BenchResult {
             counters: Counters::Engine,
             intervals: Vec::new(),
         })
-    }
-
-    /// Prints the result the way db_bench does, then Terrace's extra lines; with
-    /// `histogram`, db_bench's per-operation histogram summary too.
-    ///
-    /// # Errors
-    /// Errors of `out`.
-    pub fn print(&self, out: &mut dyn Write, histogram: bool) -> std::io::Result<()> {
-        let mut extra = String::new();
-        if self.bytes > 0 {
-            extra = format!("{:6.1} MB/s", self.mb_per_sec);
-        }
-        if !self.message.is_empty() {
-            if !extra.is_empty() {
-                extra.push(' ');
-            }
-            extra.push_str(&self.message);
-        }
-        writeln!(
-            out,
-            "{:<12} : {:>11.3} micros/op {} ops/sec {:.3} seconds {} operations;{}{}",
-            self.name,
-            self.micros_per_op,
-            self.ops_per_sec as u64,
-            self.seconds,
-            self.ops,
-            if extra.is_empty() { "" } else { " " },
-            extra
-        )?;
-        if histogram {
-            for (op, l) in &self.by_op {
-                writeln!(out, "Microseconds per {op}:")?;
-                writeln!(
-                    out,
-                    "Count: {} Average: {:.4}  StdDev: {:.2}",
-                    l.count, l.mean, l.stddev
-                )?;
-                writeln!(
-                    out,
-                    "Min: {:.0}  Median: {:.4}  Max: {:.0}",
-                    l.min, l.p50, l.max
-                )?;
-                writeln!(
-                    out,
-                    "Percentiles: P50: {:.2} P75: {:.2} P99: {:.2} P99.9: {:.2} P99.99: {:.2}",
-                    l.p50, l.p75, l.p99, l.p999, l.p9999
-                )?;
-                writeln!(out, "{}", "-".repeat(54))?;
-            }
-        }
-        let l = &self.latency;
-        writeln!(
-            out,
-            "  latency micros: p50 {:.2} p99 {:.2} p99.9 {:.2} max {:.2}",
-            l.p50, l.p99, l.p999, l.max
-        )?;
-        let mb = |b: u64| b as f64 / 1_048_576.0;
-        let gap_ms = self.longest_write_gap_micros / 1000.0;
-        if self.counters == Counters::None {
-            writeln!(out, "  write amplification: -")?;
-            writeln!(out, "  level bytes: -")?;
-            return writeln!(
-                out,
-                "  stalls: -; longest gap between completed writes {gap_ms:.3} ms"
-            );
-        }
-        writeln!(
-            out,
-            "  write amplification: {:.3} (flush {:.1} MB + compaction {:.1} MB) / user {:.1} MB",
-            self.write_amplification,
-            mb(self.flush_bytes_written),
-            mb(self.compaction_bytes_written),
-            mb(self.user_bytes_written)
-        )?;
-        let levels: Vec<String> = self
-            .levels
-            .iter()
-            .map(|l| format!("L{} {:.1} MB ({} files)", l.level, mb(l.bytes), l.files))
-            .collect();
-        let levels = if self.counters == Counters::ServerInfo {
-            "-".to_string()
-        } else if levels.is_empty() {
-            "empty".to_string()
-        } else {
-            levels.join(", ")
-        };
-        writeln!(out, "  level bytes: {levels}")?;
-        writeln!(
-            out,
-            "  stalls: {:.3} seconds in {} writes; longest gap between completed writes {:.3} ms",
-            self.stall_micros as f64 / 1e6,
-            self.stall_count,
-            gap_ms
-        )
     }
 }
 
@@ -341,6 +276,9 @@ pub fn write_json(path: &Path, flags: &crate::Flags, results: &[BenchResult]) ->
             "compression_type": format!("{:?}", flags.compression_type),
             "write_buffer_size": flags.write_buffer_size, "bloom_bits": flags.bloom_bits,
             "cache_size": flags.cache_size, "sync": flags.sync, "disable_wal": flags.disable_wal,
+            "storage_rate_limit": flags.storage_rate_limit,
+            "storage_iops_limit": flags.storage_iops_limit,
+            "storage_io_unit": flags.storage_io_unit,
         },
         "benchmarks": results,
     });
@@ -350,31 +288,4 @@ pub fn write_json(path: &Path, flags: &crate::Flags, results: &[BenchResult]) ->
     };
     let text = serde_json::to_string_pretty(&doc).map_err(|e| io(e.into()))?;
     std::fs::write(path, text).map_err(io)
-}
-
-/// Prints engine counters after all benchmarks, named like RocksDB's statistics
-/// (`terrace.<name> COUNT : <value>`) so that the same parser reads both.
-///
-/// # Errors
-/// Errors of `out`.
-pub fn print_statistics(out: &mut dyn Write, s: &DbStats) -> std::io::Result<()> {
-    writeln!(out, "STATISTICS:")?;
-    let counters = [
-        ("bytes.written", s.user_bytes_written),
-        ("wal.bytes", s.wal_bytes_written),
-        ("flush.write.bytes", s.flush_bytes_written),
-        ("compact.write.bytes", s.compaction_bytes_written),
-        ("compact.read.bytes", s.compaction_bytes_read),
-        ("flush.count", s.flushes),
-        ("compaction.count", s.compactions),
-        ("compaction.trivial.moves", s.trivial_moves),
-        ("stall.micros", s.stall_micros),
-        ("stall.count", s.stall_count),
-        ("block.cache.hit", s.block_cache_hits),
-        ("block.cache.miss", s.block_cache_misses),
-    ];
-    for (name, v) in counters {
-        writeln!(out, "terrace.{name} COUNT : {v}")?;
-    }
-    Ok(())
 }

@@ -21,7 +21,7 @@ use crate::error::{BenchError, Result};
 use crate::flags::Flags;
 use crate::interval::{report_loop, CsvReport, IntervalRow};
 use crate::recorder::{Shared, ThreadStats};
-use crate::report::{print_statistics, write_json, BenchResult, EngineDelta};
+use crate::report::{print_statistics, tree_depth, write_json, BenchResult, EngineDelta};
 use crate::workload::{self, Ctx, KeyOrder};
 use crate::ycsb::{self, InsertCounter, Workload};
 
@@ -150,6 +150,33 @@ fn print_header(f: &Flags, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out, "Entries:    {}", f.num)?;
     writeln!(out, "Threads:    {}", f.threads)?;
     writeln!(out, "Compression: {:?}", f.compression_type)?;
+    if let Some(limits) = f.storage_limits() {
+        let mut device = Vec::new();
+        if limits.bytes_per_sec > 0 {
+            device.push(format!(
+                "{:.1} MB/s",
+                limits.bytes_per_sec as f64 / 1_048_576.0
+            ));
+        }
+        if limits.iops > 0 {
+            device.push(format!(
+                "{} IOPS of {} KiB",
+                limits.iops,
+                limits.io_unit_bytes / 1024
+            ));
+        }
+        let dirs: Vec<String> = f
+            .throttled_dirs()
+            .iter()
+            .map(|d| d.display().to_string())
+            .collect();
+        writeln!(
+            out,
+            "Storage:    throttled to {} on {} (the table files of levels 1+)",
+            device.join(" and "),
+            dirs.join(", ")
+        )?;
+    }
     writeln!(out, "{}", "-".repeat(48))
 }
 
@@ -295,7 +322,8 @@ fn run_one(
         let reporter = reporting.then(|| {
             let every = Duration::from_secs(flags.report_interval_seconds);
             let (shared, done) = (&shared, &done);
-            s.spawn(move || report_loop(shared, every, name, run_start, done, csv))
+            let depth = || Some(tree_depth(&db.stats().levels));
+            s.spawn(move || report_loop(shared, every, name, run_start, done, csv, &depth))
         });
         let readers: Vec<_> = (0..flags.threads)
             .map(|tid| {
@@ -318,7 +346,7 @@ fn run_one(
         before: &before,
         after: &after,
     };
-    let mut result = BenchResult::build(name, &threads, engine, gap)?;
+    let mut result = BenchResult::build(name, &threads, engine, gap, shared.slow_seconds(true))?;
     result.intervals = intervals;
     result.message = message(name, &result, &threads);
     Ok(result)
@@ -334,7 +362,7 @@ pub(crate) fn message(name: &str, r: &BenchResult, threads: &[ThreadStats]) -> S
         "updaterandom" => format!("( updates:{} found:{})", r.ops, r.found),
         n if n.starts_with("ycsb_") => {
             let mut counts = std::collections::BTreeMap::new();
-            for t in threads.iter().filter(|t| !t.excluded) {
+            for t in threads.iter().filter(|t| !t.excluded()) {
                 for (k, c) in &t.counts {
                     *counts.entry(k.label()).or_insert(0u64) += c;
                 }

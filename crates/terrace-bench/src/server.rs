@@ -166,7 +166,7 @@ fn run_one(
         let reporter = reporting.then(|| {
             let every = Duration::from_secs(flags.report_interval_seconds);
             let (shared, done) = (&shared, &done);
-            s.spawn(move || report_loop(shared, every, name, run_start, done, csv))
+            s.spawn(move || report_loop(shared, every, name, run_start, done, csv, &|| None))
         });
         let workers: Vec<_> = (0..flags.threads)
             .map(|tid| {
@@ -190,8 +190,9 @@ fn run_one(
         before: b,
         after: a,
     };
-    let mut result = BenchResult::build(name, &threads, engine, gap)?;
+    let mut result = BenchResult::build(name, &threads, engine, gap, shared.slow_seconds(true))?;
     result.counters = counters;
+    result.tree_depth = None;
     result.intervals = intervals;
     result.message = message(name, &result, &threads);
     Ok(result)

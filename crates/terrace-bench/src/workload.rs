@@ -278,8 +278,7 @@ pub fn update_random(ctx: Ctx<'_>) -> Result<ThreadStats> {
 pub fn background_writer(ctx: Ctx<'_>) -> Result<ThreadStats> {
     let f = ctx.flags;
     let mut values = ValueGenerator::new(f.value_size, f.compression_ratio);
-    let mut st = ThreadStats::new(ctx.shared)?;
-    st.excluded = true;
+    let mut st = ThreadStats::new_excluded(ctx.shared)?;
     let mut rng = ctx.rng();
     let mut key = Vec::with_capacity(f.key_size);
     let started = Instant::now();

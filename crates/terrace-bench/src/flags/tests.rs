@@ -122,3 +122,45 @@ fn bad_values_are_errors_naming_the_flag() {
         }
     }
 }
+
+#[test]
+fn storage_throttle_flags_parse_and_throttle_the_database_directory() {
+    let off = Flags::parse(["--db=/tmp/tb"]).unwrap();
+    assert_eq!((off.storage_rate_limit, off.storage_iops_limit), (0, 0));
+    assert_eq!(off.storage_io_unit, 256 << 10);
+    assert_eq!(off.storage_limits(), None);
+    assert!(off.throttled_dirs().is_empty());
+    assert!(format!("{:?}", off.engine_options().storage).starts_with("FsStorage"));
+
+    let on = Flags::parse([
+        "--db=/tmp/tb",
+        "--storage_rate_limit=104857600",
+        "--storage_iops_limit",
+        "3000",
+    ])
+    .unwrap();
+    let limits = on.storage_limits().unwrap();
+    assert_eq!(limits.bytes_per_sec, 100 << 20);
+    assert_eq!((limits.iops, limits.io_unit_bytes), (3000, 256 << 10));
+    // One database directory: it holds every level's tables, so all of it is throttled.
+    assert_eq!(on.throttled_dirs(), vec![PathBuf::from("/tmp/tb")]);
+    assert!(format!("{:?}", on.engine_options().storage).starts_with("ThrottledStorage"));
+
+    let iops_only = Flags::parse(["--storage_iops_limit=500", "--storage_io_unit=0"]).unwrap();
+    let limits = iops_only.storage_limits().unwrap();
+    assert_eq!(
+        (limits.bytes_per_sec, limits.iops, limits.io_unit_bytes),
+        (0, 500, 0)
+    );
+
+    for bad in [
+        "--storage_rate_limit=-1",
+        "--storage_iops_limit=fast",
+        "--storage_io_unit=1.5",
+    ] {
+        assert!(
+            matches!(Flags::parse([bad]), Err(BenchError::BadValue { .. })),
+            "{bad}"
+        );
+    }
+}

@@ -73,6 +73,12 @@ fn every_benchmark_runs_on_a_tiny_database() {
     assert!(text.contains("  write amplification: "));
     assert!(text.contains("  level bytes: "));
     assert!(text.contains("  stalls: "));
+    assert!(text.contains("  tree depth: "));
+    assert!(text.contains("  slow seconds: "));
+    // The depth counts the non-empty levels the result lists (none if nothing was
+    // flushed yet).
+    let fill = get("fillrandom");
+    assert_eq!(fill.tree_depth, Some(fill.levels.len()));
 
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
@@ -88,6 +94,9 @@ fn every_benchmark_runs_on_a_tiny_database() {
             "stall_micros",
             "stall_count",
             "longest_write_gap_micros",
+            "slow_seconds",
+            "tree_depth",
+            "throttle_wait_micros",
         ] {
             assert!(b.get(field).is_some(), "{field}");
         }
@@ -96,8 +105,14 @@ fn every_benchmark_runs_on_a_tiny_database() {
     let mut lines = report.lines();
     assert_eq!(
         lines.next(),
-        Some("secs_elapsed,interval_qps,p50_micros,p99_micros,max_micros,benchmark")
+        Some(
+            "secs_elapsed,interval_qps,p50_micros,p99_micros,max_micros,benchmark,\
+             tree_depth,slow_second_share"
+        )
     );
+    for row in report.lines().skip(1) {
+        assert_eq!(row.split(',').count(), 8, "{row}");
+    }
     assert!(lines.count() >= results.len() - 1);
     let picture = std::fs::read_to_string(&svg).unwrap();
     assert!(picture.starts_with("<svg") && picture.contains("polyline"));
@@ -135,4 +150,36 @@ fn use_existing_db_skips_fills_and_keeps_data() {
     assert!(text.contains("fillrandom   : skipped (--use_existing_db is true)"));
     assert_eq!(results.len(), 1);
     assert_eq!(results[0].found, 100);
+}
+
+#[test]
+fn a_run_on_throttled_storage_reports_its_device_and_depth() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("out.json");
+    let flags = Flags::parse([
+        format!("--db={}", dir.path().join("db").display()),
+        "--benchmarks=fillseq,overwrite,readrandom".into(),
+        "--num=3000".into(),
+        "--write_buffer_size=65536".into(),
+        "--target_file_size_base=65536".into(),
+        "--storage_rate_limit=4194304".into(),
+        "--storage_iops_limit=2000".into(),
+        format!("--json={}", json.display()),
+        "--noprogress".into(),
+    ])
+    .unwrap();
+    let mut out = Vec::new();
+    let results = run(&flags, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(
+        text.contains("Storage:    throttled to 4.0 MB/s and 2000 IOPS of 256 KiB on "),
+        "{text}"
+    );
+    assert_eq!(results[2].found, 3000, "every key of fillseq reads back");
+    let depth = results[1].tree_depth.unwrap();
+    assert!(depth >= 1 && depth == results[1].levels.len(), "{depth}");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(doc["flags"]["storage_rate_limit"], 4194304);
+    assert_eq!(doc["flags"]["storage_iops_limit"], 2000);
 }

@@ -5,6 +5,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use hdrhistogram::Histogram;
 use parking_lot::Mutex;
 
+use crate::storage::IoClass;
+
 /// Latency percentiles of one operation, in microseconds.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct LatencySummary {
@@ -62,6 +64,11 @@ pub struct DbStats {
     pub stall_micros: u64,
     /// Writes that were delayed or stopped.
     pub stall_count: u64,
+    /// File I/Os that waited for a throttled device (`storage::ThrottledStorage`), counted
+    /// by the storage: since it was created, for every database sharing it.
+    pub throttle_waits: u64,
+    /// Microseconds those I/Os waited.
+    pub throttle_wait_micros: u64,
     /// Damaged write-ahead-log records dropped on open.
     pub wal_records_dropped: u64,
     /// Block cache hits and misses.
@@ -189,6 +196,13 @@ impl super::DbInner {
             .chain(sv.imms.iter())
             .map(|m| m.approximate_memory_usage() as u64)
             .sum();
+        let io = self.storage.io_stats();
+        let (throttle_waits, throttle_wait_micros) = IoClass::ALL
+            .iter()
+            .map(|c| io.get(*c))
+            .fold((0, 0), |(n, us), c| {
+                (n + c.throttle_waits, us + c.throttle_wait_micros)
+            });
         DbStats {
             levels,
             user_bytes_written: user,
@@ -207,6 +221,8 @@ impl super::DbInner {
             column_compactions: load(&self.counters.column_compactions),
             stall_micros: load(&self.counters.stall_micros),
             stall_count: load(&self.counters.stall_count),
+            throttle_waits,
+            throttle_wait_micros,
             wal_records_dropped: load(&self.counters.wal_records_dropped),
             block_cache_hits: self.block_cache.hits(),
             block_cache_misses: self.block_cache.misses(),

@@ -57,6 +57,10 @@ pub struct IoClassStats {
     pub write_ops: u64,
     /// Sync calls.
     pub sync_ops: u64,
+    /// I/Os that waited for a throttled device's budget (see `ThrottledStorage`).
+    pub throttle_waits: u64,
+    /// Microseconds those I/Os waited.
+    pub throttle_wait_micros: u64,
 }
 
 #[derive(Debug, Default)]
@@ -66,6 +70,8 @@ struct Counters {
     write_bytes: AtomicU64,
     write_ops: AtomicU64,
     sync_ops: AtomicU64,
+    throttle_waits: AtomicU64,
+    throttle_wait_micros: AtomicU64,
 }
 
 /// Thread-safe I/O counters, one set per [`IoClass`].
@@ -93,6 +99,12 @@ impl IoStats {
             .sync_ops
             .fetch_add(1, Ordering::Relaxed);
     }
+    /// Counts an I/O that waited `micros` for a throttled device's budget.
+    pub fn record_throttle_wait(&self, class: IoClass, micros: u64) {
+        let c = &self.classes[class.index()];
+        c.throttle_waits.fetch_add(1, Ordering::Relaxed);
+        c.throttle_wait_micros.fetch_add(micros, Ordering::Relaxed);
+    }
     /// The current counters of `class`.
     pub fn get(&self, class: IoClass) -> IoClassStats {
         let c = &self.classes[class.index()];
@@ -102,6 +114,8 @@ impl IoStats {
             write_bytes: c.write_bytes.load(Ordering::Relaxed),
             write_ops: c.write_ops.load(Ordering::Relaxed),
             sync_ops: c.sync_ops.load(Ordering::Relaxed),
+            throttle_waits: c.throttle_waits.load(Ordering::Relaxed),
+            throttle_wait_micros: c.throttle_wait_micros.load(Ordering::Relaxed),
         }
     }
 }

@@ -1,8 +1,9 @@
 //! Storage: the one seam through which every byte the engine keeps reaches a device.
 //!
 //! Owns: the [`Storage`] trait, file handles, per-class I/O accounting ([`IoStats`]),
-//! and the implementations: [`FsStorage`] (the operating system's files) and
-//! [`FaultStorage`] (keeps unsynced data in process memory, for crash tests).
+//! and the implementations: [`FsStorage`] (the operating system's files),
+//! [`FaultStorage`] (keeps unsynced data in process memory, for crash tests) and
+//! [`ThrottledStorage`] (directories that behave like a slower device).
 //! Must not touch: file formats; callers decide what the bytes mean.
 //! Concurrency: a `Storage` is shared by all threads; a `WritableFile` has one owner;
 //! a `ReadableFile` is read by many threads at once (positional reads only).
@@ -13,6 +14,7 @@
 mod accounting;
 mod fault;
 mod fs;
+mod throttle;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -22,6 +24,7 @@ use crate::error::Result;
 pub use accounting::{IoClass, IoClassStats, IoStats};
 pub use fault::FaultStorage;
 pub use fs::FsStorage;
+pub use throttle::{ThrottleLimits, ThrottleStats, ThrottledStorage};
 
 /// A file being written: append-only, then synced.
 pub trait WritableFile: Send {

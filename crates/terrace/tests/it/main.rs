@@ -11,6 +11,7 @@ mod model;
 mod regress;
 mod seams;
 mod sync_wal;
+mod throttle;
 
 use std::path::Path;
 

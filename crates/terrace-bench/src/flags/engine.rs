@@ -1,0 +1,97 @@
+//! The engine options a run's flags describe, with the storage throttle of
+//! `--storage_rate_limit` and `--storage_iops_limit`.
+//!
+//! The throttle stands for a slower device under the table files of levels 1 and below
+//! (docs/techniques/tiers.md): it covers the directory of each of those levels' volumes.
+//! The harness opens every database with one directory (no `Options::volumes`), so that
+//! directory is `--db` itself and the whole database is on the throttled device, level 0,
+//! log and manifest included: RocksDB on a slow SSD, MatrixKV's baseline.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use terrace::storage::{FsStorage, Storage, ThrottleLimits, ThrottledStorage};
+use terrace::Options;
+
+use super::Flags;
+
+impl Flags {
+    /// The engine options these flags describe, on throttled storage when
+    /// `--storage_rate_limit` or `--storage_iops_limit` is set.
+    pub fn engine_options(&self) -> Options {
+        let opts = self.base_options();
+        match self.storage_limits() {
+            Some(limits) => {
+                let rules = table_dirs(self, &opts)
+                    .into_iter()
+                    .map(|d| (d, limits))
+                    .collect();
+                let storage: Arc<dyn Storage> =
+                    Arc::new(ThrottledStorage::new(Arc::new(FsStorage::new()), rules));
+                Options { storage, ..opts }
+            }
+            None => opts,
+        }
+    }
+
+    /// The limits of the throttled device, or `None` when both limits are 0.
+    pub fn storage_limits(&self) -> Option<ThrottleLimits> {
+        (self.storage_rate_limit > 0 || self.storage_iops_limit > 0).then(|| {
+            ThrottleLimits::bandwidth(self.storage_rate_limit)
+                .with_iops(self.storage_iops_limit, self.storage_io_unit)
+        })
+    }
+
+    /// The directories the throttle covers (none when it is off): those holding the
+    /// table files of levels 1 and below. See the module docs.
+    pub fn throttled_dirs(&self) -> Vec<PathBuf> {
+        match self.storage_limits() {
+            Some(_) => table_dirs(self, &self.base_options()),
+            None => Vec::new(),
+        }
+    }
+
+    fn base_options(&self) -> Options {
+        let flushes = (self.max_background_jobs / 4).max(1);
+        Options {
+            write_buffer_size: self.write_buffer_size,
+            max_write_buffer_number: self.max_write_buffer_number,
+            target_file_size_base: self.target_file_size_base,
+            max_bytes_for_level_base: self.max_bytes_for_level_base,
+            max_bytes_for_level_multiplier: self.max_bytes_for_level_multiplier,
+            level_compaction_dynamic_level_bytes: self.level_compaction_dynamic_level_bytes,
+            num_levels: self.num_levels,
+            level0_file_num_compaction_trigger: self.level0_file_num_compaction_trigger,
+            level0_slowdown_writes_trigger: self.level0_slowdown_writes_trigger,
+            level0_stop_writes_trigger: self.level0_stop_writes_trigger,
+            bloom_bits_per_key: usize::try_from(self.bloom_bits).unwrap_or(0),
+            block_cache_bytes: usize::try_from(self.cache_size).unwrap_or(0),
+            block_size: self.block_size,
+            compression: self.compression_type,
+            max_background_flushes: flushes,
+            max_background_compactions: self.max_background_jobs.saturating_sub(flushes).max(1),
+            max_subcompactions: self.subcompactions,
+            ..Options::default()
+        }
+    }
+}
+
+/// The volume directories of levels 1 .. `num_levels`, without repeats, in level order
+/// (volume 0 is the database directory, volume `i` is `volumes[i - 1]`).
+fn table_dirs(flags: &Flags, opts: &Options) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for level in 1..opts.num_levels {
+        let volume = opts.level_volumes.get(level).copied().unwrap_or(0) as usize;
+        let dir = match volume.checked_sub(1) {
+            None => flags.db.clone(),
+            Some(i) => match opts.volumes.get(i) {
+                Some(d) => d.clone(),
+                None => continue,
+            },
+        };
+        if !dirs.contains(&dir) {
+            dirs.push(dir);
+        }
+    }
+    dirs
+}

@@ -1,0 +1,326 @@
+//! Throttled storage: directories that behave like a slower device (a SATA SSD, a cloud
+//! volume) on a machine whose disk is faster, so that a benchmark shows the shape a
+//! slow tier gives, named as what it is (docs/techniques/tiers.md).
+//!
+//! Owns: [`ThrottledStorage`], its [`ThrottleLimits`] and [`ThrottleStats`]. Each rule
+//! names a directory and the limits of the device it stands for; every file I/O on a path
+//! under that directory draws from the rule's budget, which all threads share, as flush
+//! and compaction threads share one device's bandwidth. Paths under no rule pass through
+//! unthrottled (the handle is the inner storage's own).
+//! Must not touch: what the bytes mean, or anything outside the wrapped storage.
+//! Concurrency: `ThrottledStorage` is `Send + Sync`; a budget's state is behind one mutex
+//! held only for arithmetic; a thread sleeps for its wait with no lock held.
+//!
+//! What is charged:
+//! - appends and positional reads, by their bytes and by their I/O operations: an I/O of
+//!   n bytes costs ceil(n / [`ThrottleLimits::io_unit_bytes`]) operations, and an I/O that
+//!   continues the previous one of the same file handle fills that one's last unit first,
+//!   as cloud volumes merge physically sequential I/Os (one operation per 256 KiB);
+//! - a sync costs no tokens (its bytes were charged when appended) but ends the current
+//!   unit, so a log synced after every write pays one operation per write;
+//! - `flush` (handing bytes to the operating system) and directory operations (create,
+//!   rename, remove, list, directory sync, link) cost nothing.
+//!
+//! Reads and writes share one budget, as on cloud volumes. A budget refills continuously
+//! and holds at most [`ThrottleLimits::burst`] worth of its rates after idling. An I/O
+//! takes its tokens at once, going into debt if needed, and then waits until the debt is
+//! paid: concurrent callers are served in the order they asked, and one I/O may cost more
+//! than the burst. The wait happens before the I/O is performed. Every read and append
+//! the engine issues is charged, as with direct I/O: the operating system's page cache
+//! does not make a throttled read free, nor its write-back make an append free.
+//!
+//! The token bucket is written here (the `bucket` module, small) rather than taken
+//! from `governor`: that crate meters cells with `u32` quotas and refuses a request larger
+//! than its burst, while an I/O costs up to megabytes in one request; its blocking waits
+//! are asynchronous; and here the same injectable clock must drive both time and the
+//! sleep, so that the accounting is tested exactly, without real time.
+
+mod bucket;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use super::{FileLock, IoClass, IoStats, ReadableFile, Storage, WritableFile};
+use crate::error::Result;
+use bucket::{Clock, DeviceBudget, IoRun, SystemClock};
+
+/// The limits of one throttled device. A zero rate is unlimited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThrottleLimits {
+    /// Bytes read plus written per second; 0: unlimited.
+    pub bytes_per_sec: u64,
+    /// I/O operations per second; 0: unlimited.
+    pub iops: u64,
+    /// Bytes per I/O operation (cloud volumes: [`ThrottleLimits::CLOUD_IO_UNIT_BYTES`]);
+    /// 0: every read or append call is one operation whatever its size.
+    pub io_unit_bytes: u64,
+    /// How much of the rates an idle device saves up (default 100 ms worth).
+    pub burst: Duration,
+}
+
+impl ThrottleLimits {
+    /// The I/O unit of cloud block volumes (Amazon EBS SSD volumes count one I/O per
+    /// 256 KiB, merging smaller sequential I/Os).
+    pub const CLOUD_IO_UNIT_BYTES: u64 = 256 << 10;
+
+    /// A device limited to `bytes_per_sec`, with no IOPS limit and the default burst.
+    pub fn bandwidth(bytes_per_sec: u64) -> Self {
+        ThrottleLimits {
+            bytes_per_sec,
+            ..ThrottleLimits::default()
+        }
+    }
+
+    /// These limits with at most `iops` operations per second of `io_unit_bytes` each.
+    pub fn with_iops(self, iops: u64, io_unit_bytes: u64) -> Self {
+        ThrottleLimits {
+            iops,
+            io_unit_bytes,
+            ..self
+        }
+    }
+
+    /// These limits with a burst of `burst` worth of the rates.
+    pub fn with_burst(self, burst: Duration) -> Self {
+        ThrottleLimits { burst, ..self }
+    }
+}
+
+impl Default for ThrottleLimits {
+    /// Unlimited, one operation per call, a burst of 100 ms.
+    fn default() -> Self {
+        ThrottleLimits {
+            bytes_per_sec: 0,
+            iops: 0,
+            io_unit_bytes: 0,
+            burst: Duration::from_millis(100),
+        }
+    }
+}
+
+/// What one rule's device was charged, and how long I/Os waited for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThrottleStats {
+    /// The rule's directory.
+    pub dir: PathBuf,
+    /// The rule's limits.
+    pub limits: ThrottleLimits,
+    /// Bytes read and written.
+    pub bytes: u64,
+    /// I/O operations charged.
+    pub ios: u64,
+    /// I/Os that had to wait.
+    pub waits: u64,
+    /// Microseconds they waited in all.
+    pub wait_micros: u64,
+}
+
+#[derive(Debug)]
+struct Rule {
+    dir: PathBuf,
+    /// Components of `dir`: the deepest matching rule wins.
+    depth: usize,
+    budget: Arc<DeviceBudget>,
+}
+
+/// A storage whose files under given directories are throttled. See the module docs.
+#[derive(Debug)]
+pub struct ThrottledStorage {
+    inner: Arc<dyn Storage>,
+    /// In the caller's order (for `stats`).
+    rules: Vec<Rule>,
+    clock: Arc<dyn Clock>,
+}
+
+impl ThrottledStorage {
+    /// Wraps `inner`, throttling every file under each rule's directory with that rule's
+    /// limits. A path under several directories follows the deepest; of equal ones, the
+    /// first. Paths are compared component by component as given (not canonicalized), so
+    /// name directories the way the database is given them (its path, `Options::volumes`).
+    pub fn new(inner: Arc<dyn Storage>, rules: Vec<(PathBuf, ThrottleLimits)>) -> Self {
+        ThrottledStorage::with_clock(inner, rules, Arc::new(SystemClock::new()))
+    }
+
+    pub(crate) fn with_clock(
+        inner: Arc<dyn Storage>,
+        rules: Vec<(PathBuf, ThrottleLimits)>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        let now = clock.now();
+        let rules = rules
+            .into_iter()
+            .map(|(dir, limits)| Rule {
+                depth: dir.components().count(),
+                dir,
+                budget: Arc::new(DeviceBudget::new(limits, now)),
+            })
+            .collect();
+        ThrottledStorage {
+            inner,
+            rules,
+            clock,
+        }
+    }
+
+    /// What each rule's device was charged and waited, in the order the rules were given.
+    pub fn stats(&self) -> Vec<ThrottleStats> {
+        self.rules.iter().map(|r| r.budget.stats(&r.dir)).collect()
+    }
+
+    /// The throttle of the deepest rule whose directory holds `path`.
+    fn route(&self, path: &Path) -> Option<Throttle> {
+        let mut best: Option<&Rule> = None;
+        for r in &self.rules {
+            if path.starts_with(&r.dir) && best.is_none_or(|b| r.depth > b.depth) {
+                best = Some(r);
+            }
+        }
+        best.map(|r| Throttle {
+            budget: r.budget.clone(),
+            clock: self.clock.clone(),
+            storage: self.inner.clone(),
+        })
+    }
+}
+
+/// One device's budget as a file handle uses it.
+#[derive(Debug, Clone)]
+struct Throttle {
+    budget: Arc<DeviceBudget>,
+    clock: Arc<dyn Clock>,
+    /// The inner storage, whose `IoStats` count the waits.
+    storage: Arc<dyn Storage>,
+}
+
+impl Throttle {
+    fn unit(&self) -> u64 {
+        self.budget.limits().io_unit_bytes
+    }
+
+    /// Charges an I/O and sleeps until it may run.
+    fn admit(&self, class: IoClass, bytes: u64, ios: u64) {
+        let wait = self.budget.charge(self.clock.now(), bytes, ios);
+        if !wait.is_zero() {
+            self.clock.sleep(wait);
+            let micros = u64::try_from(wait.as_micros()).unwrap_or(u64::MAX);
+            self.storage.io_stats().record_throttle_wait(class, micros);
+        }
+    }
+}
+
+struct ThrottledWritable {
+    inner: Box<dyn WritableFile>,
+    class: IoClass,
+    run: IoRun,
+    throttle: Throttle,
+}
+
+impl WritableFile for ThrottledWritable {
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        let bytes = data.len() as u64;
+        let ios = self.run.ios(self.inner.len(), bytes, self.throttle.unit());
+        self.throttle.admit(self.class, bytes, ios);
+        self.inner.append(data)
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        self.inner.flush()
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        self.run.close();
+        self.inner.sync()
+    }
+
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+}
+
+struct ThrottledReadable {
+    inner: Arc<dyn ReadableFile>,
+    run: Mutex<IoRun>,
+    throttle: Throttle,
+}
+
+impl ReadableFile for ThrottledReadable {
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8], class: IoClass) -> Result<()> {
+        let bytes = buf.len() as u64;
+        let ios = self.run.lock().ios(offset, bytes, self.throttle.unit());
+        self.throttle.admit(class, bytes, ios);
+        self.inner.read_exact_at(offset, buf, class)
+    }
+
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+}
+
+impl Storage for ThrottledStorage {
+    fn create_dir_all(&self, dir: &Path) -> Result<()> {
+        self.inner.create_dir_all(dir)
+    }
+
+    fn create(&self, path: &Path, class: IoClass) -> Result<Box<dyn WritableFile>> {
+        let inner = self.inner.create(path, class)?;
+        Ok(match self.route(path) {
+            Some(throttle) => Box::new(ThrottledWritable {
+                inner,
+                class,
+                run: IoRun::default(),
+                throttle,
+            }),
+            None => inner,
+        })
+    }
+
+    fn open(&self, path: &Path) -> Result<Arc<dyn ReadableFile>> {
+        let inner = self.inner.open(path)?;
+        Ok(match self.route(path) {
+            Some(throttle) => Arc::new(ThrottledReadable {
+                inner,
+                run: Mutex::new(IoRun::default()),
+                throttle,
+            }),
+            None => inner,
+        })
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        self.inner.rename(from, to)
+    }
+
+    fn remove_file(&self, path: &Path) -> Result<()> {
+        self.inner.remove_file(path)
+    }
+
+    fn list(&self, dir: &Path) -> Result<Vec<String>> {
+        self.inner.list(dir)
+    }
+
+    fn exists(&self, path: &Path) -> Result<bool> {
+        self.inner.exists(path)
+    }
+
+    fn sync_dir(&self, dir: &Path) -> Result<()> {
+        self.inner.sync_dir(dir)
+    }
+
+    fn link_or_copy(&self, from: &Path, to: &Path) -> Result<()> {
+        self.inner.link_or_copy(from, to)
+    }
+
+    fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
+        self.inner.lock(path)
+    }
+
+    fn io_stats(&self) -> &IoStats {
+        self.inner.io_stats()
+    }
+}
+
+#[cfg(test)]
+mod tests;
