@@ -1,6 +1,7 @@
 //! Tests of the matrix container: shared models and generators here, one file per part.
 
 mod row;
+mod search;
 
 use std::sync::Arc;
 
@@ -33,6 +34,17 @@ pub(super) fn universe() -> Vec<Vec<u8>> {
     u.sort();
     u.dedup();
     u
+}
+
+/// Keys the generators never write: lookups of absent keys.
+pub(super) fn absent_keys() -> Vec<Vec<u8>> {
+    vec![
+        b"".to_vec(),
+        b"0".to_vec(),
+        b"b\x01".to_vec(),
+        b"k05x".to_vec(),
+        b"zzz".to_vec(),
+    ]
 }
 
 pub(super) fn put(uk: &[u8], seq: SeqNo, v: &[u8]) -> Entry {
@@ -105,4 +117,51 @@ pub(super) fn build_stack(rows: &[ModelRow], chunk_bytes: usize) -> Vec<Arc<RowR
     }
     stack.reverse();
     stack
+}
+
+/// A group over `rows` (bottom first), built row by row on top as flushes would.
+pub(super) fn build_group(rows: &[ModelRow], params: &MatrixParams) -> MatrixGroup<Vec<u8>> {
+    let mut g = MatrixGroup::new(params.clone()).unwrap();
+    let mut stack = build_stack(rows, params.chunk_bytes);
+    stack.reverse();
+    for r in stack {
+        g = g.with_row_on_top(r).unwrap();
+    }
+    g
+}
+
+/// The brute-force answer of `MatrixGroup::find` over model rows (newest first) trimmed
+/// at `trim`: `(row, seq, kind, value)` of the newest visible entry, and the newest
+/// visible covering tombstone down to that row.
+#[allow(clippy::type_complexity)]
+pub(super) fn brute_find(
+    rows_newest_first: &[&ModelRow],
+    trim: Option<&[u8]>,
+    uk: &[u8],
+    snap: SeqNo,
+) -> (Option<(usize, SeqNo, ValueType, Vec<u8>)>, SeqNo) {
+    let mut max_t = 0;
+    let gone = trim.is_some_and(|t| uk < t);
+    for (i, row) in rows_newest_first.iter().enumerate() {
+        if gone {
+            continue;
+        }
+        for t in &row.tombstones {
+            if t.seq <= snap && t.contains(uk) {
+                max_t = max_t.max(t.seq);
+            }
+        }
+        let hit = row
+            .entries
+            .iter()
+            .filter_map(|(k, v)| {
+                let p = key::try_parse(k).unwrap();
+                (p.user_key == uk && p.seq <= snap).then(|| (i, p.seq, p.kind, v.clone()))
+            })
+            .max_by_key(|h| h.1);
+        if hit.is_some() {
+            return (hit, max_t);
+        }
+    }
+    (None, max_t)
 }
