@@ -2,7 +2,7 @@
 //! with its trim, and the segment bloom filters over them.
 //!
 //! Owns: [`MatrixGroup`]: which row lies on which, whether each row's `next` pointers
-//! refer to the row below it in the group, trims and segments.
+//! refer to the row below it in the group, trims, segments, and the group's iterators.
 //! Point lookups are in `search`.
 //! Must not touch: row bytes (rows are shared, immutable `RowReader`s) or persistent
 //! memory; every change returns a new group and leaves the old one intact for readers.
@@ -12,10 +12,13 @@
 use std::sync::Arc;
 
 use super::bloom::{row_hashes, SegmentFilter};
+use super::iter::RowIterator;
 use super::row::RowReader;
 use super::MatrixParams;
 use crate::error::Result;
+use crate::iter::InternalIterator;
 use crate::key::{self, SeqNo, MAX_SEQ};
+use crate::merge::MergingIterator;
 use crate::range_del::RangeTombstone;
 
 /// One row of a group.
@@ -260,5 +263,23 @@ impl<E: AsRef<[u8]>> MatrixGroup<E> {
             row.tombstones_into(&mut out);
         }
         out
+    }
+}
+
+impl<E: AsRef<[u8]> + Send + Sync + 'static> MatrixGroup<E> {
+    /// One iterator per row (newest first), each starting at the row's trim.
+    pub fn iterators(&self) -> Vec<Box<dyn InternalIterator>> {
+        self.rows
+            .iter()
+            .map(|r| {
+                Box::new(RowIterator::new(r.reader.clone(), r.start)) as Box<dyn InternalIterator>
+            })
+            .collect()
+    }
+
+    /// A merging iterator over all rows; range tombstones come from
+    /// [`MatrixGroup::range_tombstones`].
+    pub fn merging_iter(&self) -> MergingIterator {
+        MergingIterator::new(self.iterators())
     }
 }

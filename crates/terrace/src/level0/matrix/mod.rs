@@ -4,14 +4,14 @@
 //!
 //! Owns: the row format (docs/formats/matrix-row.md; `format`), building rows and their
 //! `next` pointers (`build`), reading and validating a row (`row`), groups of stacked rows
-//! with trims (`group`), the cross-row point lookup (`search`) and segment bloom filters
-//! (`bloom`), with their parameters ([`MatrixParams`]).
+//! with trims (`group`), the cross-row point lookup (`search`), segment bloom filters
+//! (`bloom`) and the row iterator (`iter`), with their parameters ([`MatrixParams`]).
 //! Must not touch: persistent memory, the manifest, the write path or column compaction.
 //! Rows are built in DRAM as byte chunks that the caller copies into persistent extents,
 //! and are read through any `AsRef<[u8]>` chunk type. Nothing here implements `Level0`.
 //! Concurrency: built rows, readers and groups are immutable values; a group change
 //! (a row on top, a trim) returns a new group sharing the rows by `Arc`, so
-//! readers keep the group they started with. Builders have one owner.
+//! readers keep the group they started with. Builders and iterators have one owner.
 //!
 //! A row is a set of *data chunks* (`key ++ value` per entry, in key order, no entry split
 //! between chunks), *metadata chunks* (one fixed-size entry per point entry: where it
@@ -22,6 +22,7 @@ mod bloom;
 mod build;
 mod format;
 mod group;
+mod iter;
 mod row;
 mod search;
 
@@ -29,6 +30,7 @@ pub use bloom::SegmentFilter;
 pub use build::{build_row, relink, Below, BuiltRow, RelinkedMeta, RowBuilder, MIN_CHUNK_BYTES};
 pub use format::{ChunkInfo, RowHeader, RowLink, FORMAT_VERSION, META_ENTRY_BYTES};
 pub use group::MatrixGroup;
+pub use iter::RowIterator;
 pub use row::RowReader;
 pub use search::{PointRead, RowEntry, SearchStats};
 

@@ -1,5 +1,6 @@
 //! Tests of the matrix container: shared models and generators here, one file per part.
 
+mod iter;
 mod row;
 mod search;
 
