@@ -3,7 +3,7 @@
 //!
 //! Owns: [`MatrixGroup`]: which row lies on which, whether each row's `next` pointers
 //! refer to the row below it in the group, trims, segments, and the group's iterators.
-//! Point lookups are in `search`.
+//! Point lookups are in `search`, table merges in `merge`.
 //! Must not touch: row bytes (rows are shared, immutable `RowReader`s) or persistent
 //! memory; every change returns a new group and leaves the old one intact for readers.
 //! Concurrency: a group is immutable; `Send`/`Sync` when the chunk type is. Cloning it

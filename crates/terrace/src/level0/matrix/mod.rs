@@ -5,12 +5,13 @@
 //! Owns: the row format (docs/formats/matrix-row.md; `format`), building rows and their
 //! `next` pointers (`build`), reading and validating a row (`row`), groups of stacked rows
 //! with trims (`group`), the cross-row point lookup (`search`), segment bloom filters
-//! (`bloom`) and the row iterator (`iter`), with their parameters ([`MatrixParams`]).
+//! (`bloom`), the row iterator (`iter`) and the in-container table merge (`merge`), with
+//! their parameters ([`MatrixParams`]).
 //! Must not touch: persistent memory, the manifest, the write path or column compaction.
 //! Rows are built in DRAM as byte chunks that the caller copies into persistent extents,
 //! and are read through any `AsRef<[u8]>` chunk type. Nothing here implements `Level0`.
 //! Concurrency: built rows, readers and groups are immutable values; a group change
-//! (a row on top, a trim) returns a new group sharing the rows by `Arc`, so
+//! (a row on top, a trim, a merge) returns a new group sharing the rows by `Arc`, so
 //! readers keep the group they started with. Builders and iterators have one owner.
 //!
 //! A row is a set of *data chunks* (`key ++ value` per entry, in key order, no entry split
@@ -23,6 +24,7 @@ mod build;
 mod format;
 mod group;
 mod iter;
+mod merge;
 mod row;
 mod search;
 
@@ -31,6 +33,7 @@ pub use build::{build_row, relink, Below, BuiltRow, RelinkedMeta, RowBuilder, MI
 pub use format::{ChunkInfo, RowHeader, RowLink, FORMAT_VERSION, META_ENTRY_BYTES};
 pub use group::MatrixGroup;
 pub use iter::RowIterator;
+pub use merge::{MergeOutput, MergePlan};
 pub use row::RowReader;
 pub use search::{PointRead, RowEntry, SearchStats};
 

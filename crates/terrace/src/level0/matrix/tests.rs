@@ -1,6 +1,7 @@
 //! Tests of the matrix container: shared models and generators here, one file per part.
 
 mod iter;
+mod merge;
 mod row;
 mod search;
 
@@ -165,4 +166,25 @@ pub(super) fn brute_find(
         }
     }
     (None, max_t)
+}
+
+/// What a read of `uk` at `snap` ends with, looking only at the group (data below it is
+/// older than any of its tombstones).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Outcome {
+    Value(Vec<u8>),
+    Deleted,
+    Absent,
+}
+
+pub(super) fn outcome(g: &MatrixGroup<Vec<u8>>, uk: &[u8], snap: SeqNo) -> Outcome {
+    let r = g.find(uk, snap).unwrap();
+    match r.entry {
+        Some(e) if e.kind == ValueType::Value && e.seq >= r.max_tombstone_seq => {
+            Outcome::Value(e.value.to_vec())
+        }
+        Some(_) => Outcome::Deleted,
+        None if r.max_tombstone_seq > 0 => Outcome::Deleted,
+        None => Outcome::Absent,
+    }
 }
