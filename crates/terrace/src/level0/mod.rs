@@ -2,7 +2,9 @@
 //! level 0 (a matrix container on persistent memory) can replace the classic one.
 //!
 //! Owns: the [`Level0`] and [`Level0View`] traits, [`Backpressure`], and the classic
-//! implementation ([`ClassicLevel0`]: level-0 table files recorded in the manifest).
+//! implementation ([`ClassicLevel0`]: level-0 table files recorded in the manifest), and
+//! the matrix container's data structure ([`matrix`]: rows, search, filters, table merge;
+//! not yet a `Level0`).
 //! Must not touch: the write path, the memtable switch or the manifest writer; a level 0
 //! returns the version-edit changes it needs and the database applies them.
 //! Concurrency: implementations are `Send + Sync`; a view is immutable and shared by the
@@ -27,6 +29,7 @@
 
 mod classic;
 pub mod column_cut;
+pub mod matrix;
 
 use std::collections::HashSet;
 use std::sync::Arc;

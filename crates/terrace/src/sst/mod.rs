@@ -14,7 +14,7 @@
 pub(crate) mod block_builder;
 mod block_cache;
 pub(crate) mod block_iter;
-mod bloom;
+pub(crate) mod bloom;
 mod builder;
 mod compress;
 mod format;

@@ -1,0 +1,359 @@
+//! Reading one matrix row: validation on open, then entries by position, bounded binary
+//! search, and the row's range tombstones.
+//!
+//! Owns: [`RowReader`], the decoded header it keeps in DRAM and the checks of every stored
+//! byte (docs/formats/matrix-row.md).
+//! Must not touch: other rows (a `next` pointer is only a number here) or trims, which the
+//! group keeps; a reader never writes its chunks.
+//! Concurrency: immutable after `open`; `Send`/`Sync` when the chunk type is.
+
+use std::cmp::Ordering;
+use std::path::PathBuf;
+
+use super::format::{key_prefix, MetaEntry, RowHeader, RowLink, META_ENTRY_BYTES};
+use crate::error::{Error, Result};
+use crate::key::{self, SeqNo, ValueType, MAX_SEQ};
+use crate::range_del::{FragmentedTombstones, RangeTombstone};
+
+/// One row of the matrix container, read from its metadata and data chunks.
+///
+/// `E` is whatever holds a chunk's bytes: a `Vec<u8>` in DRAM, a persistent-memory extent.
+/// A chunk may be longer than the length its header records (extents are rounded up to
+/// pages); the extra bytes are never read. Positions are `0..len()` in internal-key order.
+pub struct RowReader<E> {
+    header: RowHeader,
+    meta: Vec<E>,
+    data: Vec<E>,
+    tombstones: FragmentedTombstones,
+    name: PathBuf,
+}
+
+impl<E> std::fmt::Debug for RowReader<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RowReader")
+            .field("id", &self.header.id)
+            .field("entries", &self.header.entries)
+            .field("below", &self.header.below)
+            .finish()
+    }
+}
+
+impl<E: AsRef<[u8]>> RowReader<E> {
+    /// Opens a row from its header bytes and its chunks, and checks all of it: the header
+    /// checksum, every chunk's CRC32C, and every metadata entry (its data lies inside its
+    /// chunk and the entries tile the chunks in order, keys are valid internal keys of
+    /// point entries in strictly increasing order, prefixes match the keys, `next`
+    /// pointers do not decrease and stay within the row below, and the header's key
+    /// bounds, sequence range and deletion count are those of the entries).
+    ///
+    /// The check reads the whole row once; afterwards only the decoded header is in DRAM.
+    ///
+    /// # Errors
+    /// `Corruption` with the place (`matrix-row-<id>/meta-<i>` or `/data-<i>`) and byte.
+    pub fn open(header: &[u8], meta: Vec<E>, data: Vec<E>) -> Result<Self> {
+        let header = RowHeader::decode(header)?;
+        let name = PathBuf::from(format!("matrix-row-{}", header.id));
+        let count_err =
+            |what: &str| Error::corruption(name.clone(), 0, format!("{what} chunk count differs"));
+        if meta.len() != header.meta_chunks.len() {
+            return Err(count_err("metadata"));
+        }
+        if data.len() != header.data_chunks.len() {
+            return Err(count_err("data"));
+        }
+        let infos = header
+            .meta_chunks
+            .iter()
+            .zip(&meta)
+            .map(|(i, c)| ("meta", i, c));
+        let data_infos = header
+            .data_chunks
+            .iter()
+            .zip(&data)
+            .map(|(i, c)| ("data", i, c));
+        for (n, (kind, info, chunk)) in infos.chain(data_infos).enumerate() {
+            let bytes = chunk.as_ref().get(..info.len as usize);
+            if bytes.is_none_or(|b| crc32c::crc32c(b) != info.crc) {
+                let idx = n.checked_sub(meta.len()).unwrap_or(n);
+                return Err(Error::corruption(
+                    name.join(format!("{kind}-{idx}")),
+                    0,
+                    "chunk checksum mismatch or chunk too short",
+                ));
+            }
+        }
+        let tombstones = FragmentedTombstones::new(&header.tombstones, MAX_SEQ);
+        let row = RowReader {
+            header,
+            meta,
+            data,
+            tombstones,
+            name,
+        };
+        row.check_entries()?;
+        Ok(row)
+    }
+
+    /// Walks every metadata entry once; see [`RowReader::open`] for the rules.
+    fn check_entries(&self) -> Result<()> {
+        let h = &self.header;
+        let below_len = h.below.map_or(0, |l| l.entries);
+        let (mut chunk, mut offset) = (0usize, 0usize);
+        let (mut prev_next, mut deletions) = (0u64, 0u64);
+        for j in 0..self.len() {
+            let bad = |r: &str| self.corrupt_meta(j, r);
+            let m = self.meta_entry(j)?;
+            let (c, o) = (m.chunk as usize, m.offset as usize);
+            let chunk_len = self.data_len(chunk);
+            if !(c == chunk && o == offset || c == chunk + 1 && o == 0 && offset == chunk_len) {
+                return Err(bad("entry is not where the previous one ended"));
+            }
+            chunk = c;
+            let end = o + m.key_len as usize + m.value_len as usize;
+            if end > self.data_len(c) || (j == 0 && c != 0) {
+                return Err(bad("entry runs past its data chunk"));
+            }
+            offset = end;
+            let k = self.key(j)?;
+            let p = key::try_parse(k).map_err(&bad)?;
+            if p.kind == ValueType::RangeDeletion {
+                return Err(bad("range deletion stored as a point entry"));
+            }
+            if m.prefix != key_prefix(p.user_key) {
+                return Err(bad("key prefix does not match the key"));
+            }
+            if j > 0 && key::compare(self.key(j - 1)?, k) != Ordering::Less {
+                return Err(bad("keys out of order"));
+            }
+            if p.seq < h.smallest_seq || p.seq > h.largest_seq {
+                return Err(bad("sequence number outside the header's range"));
+            }
+            let next = u64::from(m.next);
+            if next < prev_next || next > below_len {
+                return Err(bad("next pointer out of order or past the row below"));
+            }
+            prev_next = next;
+            deletions += u64::from(p.kind == ValueType::Deletion);
+        }
+        let ends_chunks = chunk + 1 == h.data_chunks.len() && offset == self.data_len(chunk);
+        if !(ends_chunks || h.data_chunks.is_empty()) {
+            return Err(self.corrupt_meta(0, "entries do not fill the data chunks"));
+        }
+        if deletions != h.num_deletions {
+            return Err(self.corrupt_meta(0, "deletion count differs from the header"));
+        }
+        let (first, last) = match self.len().checked_sub(1) {
+            Some(last) => (self.key(0)?, self.key(last)?),
+            None => (&[][..], &[][..]),
+        };
+        if first != h.smallest_key.as_slice() || last != h.largest_key.as_slice() {
+            return Err(self.corrupt_meta(0, "key bounds differ from the header"));
+        }
+        for t in &h.tombstones {
+            if t.seq < h.smallest_seq || t.seq > h.largest_seq {
+                return Err(self.corrupt_meta(0, "tombstone outside the sequence range"));
+            }
+        }
+        Ok(())
+    }
+
+    fn corrupt_meta(&self, j: usize, reason: &str) -> Error {
+        let per = (self.header.entries_per_meta_chunk as usize).max(1);
+        Error::corruption(
+            self.name.join(format!("meta-{}", j / per)),
+            ((j % per) * META_ENTRY_BYTES) as u64,
+            reason,
+        )
+    }
+
+    fn data_len(&self, chunk: usize) -> usize {
+        self.header
+            .data_chunks
+            .get(chunk)
+            .map_or(0, |c| c.len as usize)
+    }
+
+    /// The decoded header.
+    pub fn header(&self) -> &RowHeader {
+        &self.header
+    }
+
+    /// The row's id.
+    pub fn id(&self) -> u64 {
+        self.header.id
+    }
+
+    /// Number of point entries.
+    pub fn len(&self) -> usize {
+        self.header.entries as usize
+    }
+
+    /// True if the row has no point entries (it may still have range tombstones).
+    pub fn is_empty(&self) -> bool {
+        self.header.entries == 0
+    }
+
+    /// The row the `next` pointers refer to.
+    pub fn below(&self) -> Option<RowLink> {
+        self.header.below
+    }
+
+    /// The metadata chunks, as given to `open`.
+    pub fn meta_chunks(&self) -> &[E] {
+        &self.meta
+    }
+
+    /// The data chunks, as given to `open` (a relinked row reuses them).
+    pub fn data_chunks(&self) -> &[E] {
+        &self.data
+    }
+
+    /// Gives the chunks back: `(meta, data)`.
+    pub fn into_chunks(self) -> (Vec<E>, Vec<E>) {
+        (self.meta, self.data)
+    }
+
+    /// The metadata entry at `j`.
+    #[inline]
+    pub(crate) fn meta_entry(&self, j: usize) -> Result<MetaEntry> {
+        let per = self.header.entries_per_meta_chunk as usize;
+        if j >= self.len() || per == 0 {
+            return Err(Error::InvalidArgument(format!(
+                "matrix row {}: entry {j} of {}",
+                self.header.id,
+                self.len()
+            )));
+        }
+        let at = (j % per) * META_ENTRY_BYTES;
+        self.meta
+            .get(j / per)
+            .and_then(|c| c.as_ref().get(at..at + META_ENTRY_BYTES))
+            .and_then(MetaEntry::decode)
+            .ok_or_else(|| self.corrupt_meta(j, "metadata entry outside its chunk"))
+    }
+
+    /// `len` bytes at `offset` of data chunk `chunk`.
+    #[inline]
+    pub(crate) fn data_slice(&self, chunk: u32, offset: usize, len: usize) -> Option<&[u8]> {
+        let c = self.data.get(chunk as usize)?.as_ref();
+        c.get(offset..offset.checked_add(len)?)
+    }
+
+    fn entry_at(&self, j: usize, m: &MetaEntry) -> Result<(&[u8], &[u8])> {
+        let (o, k, v) = (m.offset as usize, m.key_len as usize, m.value_len as usize);
+        match (
+            self.data_slice(m.chunk, o, k),
+            self.data_slice(m.chunk, o + k, v),
+        ) {
+            (Some(key), Some(value)) => Ok((key, value)),
+            _ => Err(self.corrupt_meta(j, "entry outside its data chunk")),
+        }
+    }
+
+    /// The internal key at `j`.
+    ///
+    /// # Errors
+    /// `InvalidArgument` if `j >= len()`; `Corruption` cannot happen after `open`.
+    pub fn key(&self, j: usize) -> Result<&[u8]> {
+        let m = self.meta_entry(j)?;
+        Ok(self.entry_at(j, &m)?.0)
+    }
+
+    /// The internal key and value at `j`.
+    ///
+    /// # Errors
+    /// As [`RowReader::key`].
+    pub fn entry(&self, j: usize) -> Result<(&[u8], &[u8])> {
+        let m = self.meta_entry(j)?;
+        self.entry_at(j, &m)
+    }
+
+    /// The `next` pointer of entry `j`: the first position of the row below whose key is
+    /// `>=` this entry's key (the row below's length if none is).
+    ///
+    /// # Errors
+    /// As [`RowReader::key`].
+    pub fn next_index(&self, j: usize) -> Result<usize> {
+        Ok(self.meta_entry(j)?.next as usize)
+    }
+
+    /// Orders entry `j` against `target`, trying the key prefix before the key.
+    #[inline]
+    fn cmp_at(&self, j: usize, target: &[u8], target_prefix: u64) -> Result<Ordering> {
+        let m = self.meta_entry(j)?;
+        match m.prefix.cmp(&target_prefix) {
+            Ordering::Equal => Ok(key::compare(self.entry_at(j, &m)?.0, target)),
+            o => Ok(o),
+        }
+    }
+
+    /// The first position in `[lo, hi)` whose key is `>= target` (an internal key), or
+    /// `hi` if there is none. `hi` is clamped to `len()` and `lo` to `hi`.
+    ///
+    /// # Errors
+    /// As [`RowReader::key`].
+    pub fn lower_bound(&self, target: &[u8], lo: usize, hi: usize) -> Result<usize> {
+        self.partition(target, lo, hi, |o| o == Ordering::Less)
+    }
+
+    /// The first position in `[lo, hi)` whose key is `> target`, or `hi`.
+    ///
+    /// # Errors
+    /// As [`RowReader::key`].
+    pub fn upper_bound(&self, target: &[u8], lo: usize, hi: usize) -> Result<usize> {
+        self.partition(target, lo, hi, |o| o != Ordering::Greater)
+    }
+
+    fn partition(
+        &self,
+        target: &[u8],
+        lo: usize,
+        hi: usize,
+        before: impl Fn(Ordering) -> bool,
+    ) -> Result<usize> {
+        let prefix = key_prefix(key::user_key(target));
+        let mut hi = hi.min(self.len());
+        let mut lo = lo.min(hi);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if before(self.cmp_at(mid, target, prefix)?) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        Ok(lo)
+    }
+
+    /// The first position whose user key is `>= user_key`: where a row trimmed at
+    /// `user_key` starts.
+    ///
+    /// # Errors
+    /// As [`RowReader::key`].
+    pub fn trim_start(&self, user_key: &[u8]) -> Result<usize> {
+        self.lower_bound(&key::seek_key(user_key, MAX_SEQ), 0, self.len())
+    }
+
+    /// The row's range tombstones.
+    pub fn range_tombstones(&self) -> &[RangeTombstone] {
+        &self.header.tombstones
+    }
+
+    /// The newest sequence number `<= snap` of a tombstone of this row covering
+    /// `user_key`, or 0.
+    pub fn max_covering_tombstone(&self, user_key: &[u8], snap: SeqNo) -> SeqNo {
+        self.tombstones
+            .fragment_for(user_key)
+            .and_then(|f| f.seqs.iter().find(|s| **s <= snap).copied())
+            .unwrap_or(0)
+    }
+
+    /// The data chunk holding entry `j`: the chunks before it hold only entries before
+    /// `j`, so a row trimmed to start at `j` no longer needs them.
+    ///
+    /// # Errors
+    /// As [`RowReader::key`].
+    pub fn data_chunk_of(&self, j: usize) -> Result<usize> {
+        Ok(self.meta_entry(j)?.chunk as usize)
+    }
+}
