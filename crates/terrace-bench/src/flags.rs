@@ -10,10 +10,13 @@ use std::path::PathBuf;
 
 use terrace::Compression;
 
+pub use matrix::{L0Kind, MatrixFlags};
+
 use crate::error::{BenchError, Result};
 use crate::resp_client::Target;
 
 mod engine;
+mod matrix;
 #[cfg(test)]
 mod tests;
 
@@ -119,6 +122,8 @@ pub struct Flags {
     pub target: Option<Target>,
     /// Server mode: commands sent per connection before reading their replies.
     pub pipeline: usize,
+    /// `--l0` and the matrix container's settings.
+    pub matrix: MatrixFlags,
 }
 
 impl Default for Flags {
@@ -176,6 +181,7 @@ impl Default for Flags {
             progress: true,
             target: None,
             pipeline: 1,
+            matrix: MatrixFlags::default(),
         }
     }
 }
@@ -204,6 +210,10 @@ Usage: terrace bench [--name=value ...]   (db_bench's flag names and defaults)
   --level0_slowdown_writes_trigger --level0_stop_writes_trigger --bloom_bits --cache_size
   --block_size --max_background_jobs --subcompactions --batch_size --seek_nexts
   --benchmark_write_rate_limit --sync --disable_wal --use_existing_db --seed --histogram
+  --l0=classic|matrix --pmem_path=DIR --matrix_capacity=BYTES --matrix_columns=N
+  --matrix_segment_rows=N --matrix_trigger=FRACTION
+                     level 0 as table files, or as the matrix container on the
+                     persistent-memory tier (its region file MATRIX.pmem goes in --pmem_path)
   --storage_rate_limit=BYTES_PER_SEC --storage_iops_limit=IOPS --storage_io_unit=BYTES
                      make the table directories of levels 1+ a slower device (0: off; with
                      one database directory that is the whole database, log included)
@@ -343,7 +353,10 @@ impl Flags {
             "ycsb_zipfian_constant" => self.ycsb_zipfian_constant = num(name, v)?,
             "target" => self.target = Some(Target::parse(v)?),
             "pipeline" => self.pipeline = num(name, v)?,
-            _ => return Err(BenchError::UnknownFlag(name.to_string())),
+            _ => match self.matrix.set(name, v) {
+                Some(r) => r?,
+                None => return Err(BenchError::UnknownFlag(name.to_string())),
+            },
         }
         Ok(())
     }
@@ -380,6 +393,7 @@ impl Flags {
                 "must be in (0, 1)",
             ));
         }
+        self.matrix.level0()?;
         if self.reads < -1 {
             return Err(bad("reads", &self.reads.to_string(), "must be -1 or more"));
         }

@@ -75,7 +75,9 @@ pub struct LevelBytes {
     pub level: usize,
     /// Table files.
     pub files: usize,
-    /// Bytes of those files.
+    /// Matrix rows (level 0 with `--l0=matrix`).
+    pub rows: usize,
+    /// Bytes of those files and rows.
     pub bytes: u64,
 }
 
@@ -125,6 +127,12 @@ pub struct BenchResult {
     pub compaction_bytes_written: u64,
     /// (flush + compaction bytes written) / user bytes written during the benchmark.
     pub write_amplification: f64,
+    /// Bytes flushes wrote to matrix rows on the persistent-memory tier (part of
+    /// `flush_bytes_written`).
+    pub row_bytes_written: u64,
+    /// Write amplification of the table-file tier alone: (flush bytes to table files +
+    /// compaction bytes) / user bytes. Equals `write_amplification` without a matrix.
+    pub table_write_amplification: f64,
     /// Microseconds writers were delayed or stopped during the benchmark.
     pub stall_micros: u64,
     /// Writes delayed or stopped during the benchmark.
@@ -153,7 +161,7 @@ pub struct BenchResult {
 /// The tree depth of `levels`: how many hold at least one file. A lookup that misses
 /// the memtables searches at most this many levels below them (more files for level 0).
 pub fn tree_depth(levels: &[LevelStats]) -> usize {
-    levels.iter().filter(|l| l.files > 0).count()
+    levels.iter().filter(|l| l.files > 0 || l.rows > 0).count()
 }
 
 /// Engine counters before and after a benchmark.
@@ -210,6 +218,14 @@ impl BenchResult {
         let compaction = a
             .compaction_bytes_written
             .saturating_sub(b.compaction_bytes_written);
+        let rows = a.row_bytes_written.saturating_sub(b.row_bytes_written);
+        let ratio = |x: u64| {
+            if user > 0 {
+                x as f64 / user as f64
+            } else {
+                0.0
+            }
+        };
         Ok(BenchResult {
             name: name.to_string(),
             ops,
@@ -232,11 +248,9 @@ impl BenchResult {
             user_bytes_written: user,
             flush_bytes_written: flush,
             compaction_bytes_written: compaction,
-            write_amplification: if user > 0 {
-                (flush + compaction) as f64 / user as f64
-            } else {
-                0.0
-            },
+            write_amplification: ratio(flush + compaction),
+            row_bytes_written: rows,
+            table_write_amplification: ratio(flush.saturating_sub(rows) + compaction),
             stall_micros: a.stall_micros.saturating_sub(b.stall_micros),
             stall_count: a.stall_count.saturating_sub(b.stall_count),
             longest_write_gap_micros,
@@ -249,10 +263,11 @@ impl BenchResult {
             levels: a
                 .levels
                 .iter()
-                .filter(|l| l.files > 0)
+                .filter(|l| l.files > 0 || l.rows > 0)
                 .map(|l| LevelBytes {
                     level: l.level,
                     files: l.files,
+                    rows: l.rows,
                     bytes: l.bytes,
                 })
                 .collect(),

@@ -19,7 +19,11 @@ impl Flags {
     /// The engine options these flags describe, on throttled storage when
     /// `--storage_rate_limit` or `--storage_iops_limit` is set.
     pub fn engine_options(&self) -> Options {
-        let opts = self.base_options();
+        let mut opts = self.base_options();
+        // A bad matrix setting is reported by `check`; here the default level 0 stays.
+        if let Ok(l0) = self.matrix.level0() {
+            opts.level0 = l0;
+        }
         match self.storage_limits() {
             Some(limits) => {
                 let rules = table_dirs(self, &opts)

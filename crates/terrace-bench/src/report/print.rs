@@ -85,10 +85,26 @@ impl BenchResult {
             mb(self.compaction_bytes_written),
             mb(self.user_bytes_written)
         )?;
+        if self.row_bytes_written > 0 {
+            writeln!(
+                out,
+                "  write amplification of the table tier: {:.3} ({:.1} MB of the flush went to matrix rows)",
+                self.table_write_amplification,
+                mb(self.row_bytes_written)
+            )?;
+        }
         let levels: Vec<String> = self
             .levels
             .iter()
-            .map(|l| format!("L{} {:.1} MB ({} files)", l.level, mb(l.bytes), l.files))
+            .map(|l| match l.rows {
+                0 => format!("L{} {:.1} MB ({} files)", l.level, mb(l.bytes), l.files),
+                r => format!(
+                    "L{} {:.1} MB ({r} rows, {} files)",
+                    l.level,
+                    mb(l.bytes),
+                    l.files
+                ),
+            })
             .collect();
         let levels = if self.counters == Counters::ServerInfo {
             "-".to_string()

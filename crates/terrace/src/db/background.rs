@@ -63,8 +63,10 @@ fn worker(db: &DbInner, kind: Kind) {
 
 fn run_compaction_step(db: &DbInner, st: &mut MutexGuard<'_, DbState>) -> Result<bool> {
     // Flushes go first: while a memtable waits, a compaction thread helps if no flush runs.
-    if st.imms.front().is_some_and(|i| !i.flushing) {
-        return db.run_flush(st);
+    // A flush that waits for level 0 to make room (a flush stall) leaves the thread to
+    // compact.
+    if st.imms.front().is_some_and(|i| !i.flushing) && db.run_flush(st)? {
+        return Ok(true);
     }
     db.run_auto_compaction(st)
 }

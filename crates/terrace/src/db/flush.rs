@@ -71,6 +71,9 @@ impl DbInner {
         self.install_super_version(st);
         let bytes = flushed.bytes_written;
         super::stats::add(&self.counters.flush_bytes, bytes);
+        if !flushed.new_rows.is_empty() {
+            super::stats::add(&self.counters.row_bytes, bytes);
+        }
         super::stats::add(&self.counters.flushes, 1);
         let info = FlushInfo {
             file_number: flushed.new_files.first().map(|m| m.number),

@@ -29,7 +29,9 @@ pub struct LevelStats {
     pub level: usize,
     /// Table files.
     pub files: usize,
-    /// Bytes of those files.
+    /// Matrix rows (level 0 of a matrix container only).
+    pub rows: usize,
+    /// Bytes of those files and rows.
     pub bytes: u64,
     /// The level's byte target (0 for level 0).
     pub target_bytes: u64,
@@ -44,8 +46,11 @@ pub struct DbStats {
     pub user_bytes_written: u64,
     /// Bytes written to the write-ahead log.
     pub wal_bytes_written: u64,
-    /// Bytes of table files written by flushes.
+    /// Bytes written by flushes (table files, or matrix rows on persistent memory).
     pub flush_bytes_written: u64,
+    /// The part of `flush_bytes_written` that went to matrix rows on the
+    /// persistent-memory tier rather than to table files.
+    pub row_bytes_written: u64,
     /// Bytes of table files written by compactions.
     pub compaction_bytes_written: u64,
     /// Bytes of table files read by compactions.
@@ -93,6 +98,7 @@ pub(crate) struct Counters {
     pub(crate) user_bytes: AtomicU64,
     pub(crate) wal_bytes: AtomicU64,
     pub(crate) flush_bytes: AtomicU64,
+    pub(crate) row_bytes: AtomicU64,
     pub(crate) compaction_bytes_written: AtomicU64,
     pub(crate) compaction_bytes_read: AtomicU64,
     pub(crate) flushes: AtomicU64,
@@ -118,6 +124,7 @@ impl Default for Counters {
             user_bytes: AtomicU64::new(0),
             wal_bytes: AtomicU64::new(0),
             flush_bytes: AtomicU64::new(0),
+            row_bytes: AtomicU64::new(0),
             compaction_bytes_written: AtomicU64::new(0),
             compaction_bytes_read: AtomicU64::new(0),
             flushes: AtomicU64::new(0),
@@ -185,7 +192,13 @@ impl super::DbInner {
             .map(|l| LevelStats {
                 level: l,
                 files: sv.version.files(l).len(),
-                bytes: sv.version.level_bytes(l),
+                rows: if l == 0 { sv.version.rows().len() } else { 0 },
+                bytes: sv.version.level_bytes(l)
+                    + if l == 0 {
+                        sv.version.rows().iter().map(|r| r.size).sum()
+                    } else {
+                        0
+                    },
                 target_bytes: targets.get(l).copied().unwrap_or(0),
             })
             .collect();
@@ -208,6 +221,7 @@ impl super::DbInner {
             user_bytes_written: user,
             wal_bytes_written: load(&self.counters.wal_bytes),
             flush_bytes_written: flush,
+            row_bytes_written: load(&self.counters.row_bytes),
             compaction_bytes_written: compaction,
             compaction_bytes_read: load(&self.counters.compaction_bytes_read),
             write_amplification: if user == 0 {

@@ -29,6 +29,7 @@
 
 mod classic;
 pub mod column_cut;
+mod container;
 pub mod matrix;
 
 use std::collections::HashSet;
@@ -46,6 +47,7 @@ use crate::tables::{Lookup, Tables};
 use crate::version::{FileMeta, RowMeta, Version};
 
 pub use classic::ClassicLevel0;
+pub use container::{MatrixLevel0, MatrixOptions, DEFAULT_REGION_FILE};
 
 /// What level 0 asks of the write path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

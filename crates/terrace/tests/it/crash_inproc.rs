@@ -51,8 +51,12 @@ fn key(i: u32) -> Vec<u8> {
     format!("k{i:04}").into_bytes()
 }
 
-fn options(fault: &FaultStorage, dir: &Path, rng: &mut StdRng) -> Options {
+fn options(fault: &FaultStorage, dir: &Path, rng: &mut StdRng, matrix: bool) -> Options {
     let mut o = crate::small_options();
+    if matrix {
+        // The region keeps unpersisted writes in a shadow: a crash loses them.
+        o.level0 = crate::matrix_level0(dir, 96 << 10, terrace::pmem::PmemMode::Shadow);
+    }
     o.storage = Arc::new(fault.clone());
     o.write_buffer_size = 8 << 10;
     o.target_file_size_base = 8 << 10;
@@ -73,13 +77,13 @@ struct Outcome {
 
 /// Runs `cycles` crash cycles. With `claim_all_durable` (the negative control) every write
 /// is treated as durable, so a checker that works must find violations after power losses.
-fn run(cycles: u32, claim_all_durable: bool) -> Outcome {
+fn run(cycles: u32, claim_all_durable: bool, matrix: bool) -> Outcome {
     let seed: u64 = std::env::var("TERRACE_CRASH_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| rand::thread_rng().gen());
     eprintln!(
-        "in-process crash test seed={seed} negative_control={claim_all_durable} \
+        "in-process crash test seed={seed} negative_control={claim_all_durable} matrix={matrix} \
          (TERRACE_CRASH_SEED={seed} to repeat)"
     );
     let mut rng = StdRng::seed_from_u64(seed);
@@ -90,7 +94,7 @@ fn run(cycles: u32, claim_all_durable: bool) -> Outcome {
     let mut next_value = 0u64;
     let mut violations = 0;
     for cycle in 0..cycles {
-        let opts = options(&fault, tmp.path(), &mut rng);
+        let opts = options(&fault, tmp.path(), &mut rng, matrix);
         let db = Db::open(&dir, opts).unwrap_or_else(|e| panic!("open (seed {seed}): {e}"));
         let mut ops: Vec<Op> = Vec::new();
         let mut durable = 0usize;
@@ -159,7 +163,7 @@ fn run(cycles: u32, claim_all_durable: bool) -> Outcome {
             durable = ops.len();
         }
 
-        let db = Db::open(&dir, options(&fault, tmp.path(), &mut rng))
+        let db = Db::open(&dir, options(&fault, tmp.path(), &mut rng, matrix))
             .unwrap_or_else(|e| panic!("cycle {cycle}: reopen failed (seed {seed}): {e}"));
         let got: Model = crate::scan_all(&db).into_iter().collect();
         let mut state = baseline.clone();
@@ -210,12 +214,26 @@ fn cycles() -> u32 {
 
 #[test]
 fn recovered_state_is_a_prefix_holding_every_durable_write() {
-    run(cycles(), false);
+    run(cycles(), false, false);
+}
+
+#[test]
+fn with_a_matrix_level0_recovered_state_is_a_prefix_holding_every_durable_write() {
+    run(cycles(), false, true);
+}
+
+#[test]
+fn with_a_matrix_level0_negative_control_notices_unsynced_writes_claimed_durable() {
+    let out = run(cycles().max(10) / 2, true, true);
+    assert!(
+        out.violations > 0,
+        "the checker accepted every cycle although unsynced writes were claimed durable"
+    );
 }
 
 #[test]
 fn negative_control_notices_unsynced_writes_claimed_durable() {
-    let out = run(cycles().max(10), true);
+    let out = run(cycles().max(10), true, false);
     assert!(
         out.violations > 0,
         "the checker accepted every cycle although unsynced writes were claimed durable"

@@ -7,6 +7,7 @@ mod concurrency;
 mod corruption;
 mod crash;
 mod crash_inproc;
+mod matrix;
 mod model;
 mod regress;
 mod seams;
@@ -29,6 +30,26 @@ pub fn small_options() -> Options {
         block_size: 1024,
         ..Options::default()
     }
+}
+
+/// A matrix-container level 0 with its region file in `dir`, small enough that rows,
+/// freezes and column compactions happen within a few hundred kilobytes of writes.
+pub fn matrix_level0(
+    dir: &Path,
+    capacity: u64,
+    mode: terrace::pmem::PmemMode,
+) -> std::sync::Arc<dyn terrace::level0::Level0> {
+    let mut opts = terrace::level0::MatrixOptions {
+        region_path: Some(dir.join("region.pmem")),
+        capacity,
+        page_size: 4096,
+        mode,
+        columns: 4,
+        ..Default::default()
+    };
+    opts.params.chunk_bytes = 4096;
+    opts.params.segment_rows = 3;
+    std::sync::Arc::new(terrace::level0::MatrixLevel0::new(opts).unwrap())
 }
 
 /// Every key and value of the database, in order.

@@ -76,9 +76,12 @@ fn expected_scan(m: &Model, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Vec<(Vec<u8
         .collect()
 }
 
-fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
+fn run(ops: Vec<Op>, matrix: bool) -> Result<(), TestCaseError> {
     let dir = tempfile::tempdir().unwrap();
-    let opts = small_options();
+    let mut opts = small_options();
+    if matrix {
+        opts.level0 = crate::matrix_level0(dir.path(), 64 << 10, terrace::pmem::PmemMode::Shadow);
+    }
     let mut db = Some(Db::open(dir.path(), opts.clone()).unwrap());
     let mut model = Model::new();
     let mut snaps: Vec<(Snapshot, Model)> = Vec::new();
@@ -244,6 +247,13 @@ proptest! {
 
     #[test]
     fn engine_matches_btreemap_model(ops in prop::collection::vec(op(), 1..120)) {
-        run(ops)?;
+        run(ops, false)?;
+    }
+
+    #[test]
+    fn engine_with_a_matrix_level0_matches_btreemap_model(
+        ops in prop::collection::vec(op(), 1..120)
+    ) {
+        run(ops, true)?;
     }
 }

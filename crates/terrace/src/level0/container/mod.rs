@@ -1,0 +1,609 @@
+//! The matrix container: a level 0 kept as stacked sorted rows on the persistent-memory
+//! tier and compacted into level 1 one key-range column at a time (MatrixKV;
+//! docs/techniques/matrixkv.md).
+//!
+//! Owns: [`MatrixLevel0`] (the `Level0` implementation), its [`MatrixOptions`], the
+//! persistent-memory region it maps, which rows form which group, the freeze that starts
+//! column compaction, and the choice of each column (`column`).
+//! Must not touch: the manifest (the database records rows and trims in version edits),
+//! the row format (`level0::matrix`) or the compaction executor.
+//! Concurrency: one mutex guards the container's state; flushes run one at a time; views
+//! are immutable groups shared with readers by `Arc`; rows free their pages when the last
+//! view holding them is dropped.
+//!
+//! Crash consistency: a row's chunks and directory are persisted before the flush returns,
+//! and only the manifest makes a row live, so a crash before the edit leaves pages that
+//! the next open treats as free. A column's level-1 outputs and the trims of the rows it
+//! consumed are one edit. At open every live row is claimed and checked again.
+
+mod column;
+mod store;
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use self::store::{load_row, store_row, DirLocation, StoredRow};
+use super::matrix::{Below, MatrixGroup, MatrixParams, RowBuilder};
+use super::{Backpressure, Level0, Level0Env, Level0Flush, Level0View};
+use crate::compaction::{ColumnSource, PickedColumn};
+use crate::error::{Error, Result};
+use crate::iter::InternalIterator;
+use crate::key::{InternalKey, SeqNo, ValueType, MAX_SEQ};
+use crate::memtable::MemTable;
+use crate::options::Options;
+use crate::pmem::{Extent, PmemMode, PmemOptions, PmemRegion};
+use crate::range_del::RangeTombstone;
+use crate::tables::{Lookup, Tables};
+use crate::version::{RowMeta, Version};
+
+/// File name of the region inside the database directory when no path is given.
+pub const DEFAULT_REGION_FILE: &str = "MATRIX.pmem";
+
+/// Settings of the matrix container.
+#[derive(Debug, Clone)]
+pub struct MatrixOptions {
+    /// The persistent-memory region file (on a DAX mount for real persistent memory);
+    /// `None` puts `MATRIX.pmem` in the database directory.
+    pub region_path: Option<PathBuf>,
+    /// Bytes of row data the container holds (the thesis's matrix capacity).
+    pub capacity: u64,
+    /// Page size of the region.
+    pub page_size: u32,
+    /// `Mapped` for use; `Shadow` makes unpersisted writes vanish on a crash (tests).
+    pub mode: PmemMode,
+    /// Row, segment and table-merge parameters.
+    pub params: MatrixParams,
+    /// Fraction of the capacity at which the rows are frozen for column compaction
+    /// (thesis: 2/3).
+    pub compaction_trigger: f64,
+    /// The capacity divided into this many columns gives a column's target size (the
+    /// thesis's N).
+    pub columns: u32,
+}
+
+impl Default for MatrixOptions {
+    fn default() -> Self {
+        MatrixOptions {
+            region_path: None,
+            capacity: 256 << 20,
+            page_size: 64 << 10,
+            mode: PmemMode::Mapped,
+            params: MatrixParams::default(),
+            compaction_trigger: 2.0 / 3.0,
+            columns: 16,
+        }
+    }
+}
+
+/// A level 0 of matrix rows on persistent memory. Give one instance to one database.
+pub struct MatrixLevel0 {
+    opts: MatrixOptions,
+    state: Mutex<Option<State>>,
+}
+
+impl std::fmt::Debug for MatrixLevel0 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MatrixLevel0")
+            .field("opts", &self.opts)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The container's state while a database has it open.
+struct State {
+    region: Arc<PmemRegion>,
+    /// Rows by number: every live row, and rows flushed but not yet installed.
+    rows: HashMap<u64, Arc<StoredRow>>,
+    /// The group new rows join.
+    active_group: u64,
+    /// The row a flush is writing, until a version holds it: no freeze may happen
+    /// meanwhile, or the row would join a group whose columns are being consumed.
+    pending: Option<u64>,
+    /// The newest version seen, and the groups built for it (newest group first).
+    version: Arc<Version>,
+    groups: Vec<CachedGroup>,
+}
+
+/// A group built for a version, kept to build the next view cheaply.
+#[derive(Clone)]
+struct CachedGroup {
+    id: u64,
+    /// `(number, trim)` of its rows, newest first.
+    rows: Vec<(u64, Option<Vec<u8>>)>,
+    group: Arc<MatrixGroup<Extent>>,
+}
+
+impl MatrixLevel0 {
+    /// A container with `opts`; nothing is mapped until a database opens with it.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for options out of range.
+    pub fn new(opts: MatrixOptions) -> Result<Self> {
+        opts.params.validate()?;
+        if !(opts.compaction_trigger > 0.0 && opts.compaction_trigger <= 1.0) {
+            return Err(Error::InvalidArgument(
+                "matrix compaction_trigger must be in (0, 1]".into(),
+            ));
+        }
+        if opts.columns == 0 || opts.capacity == 0 {
+            return Err(Error::InvalidArgument(
+                "matrix capacity and columns must be positive".into(),
+            ));
+        }
+        Ok(MatrixLevel0 {
+            opts,
+            state: Mutex::new(None),
+        })
+    }
+
+    /// The options.
+    pub fn options(&self) -> &MatrixOptions {
+        &self.opts
+    }
+
+    /// Bytes written to the persistent-memory region so far (0 before open).
+    pub fn region_bytes_written(&self) -> u64 {
+        self.state
+            .lock()
+            .as_ref()
+            .map_or(0, |s| s.region.stats().bytes_written)
+    }
+
+    /// True if a row from a memtable of `bytes` fits next to the live rows (an empty
+    /// container always takes one, whatever its size).
+    fn has_room(&self, version: &Version, bytes: usize) -> bool {
+        let used: u64 = version.rows().iter().map(|r| r.size).sum();
+        // A row takes about its memtable's bytes plus page rounding of its chunks.
+        let need = bytes as u64 + bytes as u64 / 8 + 4 * u64::from(self.opts.page_size);
+        used + need <= self.opts.capacity || version.rows().is_empty()
+    }
+
+    fn trigger_bytes(&self) -> u64 {
+        (self.opts.capacity as f64 * self.opts.compaction_trigger) as u64
+    }
+
+    fn column_bytes(&self) -> u64 {
+        (self.opts.capacity / u64::from(self.opts.columns)).max(1)
+    }
+
+    fn not_open() -> Error {
+        Error::InvalidArgument("the matrix level 0 is not open".into())
+    }
+}
+
+/// Bytes of the live rows of `group` in `version`.
+fn group_bytes(version: &Version, group: u64) -> u64 {
+    version
+        .rows()
+        .iter()
+        .filter(|r| r.group == group)
+        .map(|r| r.size)
+        .sum()
+}
+
+/// The row metadata of a stored row built from `mem`.
+fn row_meta(
+    number: u64,
+    group: u64,
+    below: u64,
+    stored: &StoredRow,
+    mem: &MemTable,
+    tombstones: &[RangeTombstone],
+) -> Result<RowMeta> {
+    let h = stored.reader.header();
+    let loc: DirLocation = stored.location();
+    let mut smallest: Option<InternalKey> = None;
+    let mut largest: Option<InternalKey> = None;
+    if !stored.reader.is_empty() {
+        smallest = Some(InternalKey(h.smallest_key.clone()));
+        largest = Some(InternalKey(h.largest_key.clone()));
+    }
+    for t in tombstones {
+        let s = InternalKey::new(&t.start, t.seq, ValueType::RangeDeletion);
+        let e = InternalKey::new(&t.end, MAX_SEQ, ValueType::RangeDeletion);
+        if smallest
+            .as_ref()
+            .is_none_or(|k| crate::key::compare(s.encoded(), k.encoded()).is_lt())
+        {
+            smallest = Some(s);
+        }
+        if largest
+            .as_ref()
+            .is_none_or(|k| crate::key::compare(e.encoded(), k.encoded()).is_gt())
+        {
+            largest = Some(e);
+        }
+    }
+    let (Some(smallest), Some(largest)) = (smallest, largest) else {
+        return Err(Error::InvalidArgument(
+            "an empty memtable has no row".into(),
+        ));
+    };
+    let seqs = tombstones.iter().map(|t| t.seq);
+    Ok(RowMeta {
+        number,
+        group,
+        dir_offset: loc.offset,
+        dir_len: loc.len,
+        dir_checksum: loc.checksum,
+        size: stored.size(),
+        smallest,
+        largest,
+        smallest_seq: seqs.clone().chain([h.smallest_seq]).min().unwrap_or(0),
+        largest_seq: seqs
+            .chain([h.largest_seq, mem.largest_seq()])
+            .max()
+            .unwrap_or(0),
+        num_entries: stored.reader.len() as u64,
+        num_deletions: h.num_deletions,
+        num_range_deletions: tombstones.len() as u64,
+        trim: None,
+        below,
+    })
+}
+
+impl Level0 for MatrixLevel0 {
+    fn kind(&self) -> &'static str {
+        "matrix"
+    }
+
+    fn flush(&self, _env: &Level0Env<'_>, mem: &Arc<MemTable>, number: u64) -> Result<Level0Flush> {
+        let tombstones = mem.range_tombstones();
+        let mut iter = mem.iter();
+        iter.seek_to_first()?;
+        if !iter.valid() && tombstones.is_empty() {
+            return Ok(Level0Flush::default());
+        }
+        // Decide the row's group and find the row below it.
+        let (region, group, below) = {
+            let mut guard = self.state.lock();
+            let st = guard.as_mut().ok_or_else(Self::not_open)?;
+            let frozen = st.version.rows().iter().any(|r| r.group < st.active_group);
+            let active = group_bytes(&st.version, st.active_group);
+            let incoming = mem.approximate_memory_usage() as u64;
+            if !frozen && active > 0 && active + incoming > self.trigger_bytes() {
+                // Freeze: the current rows become the compacting group.
+                st.active_group += 1;
+            }
+            let top = st
+                .version
+                .rows()
+                .iter()
+                .find(|r| r.group == st.active_group)
+                .and_then(|r| st.rows.get(&r.number).cloned());
+            st.pending = Some(number);
+            (st.region.clone(), st.active_group, top)
+        };
+        let mut b = RowBuilder::new(
+            number,
+            below.as_ref().map(|r| Below::new(&r.reader, 0)),
+            self.opts.params.chunk_bytes,
+        )?;
+        while iter.valid() {
+            b.add(iter.key(), iter.value())?;
+            iter.next()?;
+        }
+        for t in &tombstones {
+            b.add_range_tombstone(t)?;
+        }
+        let built = b.finish()?;
+        let stored = Arc::new(store_row(&region, number, &built)?);
+        let below_number = below.map_or(0, |r| r.reader.id());
+        let meta = row_meta(number, group, below_number, &stored, mem, &tombstones)?;
+        let bytes = meta.size;
+        if let Some(st) = self.state.lock().as_mut() {
+            st.rows.insert(number, stored);
+        }
+        Ok(Level0Flush {
+            new_files: Vec::new(),
+            new_rows: vec![meta],
+            bytes_written: bytes,
+        })
+    }
+
+    fn view(&self, _tables: &Arc<Tables>, version: &Arc<Version>) -> Arc<dyn Level0View> {
+        let mut guard = self.state.lock();
+        let Some(st) = guard.as_mut() else {
+            return Arc::new(MatrixView::failed(Self::not_open()));
+        };
+        match build_groups(st, version, &self.opts.params) {
+            Ok(groups) => {
+                if st
+                    .pending
+                    .is_some_and(|p| version.rows().iter().any(|r| r.number == p))
+                {
+                    st.pending = None;
+                }
+                st.version = version.clone();
+                st.groups = groups.clone();
+                // Forget rows that left the version (their pages free once no view holds
+                // them) and rows of failed flushes (older than a live row).
+                let live: HashSet<u64> = version.rows().iter().map(|r| r.number).collect();
+                let newest = live.iter().copied().max().unwrap_or(0);
+                st.rows.retain(|n, _| live.contains(n) || *n > newest);
+                Arc::new(MatrixView {
+                    groups: groups.into_iter().map(|g| g.group).collect(),
+                    error: None,
+                })
+            }
+            Err(e) => Arc::new(MatrixView::failed(e)),
+        }
+    }
+
+    fn size_bytes(&self, version: &Version) -> u64 {
+        version.rows().iter().map(|r| r.size).sum()
+    }
+
+    fn backpressure(&self, _version: &Version, _opts: &Options) -> Backpressure {
+        // Stalls come from flushes waiting for room (see `ready_to_flush`).
+        Backpressure::None
+    }
+
+    fn ready_to_flush(&self, version: &Version, bytes: usize) -> bool {
+        self.has_room(version, bytes)
+    }
+
+    fn compaction_score(&self, version: &Version, _busy: &HashSet<u64>, opts: &Options) -> f64 {
+        if !self.has_room(version, opts.write_buffer_size) {
+            // Flushes are stalled: compacting is the only way on.
+            return 2.0;
+        }
+        let active = self.state.lock().as_ref().map_or(0, |s| s.active_group);
+        let frozen = frozen_group(version, active);
+        match frozen {
+            // Columns of a frozen group are due: urgency grows as the container fills.
+            Some(_) => {
+                let used = self.size_bytes(version) as f64;
+                1.0 + used / self.opts.capacity.max(1) as f64
+            }
+            None => self.size_bytes(version) as f64 / self.trigger_bytes().max(1) as f64,
+        }
+    }
+
+    fn level1_target_bytes(&self, _version: &Version, opts: &Options) -> u64 {
+        opts.max_bytes_for_level_base.max(self.opts.capacity)
+    }
+
+    fn pick_column(
+        &self,
+        version: &Version,
+        busy: &HashSet<u64>,
+        opts: &Options,
+        manual: bool,
+    ) -> Option<PickedColumn> {
+        let mut guard = self.state.lock();
+        let st = guard.as_mut()?;
+        let full = group_bytes(version, st.active_group) >= self.trigger_bytes()
+            || !self.has_room(version, opts.write_buffer_size);
+        if (manual || full)
+            && st.pending.is_none()
+            && frozen_group(version, st.active_group).is_none()
+            && !version.rows().is_empty()
+        {
+            // Freeze every row now (a flush freezes too, but flushes may be stalled
+            // waiting for room); later flushes start a new group.
+            let newest = version.rows().iter().map(|r| r.group).max().unwrap_or(0);
+            if st.active_group <= newest {
+                st.active_group = newest + 1;
+            }
+        }
+        let frozen = frozen_group(version, st.active_group)?;
+        let rows: Vec<Arc<RowMeta>> = version
+            .rows()
+            .iter()
+            .filter(|r| r.group == frozen)
+            .cloned()
+            .collect();
+        if rows.iter().any(|r| busy.contains(&r.number)) {
+            return None;
+        }
+        let group = st.groups.iter().find(|g| g.id == frozen)?.group.clone();
+        let l1_target = self.level1_target_bytes(version, opts);
+        let base = crate::compaction::picker::base_level(version.levels(), opts, l1_target);
+        column::next_column(rows, &group, version.files(base), self.column_bytes())
+    }
+
+    fn column_source(&self) -> Option<&dyn ColumnSource> {
+        Some(self)
+    }
+
+    fn durable_seq(&self, version: &Version) -> SeqNo {
+        let files = version.levels().iter().flatten().map(|f| f.largest_seq);
+        let rows = version.rows().iter().map(|r| r.largest_seq);
+        files.chain(rows).max().unwrap_or(0)
+    }
+
+    fn recover(&self, env: &Level0Env<'_>, version: &Version) -> Result<()> {
+        let mut guard = self.state.lock();
+        // A previous open's mapping goes first, so that the region file can be locked.
+        *guard = None;
+        let path = self
+            .opts
+            .region_path
+            .clone()
+            .unwrap_or_else(|| env.tables.dir(0).join(DEFAULT_REGION_FILE));
+        let region = PmemRegion::open(
+            &path,
+            PmemOptions {
+                capacity: self.opts.capacity + self.opts.capacity / 4,
+                page_size: self.opts.page_size,
+                mode: self.opts.mode,
+            },
+        )?;
+        let mut rows = HashMap::new();
+        for r in version.rows() {
+            let loc = DirLocation {
+                offset: r.dir_offset,
+                len: r.dir_len,
+                checksum: r.dir_checksum,
+            };
+            rows.insert(r.number, Arc::new(load_row(&region, r.number, loc)?));
+        }
+        // The newest group takes new rows, unless column compaction already consumed
+        // part of it: then it stays frozen and new rows start the next group.
+        let newest = version.rows().iter().map(|r| r.group).max().unwrap_or(0);
+        let newest_trimmed = version
+            .rows()
+            .iter()
+            .any(|r| r.group == newest && r.trim.is_some());
+        let active_group = newest + u64::from(newest_trimmed);
+        let mut st = State {
+            region,
+            rows,
+            active_group,
+            pending: None,
+            version: Arc::new(Version::new(version.num_levels())),
+            groups: Vec::new(),
+        };
+        let v = Arc::new(version.clone());
+        st.groups = build_groups(&st, &v, &self.opts.params)?;
+        st.version = v;
+        *guard = Some(st);
+        Ok(())
+    }
+}
+
+/// The oldest group if it is older than the `active` one (the group flushes join): the
+/// group being compacted into level 1, column by column.
+fn frozen_group(version: &Version, active: u64) -> Option<u64> {
+    let oldest = version.rows().iter().map(|r| r.group).min()?;
+    (oldest < active).then_some(oldest)
+}
+
+/// The groups of `version`, newest first, reusing the cached ones that did not change.
+fn build_groups(st: &State, version: &Version, params: &MatrixParams) -> Result<Vec<CachedGroup>> {
+    let mut ids: Vec<u64> = version.rows().iter().map(|r| r.group).collect();
+    ids.dedup();
+    let mut out = Vec::with_capacity(ids.len());
+    for id in ids {
+        let metas: Vec<&Arc<RowMeta>> = version.rows().iter().filter(|r| r.group == id).collect();
+        let sig: Vec<(u64, Option<Vec<u8>>)> =
+            metas.iter().map(|r| (r.number, r.trim.clone())).collect();
+        let cached = st.groups.iter().find(|g| g.id == id);
+        if let Some(c) = cached.filter(|c| c.rows == sig) {
+            out.push(c.clone());
+            continue;
+        }
+        let reader = |n: u64| {
+            st.rows
+                .get(&n)
+                .map(|r| r.reader.clone())
+                .ok_or_else(|| Error::InvalidArgument(format!("matrix row {n} is not loaded")))
+        };
+        // One new row on top of an unchanged group: stack it.
+        let stacked = cached.filter(|c| sig.get(1..) == Some(c.rows.as_slice()));
+        let group = match (stacked, sig.first()) {
+            (Some(c), Some((n, None))) => c.group.with_row_on_top(reader(*n)?)?,
+            _ => {
+                let readers = sig
+                    .iter()
+                    .map(|(n, _)| reader(*n))
+                    .collect::<Result<Vec<_>>>()?;
+                let g = MatrixGroup::from_rows(readers, params.clone())?;
+                // Every row of a group is trimmed at the same key (the columns done).
+                match sig.iter().filter_map(|(_, t)| t.as_deref()).max() {
+                    Some(t) => g.trimmed(t)?,
+                    None => g,
+                }
+            }
+        };
+        out.push(CachedGroup {
+            id,
+            rows: sig,
+            group: Arc::new(group),
+        });
+    }
+    Ok(out)
+}
+
+impl ColumnSource for MatrixLevel0 {
+    fn column_iterators(
+        &self,
+        rows: &[RowMeta],
+        out: &mut Vec<Box<dyn InternalIterator>>,
+        tombstones: &mut Vec<RangeTombstone>,
+    ) -> Result<u64> {
+        let guard = self.state.lock();
+        let st = guard.as_ref().ok_or_else(Self::not_open)?;
+        let bytes = rows.iter().map(|r| r.size).sum();
+        // The group the views use, when the rows are exactly its rows.
+        let sig: Vec<(u64, Option<Vec<u8>>)> =
+            rows.iter().map(|r| (r.number, r.trim.clone())).collect();
+        if let Some(c) = st.groups.iter().find(|g| g.rows == sig) {
+            tombstones.extend(c.group.range_tombstones());
+            out.extend(c.group.iterators());
+            return Ok(bytes);
+        }
+        let mut readers = Vec::with_capacity(rows.len());
+        for r in rows {
+            let stored = st.rows.get(&r.number).ok_or_else(|| {
+                Error::InvalidArgument(format!("matrix row {} is not live", r.number))
+            })?;
+            readers.push(stored.reader.clone());
+        }
+        let group = MatrixGroup::from_rows(readers, self.opts.params.clone())?;
+        let trim = rows.iter().filter_map(|r| r.trim.as_deref()).max();
+        let group = match trim {
+            Some(t) => group.trimmed(t)?,
+            None => group,
+        };
+        tombstones.extend(group.range_tombstones());
+        out.extend(group.iterators());
+        Ok(bytes)
+    }
+}
+
+/// The readers' view: groups newest first.
+struct MatrixView {
+    groups: Vec<Arc<MatrixGroup<Extent>>>,
+    error: Option<Error>,
+}
+
+impl MatrixView {
+    fn failed(e: Error) -> Self {
+        MatrixView {
+            groups: Vec::new(),
+            error: Some(e),
+        }
+    }
+}
+
+impl Level0View for MatrixView {
+    fn get(
+        &self,
+        user_key: &[u8],
+        _seek_key: &[u8],
+        snap: SeqNo,
+        max_tombstone: &mut SeqNo,
+        _fill_cache: bool,
+    ) -> Result<Lookup> {
+        if let Some(e) = &self.error {
+            return Err(e.clone());
+        }
+        for g in &self.groups {
+            if let Lookup::Found(v) = g.get(user_key, snap, max_tombstone)? {
+                return Ok(Lookup::Found(v));
+            }
+        }
+        Ok(Lookup::Missing)
+    }
+
+    fn add_iterators(
+        &self,
+        out: &mut Vec<Box<dyn InternalIterator>>,
+        tombstones: &mut Vec<RangeTombstone>,
+        _fill_cache: bool,
+    ) -> Result<()> {
+        if let Some(e) = &self.error {
+            return Err(e.clone());
+        }
+        for g in &self.groups {
+            tombstones.extend(g.range_tombstones());
+            out.extend(g.iterators());
+        }
+        Ok(())
+    }
+}

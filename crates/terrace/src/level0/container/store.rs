@@ -1,0 +1,245 @@
+//! Rows on persistent memory: copying a built row into extents, the row directory that
+//! finds them again, and reopening a row at recovery (docs/formats/matrix-row.md,
+//! "Row directory").
+//!
+//! Owns: the directory format and the order of persistence: every chunk is sealed
+//! (persisted) before the directory, and the directory before the manifest records the
+//! row, so a recorded row is always whole.
+//! Must not touch: the manifest or the row format itself (`level0::matrix`).
+//! Concurrency: plain functions; extents are immutable once sealed.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::coding::{get_fixed32, get_fixed64};
+use crate::error::{Error, Result};
+use crate::level0::matrix::{BuiltRow, RowReader};
+use crate::pmem::{Extent, PmemRegion};
+
+const DIR_MAGIC: u32 = 0x4458_4d54; // "TMXD" little-endian
+const DIR_VERSION: u32 = 1;
+const DIR_FIXED: usize = 4 + 4 + 8 + 8 + 4 + 4 + 4 + 4;
+
+/// A row held on persistent memory: its directory extent and its reader over the chunk
+/// extents. Dropping the last clone returns every page to the region.
+pub(crate) struct StoredRow {
+    pub(crate) dir: Extent,
+    location: DirLocation,
+    pub(crate) reader: Arc<RowReader<Extent>>,
+}
+
+/// Where a stored row's directory is, and its checksum: what the manifest records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct DirLocation {
+    pub(crate) offset: u64,
+    pub(crate) len: u64,
+    pub(crate) checksum: u32,
+}
+
+impl StoredRow {
+    /// The location of the directory.
+    pub(crate) fn location(&self) -> DirLocation {
+        self.location
+    }
+
+    /// Bytes of persistent memory the row occupies.
+    pub(crate) fn size(&self) -> u64 {
+        let chunks = self
+            .reader
+            .meta_chunks()
+            .iter()
+            .chain(self.reader.data_chunks());
+        self.dir.len() + chunks.map(Extent::len).sum::<u64>()
+    }
+}
+
+fn copy_in(region: &Arc<PmemRegion>, bytes: &[u8]) -> Result<Extent> {
+    let mut w = region.alloc(bytes.len().max(1) as u64)?;
+    w.write(0, bytes)?;
+    w.seal()
+}
+
+/// Copies `row` (number `number`) into extents of `region`, persists it, and opens it.
+///
+/// # Errors
+/// `NoSpace` if the region cannot hold it (nothing stays allocated); I/O errors of the
+/// persist; `Corruption` if the copy does not read back as the row.
+pub(crate) fn store_row(
+    region: &Arc<PmemRegion>,
+    number: u64,
+    row: &BuiltRow,
+) -> Result<StoredRow> {
+    let meta = row
+        .meta_chunks
+        .iter()
+        .map(|c| copy_in(region, c))
+        .collect::<Result<Vec<_>>>()?;
+    let data = row
+        .data_chunks
+        .iter()
+        .map(|c| copy_in(region, c))
+        .collect::<Result<Vec<_>>>()?;
+    let dir_bytes = encode_dir(number, region.creation_id(), &row.header, &meta, &data);
+    let dir = copy_in(region, &dir_bytes)?;
+    let location = DirLocation {
+        offset: dir.offset(),
+        len: dir_bytes.len() as u64,
+        checksum: crc32c::crc32c(&dir_bytes),
+    };
+    let reader = RowReader::open(&row.header, meta, data)?;
+    Ok(StoredRow {
+        dir,
+        location,
+        reader: Arc::new(reader),
+    })
+}
+
+fn encode_dir(
+    number: u64,
+    creation_id: u64,
+    header: &[u8],
+    meta: &[Extent],
+    data: &[Extent],
+) -> Vec<u8> {
+    let mut b = Vec::with_capacity(DIR_FIXED + header.len() + 16 * (meta.len() + data.len()) + 4);
+    b.extend_from_slice(&DIR_MAGIC.to_le_bytes());
+    b.extend_from_slice(&DIR_VERSION.to_le_bytes());
+    b.extend_from_slice(&number.to_le_bytes());
+    b.extend_from_slice(&creation_id.to_le_bytes());
+    b.extend_from_slice(&(header.len() as u32).to_le_bytes());
+    b.extend_from_slice(&(meta.len() as u32).to_le_bytes());
+    b.extend_from_slice(&(data.len() as u32).to_le_bytes());
+    b.extend_from_slice(&0u32.to_le_bytes());
+    b.extend_from_slice(header);
+    for e in meta.iter().chain(data) {
+        b.extend_from_slice(&e.offset().to_le_bytes());
+        b.extend_from_slice(&e.len().to_le_bytes());
+    }
+    let crc = crc32c::crc32c(&b);
+    b.extend_from_slice(&crc.to_le_bytes());
+    b
+}
+
+/// A decoded directory.
+struct Directory<'a> {
+    header: &'a [u8],
+    meta: Vec<(u64, u64)>,
+    data: Vec<(u64, u64)>,
+}
+
+fn decode_dir<'a>(
+    bytes: &'a [u8],
+    number: u64,
+    creation_id: u64,
+    name: &Path,
+) -> Result<Directory<'a>> {
+    let bad = |at: usize, why: &str| Error::corruption(name, at as u64, why.to_string());
+    let fixed = bytes
+        .get(..DIR_FIXED)
+        .ok_or_else(|| bad(0, "row directory too short"))?;
+    let u32_at = |at: usize| get_fixed32(fixed, at).unwrap_or(0);
+    let u64_at = |at: usize| get_fixed64(fixed, at).unwrap_or(0);
+    if u32_at(0) != DIR_MAGIC {
+        return Err(bad(0, "not a row directory (bad magic)"));
+    }
+    if u32_at(4) != DIR_VERSION {
+        return Err(Error::Unsupported(format!(
+            "{}: row directory version {}",
+            name.display(),
+            u32_at(4)
+        )));
+    }
+    if u64_at(8) != number {
+        return Err(bad(8, "row directory names another row"));
+    }
+    if u64_at(16) != creation_id {
+        return Err(bad(16, "row directory belongs to another region file"));
+    }
+    let header_len = u32_at(24) as usize;
+    let (n_meta, n_data) = (u32_at(28) as usize, u32_at(32) as usize);
+    let list_len = n_meta
+        .checked_add(n_data)
+        .and_then(|n| n.checked_mul(16))
+        .ok_or_else(|| bad(28, "chunk counts overflow"))?;
+    let body_end = DIR_FIXED
+        .checked_add(header_len)
+        .and_then(|n| n.checked_add(list_len))
+        .ok_or_else(|| bad(24, "lengths overflow"))?;
+    let crc_bytes = bytes
+        .get(body_end..body_end + 4)
+        .ok_or_else(|| bad(body_end, "row directory runs past its extent"))?;
+    let stored = get_fixed32(crc_bytes, 0).unwrap_or(0);
+    if crc32c::crc32c(bytes.get(..body_end).unwrap_or_default()) != stored {
+        return Err(bad(body_end, "row directory checksum mismatch"));
+    }
+    let header = bytes
+        .get(DIR_FIXED..DIR_FIXED + header_len)
+        .unwrap_or_default();
+    let list = bytes
+        .get(DIR_FIXED + header_len..body_end)
+        .unwrap_or_default();
+    let pairs: Vec<(u64, u64)> = list
+        .chunks_exact(16)
+        .map(|p| {
+            let off = get_fixed64(p, 0).unwrap_or(0);
+            let len = get_fixed64(p, 8).unwrap_or(0);
+            (off, len)
+        })
+        .collect();
+    let (meta, data) = pairs.split_at(n_meta.min(pairs.len()));
+    Ok(Directory {
+        header,
+        meta: meta.to_vec(),
+        data: data.to_vec(),
+    })
+}
+
+/// Reopens row `number` after a restart: claims its directory and chunks in `region` and
+/// checks them all.
+///
+/// # Errors
+/// `Corruption` if the directory or a chunk does not check, or the extents overlap ones
+/// already claimed; `Unsupported` for another directory version.
+pub(crate) fn load_row(
+    region: &Arc<PmemRegion>,
+    number: u64,
+    loc: DirLocation,
+) -> Result<StoredRow> {
+    let name = region.path().join(format!("row-{number}"));
+    let claim = |off: u64, len: u64| {
+        region.claim(off, len).map_err(|e| {
+            Error::corruption(
+                name.clone(),
+                off,
+                format!("row extent cannot be claimed: {e}"),
+            )
+        })
+    };
+    let page = u64::from(region.page_size());
+    let dir = claim(loc.offset, loc.len.div_ceil(page) * page)?;
+    let dir_bytes = dir.bytes().get(..loc.len as usize).unwrap_or_default();
+    if dir_bytes.len() as u64 != loc.len || crc32c::crc32c(dir_bytes) != loc.checksum {
+        return Err(Error::corruption(
+            name,
+            loc.offset,
+            "row directory differs from the manifest's checksum",
+        ));
+    }
+    let d = decode_dir(dir_bytes, number, region.creation_id(), &name)?;
+    let meta = d
+        .meta
+        .iter()
+        .map(|&(o, l)| claim(o, l))
+        .collect::<Result<Vec<_>>>()?;
+    let data = d
+        .data
+        .iter()
+        .map(|&(o, l)| claim(o, l))
+        .collect::<Result<Vec<_>>>()?;
+    let reader = RowReader::open(d.header, meta, data)?;
+    Ok(StoredRow {
+        dir,
+        location: loc,
+        reader: Arc::new(reader),
+    })
+}
