@@ -18,6 +18,7 @@ mod open;
 mod read;
 mod snapshot;
 mod stats;
+mod wal_dir;
 mod write;
 
 use std::collections::{HashSet, VecDeque};
@@ -89,6 +90,8 @@ pub(crate) struct WalState {
 
 pub(crate) struct DbInner {
     pub(crate) dir: PathBuf,
+    /// Where the write-ahead logs are created and found.
+    pub(crate) wal_dir: wal_dir::WalDir,
     pub(crate) opts: Options,
     pub(crate) storage: Arc<dyn Storage>,
     pub(crate) state: Mutex<DbState>,

@@ -200,9 +200,10 @@ impl DbInner {
     /// Makes the active memtable immutable and starts a new WAL for its successor.
     pub(crate) fn switch_memtable(&self, st: &mut DbState, wal: &mut WalState) -> Result<()> {
         let number = st.versions.new_file_number();
-        let path = self.dir.join(crate::version::wal_file_name(number));
-        let file = self.storage.create(&path, IoClass::Wal)?;
-        self.storage.sync_dir(&self.dir)?;
+        let file = self
+            .storage
+            .create(&self.wal_dir.log_path(number), IoClass::Wal)?;
+        self.storage.sync_dir(&self.wal_dir.path)?;
         // The old log must be durable before writes go to the new one, so that a crash
         // never keeps later writes while losing earlier ones.
         wal.log.sync()?;
