@@ -146,8 +146,8 @@ impl WalDir {
             let dirs: Vec<String> = self.dirs().map(|d| d.display().to_string()).collect();
             return Err(Error::InvalidArgument(format!(
                 "write-ahead log {}, which may hold writes not yet in a table file, is not in \
-                 {}; open the database with the wal_dir it was last opened with (or move its \
-                 logs into {})",
+                 {}: if the database was last opened with another wal_dir, open it with that \
+                 one (or move its logs into {}); otherwise the log was lost",
                 wal_file_name(log_number),
                 dirs.join(" or "),
                 self.path.display()

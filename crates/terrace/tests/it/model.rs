@@ -1,5 +1,6 @@
 //! Model-based property test: random operations against a `BTreeMap` model, with
-//! flushes, compactions, snapshots and reopens in between; every read is checked.
+//! flushes, compactions, snapshots and reopens in between; every read is checked. Half
+//! the cases keep the write-ahead logs in a separate `wal_dir`.
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -76,10 +77,14 @@ fn expected_scan(m: &Model, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Vec<(Vec<u8
         .collect()
 }
 
-fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
-    let dir = tempfile::tempdir().unwrap();
-    let opts = small_options();
-    let mut db = Some(Db::open(dir.path(), opts.clone()).unwrap());
+fn run(ops: Vec<Op>, separate_wal_dir: bool) -> Result<(), TestCaseError> {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let mut opts = small_options();
+    if separate_wal_dir {
+        opts.wal_dir = Some(tmp.path().join("wal"));
+    }
+    let mut db = Some(Db::open(&dir, opts.clone()).unwrap());
     let mut model = Model::new();
     let mut snaps: Vec<(Snapshot, Model)> = Vec::new();
     for op in ops {
@@ -218,7 +223,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
             Op::Reopen => {
                 snaps.clear();
                 db.take().unwrap().close().unwrap();
-                db = Some(Db::open(dir.path(), opts.clone()).unwrap());
+                db = Some(Db::open(&dir, opts.clone()).unwrap());
             }
             Op::Fill(n) => {
                 for i in 0..n {
@@ -234,7 +239,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
     snaps.clear();
     prop_assert_eq!(crate::scan_all(&d), expected_scan(&model, None, None));
     d.close().unwrap();
-    let d = Db::open(dir.path(), opts).unwrap();
+    let d = Db::open(&dir, opts).unwrap();
     prop_assert_eq!(crate::scan_all(&d), expected_scan(&model, None, None));
     Ok(())
 }
@@ -243,7 +248,10 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: cases(32), max_shrink_iters: 200, ..ProptestConfig::default() })]
 
     #[test]
-    fn engine_matches_btreemap_model(ops in prop::collection::vec(op(), 1..120)) {
-        run(ops)?;
+    fn engine_matches_btreemap_model(
+        ops in prop::collection::vec(op(), 1..120),
+        separate_wal_dir in any::<bool>(),
+    ) {
+        run(ops, separate_wal_dir)?;
     }
 }
