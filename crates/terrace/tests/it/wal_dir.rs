@@ -263,3 +263,23 @@ fn crash_with_wal_dir_negative_control_notices_unsynced_writes_claimed_durable()
         "the checker accepted every cycle although unsynced writes were claimed durable"
     );
 }
+
+/// Checkpoints written before checkpoints copied their logs have none; they are refused,
+/// and an empty log of the name the error gives opens them as before.
+#[test]
+fn a_checkpoint_without_its_log_is_refused_until_the_log_is_given_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, cp) = (tmp.path().join("db"), tmp.path().join("cp"));
+    let db = open(&dir, small_options());
+    put_range(&db, 0..500);
+    db.checkpoint(&cp).unwrap();
+    drop(db);
+    let logs = logs_in(&cp);
+    assert_eq!(logs.len(), 1);
+    assert_eq!(std::fs::metadata(&logs[0]).unwrap().len(), 0, "all flushed");
+    std::fs::remove_file(&logs[0]).unwrap();
+    let name = logs[0].file_name().unwrap().to_str().unwrap();
+    assert_refused(Db::open(&cp, small_options()), name);
+    std::fs::write(&logs[0], b"").unwrap();
+    assert_holds(&open(&cp, small_options()), 0..500);
+}
