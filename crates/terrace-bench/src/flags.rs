@@ -28,6 +28,9 @@ pub struct Flags {
     pub benchmarks: Vec<String>,
     /// Database directory.
     pub db: PathBuf,
+    /// Directory of the write-ahead logs (`Options::wal_dir`); `None` (db_bench's empty
+    /// default) keeps them in `db`.
+    pub wal_dir: Option<PathBuf>,
     /// Keys in the database (and operations of a fill).
     pub num: u64,
     /// Read operations per thread; -1 means `num`.
@@ -135,6 +138,7 @@ impl Default for Flags {
                     .map(String::from)
                     .collect(),
             db: std::env::temp_dir().join("terrace-bench"),
+            wal_dir: None,
             num: 1_000_000,
             reads: -1,
             duration_seconds: 0,
@@ -204,6 +208,8 @@ Usage: terrace bench [--name=value ...]   (db_bench's flag names and defaults)
                      readseq readreverse seekrandom deleterandom readwhilewriting
                      seekrandomwhilewriting stats ycsb_load ycsb_a .. ycsb_f
   --db=DIR --num --reads --duration --threads --key_size --value_size --compression_ratio
+  --wal_dir=DIR      the write-ahead logs' directory (default: in --db; never throttled
+                     unless inside --db); its logs are deleted with the database
   --compression_type=none|lz4|zstd --write_buffer_size --max_write_buffer_number
   --target_file_size_base --max_bytes_for_level_base --max_bytes_for_level_multiplier
   --num_levels --level_compaction_dynamic_level_bytes --level0_file_num_compaction_trigger
@@ -216,7 +222,8 @@ Usage: terrace bench [--name=value ...]   (db_bench's flag names and defaults)
                      persistent-memory tier (its region file MATRIX.pmem goes in --pmem_path)
   --storage_rate_limit=BYTES_PER_SEC --storage_iops_limit=IOPS --storage_io_unit=BYTES
                      make the table directories of levels 1+ a slower device (0: off; with
-                     one database directory that is the whole database, log included)
+                     one database directory that is the whole database, log included
+                     unless --wal_dir moves it)
   --statistics --report_interval_seconds --report_file=CSV --json=FILE --plot=SVG
   --ycsb_field_count --ycsb_field_length --ycsb_max_scan_length --ycsb_zipfian_constant
   --progress (a progress bar when stdout is a terminal; --noprogress to hide it)
@@ -312,6 +319,7 @@ impl Flags {
                     .collect()
             }
             "db" => self.db = PathBuf::from(v),
+            "wal_dir" => self.wal_dir = (!v.is_empty()).then(|| PathBuf::from(v)),
             "num" => self.num = num(name, v)?,
             "reads" => self.reads = num(name, v)?,
             "duration" => self.duration_seconds = num(name, v)?,

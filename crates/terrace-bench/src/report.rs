@@ -294,6 +294,7 @@ pub fn write_json(path: &Path, flags: &crate::Flags, results: &[BenchResult]) ->
             "storage_rate_limit": flags.storage_rate_limit,
             "storage_iops_limit": flags.storage_iops_limit,
             "storage_io_unit": flags.storage_io_unit,
+            "wal_dir": flags.wal_dir,
         },
         "benchmarks": results,
     });

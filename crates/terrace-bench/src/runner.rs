@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use parking_lot::Mutex;
+use terrace::version::{parse_file_name, FileKind};
 use terrace::{Db, WriteOptions};
 
 use crate::error::{BenchError, Result};
@@ -128,14 +129,40 @@ pub(crate) fn write_reports(flags: &Flags, results: &[BenchResult]) -> Result<()
     Ok(())
 }
 
+/// Deletes the database: its directory, and with `--wal_dir` the logs there (a new
+/// database refuses a log directory holding another database's logs), then that
+/// directory if it is left empty, as db_bench's `DestroyDB`.
 fn destroy(flags: &Flags) -> Result<()> {
+    let io = |path: &std::path::Path| {
+        let path = path.to_path_buf();
+        move |source| BenchError::Io { path, source }
+    };
+    let not_found = |e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound;
     match std::fs::remove_dir_all(&flags.db) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(BenchError::Io {
-            path: flags.db.clone(),
-            source: e,
-        }),
-        _ => Ok(()),
+        Err(e) if !not_found(&e) => return Err(io(&flags.db)(e)),
+        _ => {}
     }
+    let Some(wal) = &flags.wal_dir else {
+        return Ok(());
+    };
+    let entries = match std::fs::read_dir(wal) {
+        Err(e) if not_found(&e) => return Ok(()),
+        r => r.map_err(io(wal))?,
+    };
+    for entry in entries {
+        let entry = entry.map_err(io(wal))?;
+        let name = entry.file_name();
+        let is_log = name
+            .to_str()
+            .and_then(parse_file_name)
+            .is_some_and(|(kind, _)| kind == FileKind::Wal);
+        if is_log {
+            std::fs::remove_file(entry.path()).map_err(io(&entry.path()))?;
+        }
+    }
+    // Left in place when it holds anything else.
+    let _ = std::fs::remove_dir(wal);
+    Ok(())
 }
 
 fn print_header(f: &Flags, out: &mut dyn Write) -> std::io::Result<()> {
@@ -150,6 +177,9 @@ fn print_header(f: &Flags, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out, "Entries:    {}", f.num)?;
     writeln!(out, "Threads:    {}", f.threads)?;
     writeln!(out, "Compression: {:?}", f.compression_type)?;
+    if let Some(wal) = &f.wal_dir {
+        writeln!(out, "WAL dir:    {}", wal.display())?;
+    }
     if let Some(limits) = f.storage_limits() {
         let mut device = Vec::new();
         if limits.bytes_per_sec > 0 {

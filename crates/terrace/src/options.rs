@@ -88,6 +88,13 @@ pub struct Options {
     pub wal_recovery_mode: WalRecoveryMode,
     /// Manifest size after which a new manifest is started.
     pub max_manifest_file_size: u64,
+    /// Directory of the write-ahead logs (RocksDB's `wal_dir`), e.g. on a faster device
+    /// than the table files; `None` keeps them in the database directory. Created if
+    /// missing. Logs left in the database directory by an earlier open without a
+    /// `wal_dir` are still replayed; a database last opened with another `wal_dir`
+    /// refuses to open (see docs/formats/wal.md, "Where logs live"). Two databases must
+    /// not share one.
+    pub wal_dir: Option<PathBuf>,
     /// Extra directories ("volumes") for table files; volume 0 is the database directory,
     /// volume `i` is `volumes[i - 1]`.
     pub volumes: Vec<PathBuf>,
@@ -131,6 +138,7 @@ impl Default for Options {
             delayed_write_rate: 16 << 20,
             wal_recovery_mode: WalRecoveryMode::default(),
             max_manifest_file_size: 64 << 20,
+            wal_dir: None,
             volumes: Vec::new(),
             level_volumes: Vec::new(),
             compaction_filter: None,
@@ -150,6 +158,7 @@ impl std::fmt::Debug for Options {
             .field("bloom_bits_per_key", &self.bloom_bits_per_key)
             .field("compression", &self.compression)
             .field("num_levels", &self.num_levels)
+            .field("wal_dir", &self.wal_dir)
             .field("target_file_size_base", &self.target_file_size_base)
             .field("max_bytes_for_level_base", &self.max_bytes_for_level_base)
             .field("level0", &self.level0.kind())
@@ -205,6 +214,13 @@ impl Options {
             if !(-7..=22).contains(&level) {
                 return bad("zstd level must be between -7 and 22");
             }
+        }
+        if self
+            .wal_dir
+            .as_ref()
+            .is_some_and(|d| d.as_os_str().is_empty())
+        {
+            return bad("wal_dir must not be empty (None keeps logs in the database directory)");
         }
         if self
             .level_volumes

@@ -5,7 +5,9 @@
 //! (docs/techniques/tiers.md): it covers the directory of each of those levels' volumes.
 //! The harness opens every database with one directory (no `Options::volumes`), so that
 //! directory is `--db` itself and the whole database is on the throttled device, level 0,
-//! log and manifest included: RocksDB on a slow SSD, MatrixKV's baseline.
+//! log and manifest included: RocksDB on a slow SSD, MatrixKV's baseline. `--wal_dir`
+//! moves the log off it (MatrixKV keeps it on the persistent-memory tier): a log
+//! directory outside `--db` is not throttled (one inside it is, as a file of `--db`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -75,6 +77,7 @@ impl Flags {
             max_background_flushes: flushes,
             max_background_compactions: self.max_background_jobs.saturating_sub(flushes).max(1),
             max_subcompactions: self.subcompactions,
+            wal_dir: self.wal_dir.clone(),
             ..Options::default()
         }
     }

@@ -164,3 +164,31 @@ fn storage_throttle_flags_parse_and_throttle_the_database_directory() {
         );
     }
 }
+
+#[test]
+fn wal_dir_flag_sets_the_log_directory() {
+    assert_eq!(
+        Flags::parse(["--db=/tmp/tb"])
+            .unwrap()
+            .engine_options()
+            .wal_dir,
+        None
+    );
+    let f = Flags::parse(["--db=/tmp/tb", "--wal_dir=/mnt/pmem/wal"]).unwrap();
+    assert_eq!(f.wal_dir, Some(PathBuf::from("/mnt/pmem/wal")));
+    assert_eq!(
+        f.engine_options().wal_dir,
+        Some(PathBuf::from("/mnt/pmem/wal"))
+    );
+    // db_bench's default is the empty string: the database directory.
+    assert_eq!(Flags::parse(["--wal_dir="]).unwrap().wal_dir, None);
+    // The throttle covers the table directories only, so a log directory outside --db
+    // is on the fast device.
+    let throttled = Flags::parse([
+        "--db=/tmp/tb",
+        "--wal_dir=/mnt/pmem/wal",
+        "--storage_rate_limit=1048576",
+    ])
+    .unwrap();
+    assert_eq!(throttled.throttled_dirs(), vec![PathBuf::from("/tmp/tb")]);
+}

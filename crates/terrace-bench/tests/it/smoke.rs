@@ -183,3 +183,44 @@ fn a_run_on_throttled_storage_reports_its_device_and_depth() {
     assert_eq!(doc["flags"]["storage_rate_limit"], 4194304);
     assert_eq!(doc["flags"]["storage_iops_limit"], 2000);
 }
+
+/// `--wal_dir` keeps the logs out of `--db`; each fresh fill deletes them with the
+/// database (a new database refuses a log directory holding another's logs).
+#[test]
+fn wal_dir_holds_the_logs_and_is_emptied_with_the_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, wal) = (dir.path().join("db"), dir.path().join("pmem").join("wal"));
+    let flags = Flags::parse([
+        format!("--db={}", db.display()),
+        format!("--wal_dir={}", wal.display()),
+        "--benchmarks=fillrandom,fillseq,readrandom".into(),
+        "--num=500".into(),
+        "--noprogress".into(),
+    ])
+    .unwrap();
+    let mut out = Vec::new();
+    let results = run(&flags, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(
+        text.contains(&format!("WAL dir:    {}", wal.display())),
+        "{text}"
+    );
+    assert_eq!(results[2].found, 500);
+    let logs = |d: &std::path::Path| {
+        std::fs::read_dir(d)
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .path()
+                    .extension()
+                    .is_some_and(|x| x == "log")
+            })
+            .count()
+    };
+    assert_eq!(logs(&wal), 1);
+    assert_eq!(logs(&db), 0);
+    // A second run starts over: the old logs are deleted, not refused or replayed.
+    run(&flags, &mut Vec::new()).unwrap();
+    assert_eq!(logs(&wal), 1);
+}

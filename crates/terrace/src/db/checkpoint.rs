@@ -1,18 +1,26 @@
 //! Checkpoints: a consistent copy of the database in another directory.
 //!
-//! The memtables are flushed first, so the copy needs no log. Then, under the state lock
-//! (no version can change and no file can be collected meanwhile), every live table file
-//! is hard-linked (or copied) into the target, the MANIFEST is copied up to its current
-//! end, and CURRENT is written last. Table files of every volume land in the target's
-//! own directory; a database opened there without extra volumes finds them (unconfigured
-//! volumes fall back to the database directory).
+//! The memtables are flushed first, so that little is left in logs. Then, holding the log
+//! (no write can be appended and no log switched) and the state lock (no version can
+//! change and no file can be collected meanwhile), every live table file is hard-linked
+//! (or copied) into the target, the MANIFEST is copied up to its current end, the logs a
+//! recovery would replay (numbered at or above the manifest's log number: the writes since
+//! the flush) are synced and copied from the log directory, and CURRENT is written last.
+//!
+//! The copy is a self-contained database directory: table files of every volume and the
+//! logs land in the target's own directory, so a database opened there without extra
+//! volumes and without `wal_dir` finds them (unconfigured volumes fall back to the
+//! database directory).
 
 use std::path::Path;
 
 use super::DbInner;
 use crate::error::{Error, Result};
 use crate::storage::IoClass;
-use crate::version::{manifest_file_name, table_file_name};
+use crate::version::{manifest_file_name, parse_file_name, table_file_name, FileKind};
+
+/// Bytes of a log copied per read.
+const COPY_CHUNK_BYTES: usize = 1 << 20;
 
 impl DbInner {
     pub(crate) fn checkpoint(&self, target: &Path) -> Result<()> {
@@ -23,7 +31,13 @@ impl DbInner {
             )));
         }
         self.flush_and_wait()?;
-        let st = self.state.lock();
+        let mut wal = self.wal.lock();
+        let mut st = self.state.lock();
+        // The live log's bytes must be readable (and durable) before they are copied.
+        if let Err(e) = wal.log.sync() {
+            self.set_bg_error(&mut st, e.clone());
+            return Err(e);
+        }
         let tmp = target.with_extension("checkpoint-tmp");
         self.storage.create_dir_all(&tmp)?;
         let version = st.versions.current();
@@ -44,16 +58,42 @@ impl DbInner {
         out.append(&bytes)?;
         out.sync()?;
         drop(out);
+        let log_number = st.versions.log_number();
+        for name in self.storage.list(&self.wal_dir.path)? {
+            if let Some((FileKind::Wal, n)) = parse_file_name(&name) {
+                if n >= log_number {
+                    self.copy_log(&self.wal_dir.path.join(&name), &tmp.join(&name))?;
+                }
+            }
+        }
         self.storage.write_atomic(
             &tmp.join("CURRENT"),
             format!("{manifest}\n").as_bytes(),
             IoClass::Manifest,
         )?;
         drop(st);
+        drop(wal);
         self.storage.rename(&tmp, target)?;
         if let Some(parent) = target.parent() {
             self.storage.sync_dir(parent)?;
         }
         Ok(())
+    }
+
+    /// Copies a log (never linked: the live one is still appended to) and syncs the copy.
+    fn copy_log(&self, from: &Path, to: &Path) -> Result<()> {
+        let src = self.storage.open(from)?;
+        let mut out = self.storage.create(to, IoClass::Wal)?;
+        let mut buf = vec![0u8; COPY_CHUNK_BYTES];
+        let mut offset = 0u64;
+        while offset < src.len() {
+            let n =
+                usize::try_from(src.len() - offset).map_or(buf.len(), |left| left.min(buf.len()));
+            let chunk = buf.get_mut(..n).unwrap_or_default();
+            src.read_exact_at(offset, chunk, IoClass::Wal)?;
+            out.append(chunk)?;
+            offset += n as u64;
+        }
+        out.sync()
     }
 }

@@ -2,9 +2,11 @@
 //!
 //! A table file is deleted only when no installed version that is still alive (held by a
 //! reader, an iterator or a snapshot's view) references it and no unfinished job is
-//! writing it; WAL files older than the manifest's log number and manifests older than the live one go too
-//! (temporary files only on open, where no rename can be in flight). Run after every install and on open, where it also removes the
-//! outputs of jobs abandoned by a crash.
+//! writing it; WAL files older than the manifest's log number (in the log directory and,
+//! when `wal_dir` is another directory, in the database directory, where an open without
+//! `wal_dir` left them) and manifests older than the live one go too (temporary files only
+//! on open, where no rename can be in flight). Run after every install and on open, where
+//! it also removes the outputs of jobs abandoned by a crash.
 
 use std::path::PathBuf;
 
@@ -50,6 +52,9 @@ impl DbInner {
                 };
                 let obsolete = match kind {
                     FileKind::Table => !live.contains(&number),
+                    // Logs in the database directory: all of them without a separate
+                    // wal_dir, else those an open without it left; a separate log
+                    // directory is listed below.
                     FileKind::Wal => i == 0 && number < log_number,
                     // A newer manifest is left by a switch that failed after CURRENT
                     // may have been renamed onto it: it may be the one CURRENT names. The
@@ -60,6 +65,17 @@ impl DbInner {
                 if obsolete {
                     let table = (kind == FileKind::Table).then_some(number);
                     out.push((dir.join(&name), table));
+                }
+            }
+        }
+        if self.wal_dir.db_dir.is_some() {
+            if let Ok(names) = self.storage.list(&self.wal_dir.path) {
+                for name in names {
+                    if let Some((FileKind::Wal, n)) = parse_file_name(&name) {
+                        if n < log_number {
+                            out.push((self.wal_dir.path.join(name), None));
+                        }
+                    }
                 }
             }
         }

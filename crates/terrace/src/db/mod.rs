@@ -18,6 +18,7 @@ mod open;
 mod read;
 mod snapshot;
 mod stats;
+mod wal_dir;
 mod write;
 
 use std::collections::{HashSet, VecDeque};
@@ -89,6 +90,8 @@ pub(crate) struct WalState {
 
 pub(crate) struct DbInner {
     pub(crate) dir: PathBuf,
+    /// Where the write-ahead logs are created and found.
+    pub(crate) wal_dir: wal_dir::WalDir,
     pub(crate) opts: Options,
     pub(crate) storage: Arc<dyn Storage>,
     pub(crate) state: Mutex<DbState>,
@@ -128,11 +131,14 @@ impl std::fmt::Debug for Db {
 
 impl Db {
     /// Opens (or creates, with `create_if_missing`) the database in `path`, replaying
-    /// its write-ahead logs.
+    /// its write-ahead logs (from `Options::wal_dir` and the database directory).
     ///
     /// # Errors
     /// `Locked` if another process has it open, `Corruption` for a damaged MANIFEST or
-    /// WAL (see `WalRecoveryMode`), `InvalidArgument` for bad options, I/O errors.
+    /// WAL (see `WalRecoveryMode`), `InvalidArgument` for bad options and for logs in
+    /// the wrong place (a log the manifest needs is missing, as when the database was
+    /// last opened with another `wal_dir`; a new database's `wal_dir` holds logs; see
+    /// docs/formats/wal.md, "Where logs live"), I/O errors.
     pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
         open::open(path.as_ref(), opts)
     }
@@ -274,7 +280,9 @@ impl Db {
     }
 
     /// Writes a consistent copy of the database into `dir` (which must not exist),
-    /// hard-linking table files where possible. The copy opens as a database.
+    /// hard-linking table files where possible and copying the live logs. The copy
+    /// opens as a database of one directory (no volumes, no `wal_dir`) holding every
+    /// write acknowledged before the call.
     ///
     /// # Errors
     /// `InvalidArgument` if `dir` exists; I/O errors.

@@ -1,5 +1,9 @@
 //! Opening a database: lock, manifest recovery, WAL replay, a fresh WAL, and the
 //! background threads.
+//!
+//! Logs are found and created through [`WalDir`] (the `wal_dir` option): recovery replays
+//! the logs it finds there and in the database directory, and the fresh log goes into the
+//! log directory, whose entry is synced before the manifest names it.
 
 use std::collections::{HashSet, VecDeque};
 use std::path::Path;
@@ -8,6 +12,7 @@ use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
+use super::wal_dir::{FoundLog, WalDir};
 use super::{background, stats, write, Db, DbInner, DbState, SuperVersion, WalState};
 use crate::batch::WriteBatch;
 use crate::compaction::FilterRegistry;
@@ -19,9 +24,7 @@ use crate::options::{Options, WalRecoveryMode};
 use crate::sst::BlockCache;
 use crate::storage::{IoClass, Storage};
 use crate::tables::Tables;
-use crate::version::{
-    parse_file_name, wal_file_name, FileKind, FileMeta, RowMeta, VersionEdit, VersionSet,
-};
+use crate::version::{parse_file_name, FileKind, FileMeta, RowMeta, VersionEdit, VersionSet};
 use crate::wal::{FileLogWriter, LogReader, ReadOutcome};
 
 pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
@@ -39,12 +42,16 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
     for v in &opts.volumes {
         storage.create_dir_all(v)?;
     }
+    let wal_dir = WalDir::open(storage.as_ref(), dir, &opts)?;
     let has_db = storage.exists(&dir.join("CURRENT"))?;
     if has_db && opts.error_if_exists {
         return Err(Error::InvalidArgument(format!(
             "{} already exists",
             dir.display()
         )));
+    }
+    if !has_db {
+        wal_dir.refuse_foreign_logs(storage.as_ref())?;
     }
     let mut versions = if has_db {
         VersionSet::recover(
@@ -73,9 +80,12 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
         }
     }
     // File numbers handed out before a crash but never recorded may name abandoned
-    // outputs on any volume; never hand them out again, so that garbage collection can
-    // tell those files from live ones and delete them.
-    for volume_dir in std::iter::once(dir.to_path_buf()).chain(opts.volumes.iter().cloned()) {
+    // outputs on any volume (or logs); never hand them out again, so that garbage
+    // collection can tell those files from live ones and delete them.
+    let dirs = std::iter::once(dir.to_path_buf())
+        .chain(opts.volumes.iter().cloned())
+        .chain(wal_dir.db_dir.is_some().then(|| wal_dir.path.clone()));
+    for volume_dir in dirs {
         for name in storage.list(&volume_dir)? {
             if let Some((_, number)) = parse_file_name(&name) {
                 versions.mark_file_number_used(number);
@@ -106,9 +116,9 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
         tables: &tables,
     };
     level0.recover(&env, &versions.current())?;
+    let logs = wal_dir.logs_to_replay(storage.as_ref(), versions.log_number())?;
     let mut recovered = Recovery {
         storage: storage.as_ref(),
-        dir,
         opts: &opts,
         env: &env,
         level0: level0.as_ref(),
@@ -118,7 +128,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
         max_seq: 0,
         dropped: 0,
     };
-    recovered.replay(&names)?;
+    recovered.replay(&logs)?;
     let Recovery {
         new_files,
         new_rows,
@@ -129,9 +139,8 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
     stats::add(&counters.wal_records_dropped, dropped);
 
     let wal_number = versions.new_file_number();
-    let wal_path = dir.join(wal_file_name(wal_number));
-    let wal_file = storage.create(&wal_path, IoClass::Wal)?;
-    storage.sync_dir(dir)?;
+    let wal_file = storage.create(&wal_dir.log_path(wal_number), IoClass::Wal)?;
+    storage.sync_dir(&wal_dir.path)?;
     let last_seq = versions.last_sequence().max(max_seq);
     versions.set_last_sequence(last_seq);
     let mut edit = VersionEdit {
@@ -163,6 +172,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
     };
     let inner = Arc::new(DbInner {
         dir: dir.to_path_buf(),
+        wal_dir,
         storage,
         state: Mutex::new(state),
         bg_done: Condvar::new(),
@@ -199,7 +209,6 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
 /// WAL replay state.
 struct Recovery<'a> {
     storage: &'a dyn Storage,
-    dir: &'a Path,
     opts: &'a Options,
     env: &'a Level0Env<'a>,
     level0: &'a dyn Level0,
@@ -211,27 +220,20 @@ struct Recovery<'a> {
 }
 
 impl Recovery<'_> {
-    fn replay(&mut self, names: &[String]) -> Result<()> {
-        let min_log = self.versions.log_number();
-        let mut logs: Vec<u64> = names
-            .iter()
-            .filter_map(|n| parse_file_name(n))
-            .filter(|(k, n)| *k == FileKind::Wal && *n >= min_log)
-            .map(|(_, n)| n)
-            .collect();
-        logs.sort_unstable();
-        for n in &logs {
-            self.versions.mark_file_number_used(*n);
+    /// Replays `logs` (oldest first) into level 0.
+    fn replay(&mut self, logs: &[FoundLog]) -> Result<()> {
+        for log in logs {
+            self.versions.mark_file_number_used(log.number);
         }
         let mut mem = MemTable::new();
-        for (i, number) in logs.iter().enumerate() {
+        for (i, log) in logs.iter().enumerate() {
             let newest = i + 1 == logs.len();
-            let path = self.dir.join(wal_file_name(*number));
-            let mut reader = LogReader::new(self.storage.open(&path)?, path.clone());
+            let path = &log.path;
+            let mut reader = LogReader::new(self.storage.open(path)?, path.clone());
             let stop = loop {
                 match reader.read_record()? {
                     ReadOutcome::Record { data, offset } => {
-                        let batch = WriteBatch::from_record(data, &path, offset)?;
+                        let batch = WriteBatch::from_record(data, path, offset)?;
                         let seq = batch.sequence();
                         write::insert_into_memtable(&mem, &batch, seq)?;
                         let last = seq + u64::from(batch.count()).saturating_sub(1);
@@ -251,7 +253,7 @@ impl Recovery<'_> {
                             WalRecoveryMode::TolerateCorruptedTailRecords => tail && newest,
                         };
                         if !tolerated {
-                            return Err(Error::corruption(&path, offset, reason));
+                            return Err(Error::corruption(path, offset, reason));
                         }
                         tracing::warn!(path = %path.display(), offset, %reason, "dropping damaged write-ahead-log records");
                         self.dropped += 1;

@@ -199,13 +199,16 @@ impl DbInner {
 
     /// Makes the active memtable immutable and starts a new WAL for its successor.
     pub(crate) fn switch_memtable(&self, st: &mut DbState, wal: &mut WalState) -> Result<()> {
-        let number = st.versions.new_file_number();
-        let path = self.dir.join(crate::version::wal_file_name(number));
-        let file = self.storage.create(&path, IoClass::Wal)?;
-        self.storage.sync_dir(&self.dir)?;
         // The old log must be durable before writes go to the new one, so that a crash
-        // never keeps later writes while losing earlier ones.
+        // never keeps later writes while losing earlier ones; and before the new log
+        // exists, so that a crash during this sync leaves its torn tail in the newest
+        // log, where recovery tolerates it, not in one followed by another.
         wal.log.sync()?;
+        let number = st.versions.new_file_number();
+        let file = self
+            .storage
+            .create(&self.wal_dir.log_path(number), IoClass::Wal)?;
+        self.storage.sync_dir(&self.wal_dir.path)?;
         wal.log = Box::new(FileLogWriter::new(file));
         wal.number = number;
         let old = std::mem::replace(&mut st.mem, Arc::new(MemTable::new()));
@@ -238,6 +241,9 @@ pub(crate) fn insert_into_memtable(
                 mem.add(seq, ValueType::Deletion, key, &[]);
                 bytes += key.len() as u64;
             }
+            // An empty range deletes nothing: it still takes its sequence number, but no
+            // tombstone is kept (a table could not hold it).
+            BatchOp::DeleteRange { start, end } if start >= end => {}
             BatchOp::DeleteRange { start, end } => {
                 mem.add(seq, ValueType::RangeDeletion, start, end);
                 bytes += (start.len() + end.len()) as u64;

@@ -7,7 +7,8 @@
 //! A cycle either shuts down cleanly (everything must survive) or "loses power": syncs are
 //! made to fail before the drop, so nothing more becomes durable while the background
 //! threads finish. Seeds are printed; rerun one with `TERRACE_CRASH_SEED=<seed>`. Cycles
-//! per test come from `TERRACE_INPROC_CRASH_CYCLES` (default 30).
+//! per test come from `TERRACE_INPROC_CRASH_CYCLES` (default 30). `Layout::SeparateWalDir`
+//! keeps the logs in their own `wal_dir` (tests/it/wal_dir.rs runs it).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -51,12 +52,20 @@ fn key(i: u32) -> Vec<u8> {
     format!("k{i:04}").into_bytes()
 }
 
-fn options(fault: &FaultStorage, dir: &Path, rng: &mut StdRng, matrix: bool) -> Options {
+/// Where a run keeps its write-ahead logs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// In the database directory.
+    OneDir,
+    /// In `wal_dir`, a directory of its own.
+    SeparateWalDir,
+    /// In the database directory, with a matrix level 0 on a region in shadow mode
+    /// (unpersisted writes to it are lost by the crash).
+    MatrixLevel0,
+}
+
+fn options(fault: &FaultStorage, dir: &Path, layout: Layout, rng: &mut StdRng) -> Options {
     let mut o = crate::small_options();
-    if matrix {
-        // The region keeps unpersisted writes in a shadow: a crash loses them.
-        o.level0 = crate::matrix_level0(dir, 96 << 10, terrace::pmem::PmemMode::Shadow);
-    }
     o.storage = Arc::new(fault.clone());
     o.write_buffer_size = 8 << 10;
     o.target_file_size_base = 8 << 10;
@@ -66,24 +75,30 @@ fn options(fault: &FaultStorage, dir: &Path, rng: &mut StdRng, matrix: bool) -> 
     // Levels 1 and deeper live on a second volume, so its directory's durability is exercised too.
     o.volumes = vec![dir.join("vol1")];
     o.level_volumes = vec![0, 1, 1, 1, 1, 1, 1];
+    if layout == Layout::MatrixLevel0 {
+        o.level0 = crate::matrix_level0(dir, 96 << 10, terrace::pmem::PmemMode::Shadow);
+    }
+    if layout == Layout::SeparateWalDir {
+        o.wal_dir = Some(dir.join("wal"));
+    }
     o
 }
 
 /// What a run found.
-struct Outcome {
+pub struct Outcome {
     /// Cycles whose recovered state was no allowed prefix.
-    violations: u32,
+    pub violations: u32,
 }
 
 /// Runs `cycles` crash cycles. With `claim_all_durable` (the negative control) every write
 /// is treated as durable, so a checker that works must find violations after power losses.
-fn run(cycles: u32, claim_all_durable: bool, matrix: bool) -> Outcome {
+pub fn run(cycles: u32, claim_all_durable: bool, layout: Layout) -> Outcome {
     let seed: u64 = std::env::var("TERRACE_CRASH_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| rand::thread_rng().gen());
     eprintln!(
-        "in-process crash test seed={seed} negative_control={claim_all_durable} matrix={matrix} \
+        "in-process crash test seed={seed} negative_control={claim_all_durable} {layout:?} \
          (TERRACE_CRASH_SEED={seed} to repeat)"
     );
     let mut rng = StdRng::seed_from_u64(seed);
@@ -94,7 +109,7 @@ fn run(cycles: u32, claim_all_durable: bool, matrix: bool) -> Outcome {
     let mut next_value = 0u64;
     let mut violations = 0;
     for cycle in 0..cycles {
-        let opts = options(&fault, tmp.path(), &mut rng, matrix);
+        let opts = options(&fault, tmp.path(), layout, &mut rng);
         let db = Db::open(&dir, opts).unwrap_or_else(|e| panic!("open (seed {seed}): {e}"));
         let mut ops: Vec<Op> = Vec::new();
         let mut durable = 0usize;
@@ -163,7 +178,7 @@ fn run(cycles: u32, claim_all_durable: bool, matrix: bool) -> Outcome {
             durable = ops.len();
         }
 
-        let db = Db::open(&dir, options(&fault, tmp.path(), &mut rng, matrix))
+        let db = Db::open(&dir, options(&fault, tmp.path(), layout, &mut rng))
             .unwrap_or_else(|e| panic!("cycle {cycle}: reopen failed (seed {seed}): {e}"));
         let got: Model = crate::scan_all(&db).into_iter().collect();
         let mut state = baseline.clone();
@@ -205,7 +220,7 @@ fn run(cycles: u32, claim_all_durable: bool, matrix: bool) -> Outcome {
     Outcome { violations }
 }
 
-fn cycles() -> u32 {
+pub fn cycles() -> u32 {
     std::env::var("TERRACE_INPROC_CRASH_CYCLES")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -214,17 +229,17 @@ fn cycles() -> u32 {
 
 #[test]
 fn recovered_state_is_a_prefix_holding_every_durable_write() {
-    run(cycles(), false, false);
+    run(cycles(), false, Layout::OneDir);
 }
 
 #[test]
 fn with_a_matrix_level0_recovered_state_is_a_prefix_holding_every_durable_write() {
-    run(cycles(), false, true);
+    run(cycles(), false, Layout::MatrixLevel0);
 }
 
 #[test]
 fn with_a_matrix_level0_negative_control_notices_unsynced_writes_claimed_durable() {
-    let out = run(cycles().max(10) / 2, true, true);
+    let out = run(cycles().max(10) / 2, true, Layout::MatrixLevel0);
     assert!(
         out.violations > 0,
         "the checker accepted every cycle although unsynced writes were claimed durable"
@@ -233,7 +248,7 @@ fn with_a_matrix_level0_negative_control_notices_unsynced_writes_claimed_durable
 
 #[test]
 fn negative_control_notices_unsynced_writes_claimed_durable() {
-    let out = run(cycles().max(10), true, false);
+    let out = run(cycles().max(10), true, Layout::OneDir);
     assert!(
         out.violations > 0,
         "the checker accepted every cycle although unsynced writes were claimed durable"

@@ -13,6 +13,7 @@ mod regress;
 mod seams;
 mod sync_wal;
 mod throttle;
+mod wal_dir;
 
 use std::path::Path;
 

@@ -1,5 +1,6 @@
 //! Model-based property test: random operations against a `BTreeMap` model, with
-//! flushes, compactions, snapshots and reopens in between; every read is checked.
+//! flushes, compactions, snapshots and reopens in between; every read is checked. Half
+//! the cases keep the write-ahead logs in a separate `wal_dir`.
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -76,13 +77,17 @@ fn expected_scan(m: &Model, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Vec<(Vec<u8
         .collect()
 }
 
-fn run(ops: Vec<Op>, matrix: bool) -> Result<(), TestCaseError> {
-    let dir = tempfile::tempdir().unwrap();
+fn run(ops: Vec<Op>, matrix: bool, separate_wal_dir: bool) -> Result<(), TestCaseError> {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
     let mut opts = small_options();
-    if matrix {
-        opts.level0 = crate::matrix_level0(dir.path(), 64 << 10, terrace::pmem::PmemMode::Shadow);
+    if separate_wal_dir {
+        opts.wal_dir = Some(tmp.path().join("wal"));
     }
-    let mut db = Some(Db::open(dir.path(), opts.clone()).unwrap());
+    if matrix {
+        opts.level0 = crate::matrix_level0(tmp.path(), 64 << 10, terrace::pmem::PmemMode::Shadow);
+    }
+    let mut db = Some(Db::open(&dir, opts.clone()).unwrap());
     let mut model = Model::new();
     let mut snaps: Vec<(Snapshot, Model)> = Vec::new();
     for op in ops {
@@ -221,7 +226,7 @@ fn run(ops: Vec<Op>, matrix: bool) -> Result<(), TestCaseError> {
             Op::Reopen => {
                 snaps.clear();
                 db.take().unwrap().close().unwrap();
-                db = Some(Db::open(dir.path(), opts.clone()).unwrap());
+                db = Some(Db::open(&dir, opts.clone()).unwrap());
             }
             Op::Fill(n) => {
                 for i in 0..n {
@@ -237,7 +242,7 @@ fn run(ops: Vec<Op>, matrix: bool) -> Result<(), TestCaseError> {
     snaps.clear();
     prop_assert_eq!(crate::scan_all(&d), expected_scan(&model, None, None));
     d.close().unwrap();
-    let d = Db::open(dir.path(), opts).unwrap();
+    let d = Db::open(&dir, opts).unwrap();
     prop_assert_eq!(crate::scan_all(&d), expected_scan(&model, None, None));
     Ok(())
 }
@@ -246,14 +251,18 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: cases(32), max_shrink_iters: 200, ..ProptestConfig::default() })]
 
     #[test]
-    fn engine_matches_btreemap_model(ops in prop::collection::vec(op(), 1..120)) {
-        run(ops, false)?;
+    fn engine_matches_btreemap_model(
+        ops in prop::collection::vec(op(), 1..120),
+        separate_wal_dir in any::<bool>(),
+    ) {
+        run(ops, false, separate_wal_dir)?;
     }
 
     #[test]
     fn engine_with_a_matrix_level0_matches_btreemap_model(
-        ops in prop::collection::vec(op(), 1..120)
+        ops in prop::collection::vec(op(), 1..120),
+        separate_wal_dir in any::<bool>(),
     ) {
-        run(ops, true)?;
+        run(ops, true, separate_wal_dir)?;
     }
 }

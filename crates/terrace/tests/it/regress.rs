@@ -216,3 +216,21 @@ fn failed_manifest_switch_never_deletes_the_manifest_current_names() {
         .unwrap_or_else(|e| panic!("reopen after a failed manifest switch: {e}"));
     assert_eq!(db.get(&k(7)).unwrap().as_deref(), Some(&b"value"[..]));
 }
+
+/// An empty range deletion (start equal to end) once made the next flush fail, leaving
+/// the database read-only and unable to reopen.
+#[test]
+fn an_empty_range_deletion_deletes_nothing_and_flushes() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = crate::open(dir.path(), crate::small_options());
+    db.put(b"a", b"1").unwrap();
+    db.delete_range(b"a", b"a").unwrap();
+    let mut b = terrace::WriteBatch::new();
+    b.delete_range(b"z", b"b");
+    db.write(b, terrace::WriteOptions::default()).unwrap();
+    db.flush().unwrap();
+    assert_eq!(db.get(b"a").unwrap().as_deref(), Some(&b"1"[..]));
+    db.close().unwrap();
+    let db = crate::open(dir.path(), crate::small_options());
+    assert_eq!(db.get(b"a").unwrap().as_deref(), Some(&b"1"[..]));
+}
