@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The MatrixKV comparison (docs/techniques/matrixkv.md): the same random-write load on
+#   classic-ssd : level-0 table files, the whole database on the throttled "SSD" directory,
+#                 max_bytes_for_level_base = memtable x L0 trigger (the thesis's RocksDB-SSD)
+#   classic-nvm : the same on an unthrottled directory (the thesis's RocksDB-NVM, a bound)
+#   matrix      : the matrix container on the persistent-memory directory (with the WAL),
+#                 levels 1+ on the throttled directory
+# then random reads, and sequential writes and reads, with one flush and one compaction
+# thread. Prints each run's report; with PLOT=1 writes per-second SVG plots.
+#
+# Usage: bench/matrixkv.sh [NUM] [VALUE_SIZE]     (defaults: 1300000 entries of 1024 B)
+# Environment: WORK (scratch directory, default a temporary one; put PMEM_DIR on tmpfs or
+# a DAX mount), PMEM_DIR, RATE (bytes/s of the SSD tier, default 100 MB/s),
+# MEMTABLE (default 4 MiB), CAPACITY (matrix bytes, default 128 MiB).
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+. "$ROOT/bench/common.sh"
+NUM="${1:-1300000}"
+VALUE="${2:-1024}"
+RATE="${RATE:-100000000}"
+MEMTABLE="${MEMTABLE:-4194304}"
+CAPACITY="${CAPACITY:-134217728}"
+WORK="${WORK:-$(mktemp -d)}"
+PMEM_DIR="${PMEM_DIR:-$WORK/pmem}"
+BIN="$(terrace_bin)"
+mkdir -p "$WORK" "$PMEM_DIR"
+
+common=(--num="$NUM" --value_size="$VALUE" --key_size=16 --write_buffer_size="$MEMTABLE"
+  --target_file_size_base="$MEMTABLE" --max_background_jobs=2 --compression_type=none
+  --noprogress --report_interval_seconds=1)
+base=$((MEMTABLE * 4))
+
+run() { # name, extra flags...
+  local name="$1"; shift
+  rm -rf "$WORK/db-$name" "$PMEM_DIR"/* "$WORK/wal-$name"
+  echo "=== $name"
+  "$BIN" bench --db="$WORK/db-$name" "${common[@]}" "$@" \
+    --benchmarks=fillrandom,readrandom --reads=$((NUM / 10)) \
+    --report_file="$WORK/$name-random.csv" ${PLOT:+--plot="$WORK/$name-random.svg"}
+  rm -rf "$WORK/db-$name" "$PMEM_DIR"/* "$WORK/wal-$name"
+  "$BIN" bench --db="$WORK/db-$name" "${common[@]}" "$@" --benchmarks=fillseq,readseq \
+    --report_file="$WORK/$name-seq.csv" ${PLOT:+--plot="$WORK/$name-seq.svg"}
+}
+
+run classic-ssd --max_bytes_for_level_base="$base" --storage_rate_limit="$RATE"
+run classic-nvm --max_bytes_for_level_base="$base"
+run matrix --l0=matrix --pmem_path="$PMEM_DIR" --wal_dir="$PMEM_DIR/wal" \
+  --matrix_capacity="$CAPACITY" --storage_rate_limit="$RATE"
+echo "reports and CSVs in $WORK"
