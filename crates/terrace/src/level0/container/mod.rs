@@ -363,8 +363,10 @@ impl Level0 for MatrixLevel0 {
         }
     }
 
-    fn level1_target_bytes(&self, _version: &Version, opts: &Options) -> u64 {
-        opts.max_bytes_for_level_base.max(self.opts.capacity)
+    fn level1_target_bytes(&self, _version: &Version, _opts: &Options) -> u64 {
+        // Level 1 is as large as the container, and each deeper level the usual ratio
+        // larger: the tree is as deep as with a level 0 of this size.
+        self.opts.capacity
     }
 
     fn pick_column(
