@@ -33,12 +33,51 @@ pub(super) const NIL: u32 = 0;
 /// Bytes of one arena slot (the node and its write-once cell).
 pub(super) const SLOT_BYTES: usize = std::mem::size_of::<OnceLock<Node>>();
 
+/// Leading user-key bytes a node keeps inline, big-endian in two words, zero-padded.
+const PREFIX_BYTES: usize = 16;
+
+/// The first [`PREFIX_BYTES`] of `user` as two big-endian words (zero-padded), so that
+/// comparing prefixes as integers orders them as bytes.
+#[inline]
+fn key_prefix(user: &[u8]) -> [u64; 2] {
+    let mut b = [0u8; PREFIX_BYTES];
+    let n = user.len().min(PREFIX_BYTES);
+    if let (Some(dst), Some(src)) = (b.get_mut(..n), user.get(..n)) {
+        dst.copy_from_slice(src);
+    }
+    let (hi, lo) = b.split_at(8);
+    [
+        u64::from_be_bytes(hi.try_into().unwrap_or_default()),
+        u64::from_be_bytes(lo.try_into().unwrap_or_default()),
+    ]
+}
+
+/// An internal key being searched for, with its prefix computed once per search.
+struct Target<'a> {
+    user: &'a [u8],
+    prefix: [u64; 2],
+    trailer: u64,
+}
+
+impl<'a> Target<'a> {
+    #[inline]
+    fn new(user: &'a [u8], trailer: u64) -> Self {
+        Target {
+            user,
+            prefix: key_prefix(user),
+            trailer,
+        }
+    }
+}
+
 /// One entry. See the module docs.
 pub(super) struct Node {
     /// The internal key followed by the value.
     data: Bytes,
     /// Length of the user key at the front of `data` (the trailer follows it).
     user_len: usize,
+    /// [`key_prefix`] of the user key.
+    prefix: [u64; 2],
     /// A node holding a later value written under the same internal key, or [`NIL`].
     replaced_by: AtomicU32,
     /// Forward links; levels at and above the node's height stay [`NIL`].
@@ -55,6 +94,7 @@ impl Node {
         Node {
             data: Bytes::from(data),
             user_len: user.len(),
+            prefix: key_prefix(user),
             replaced_by: AtomicU32::new(NIL),
             next: Default::default(),
         }
@@ -104,12 +144,28 @@ impl Node {
             .map_or(NIL, |n| n.load(AtomicOrdering::Acquire))
     }
 
-    /// Orders this node's key against the internal key `(target_user, target_trailer)`,
-    /// as [`crate::key::compare`] does.
+    /// Orders this node's key against the internal key `target`, as
+    /// [`crate::key::compare`] does. The inline prefixes decide most comparisons; the
+    /// entry's buffer is read only when they are equal.
     #[inline]
-    fn cmp_to(&self, target_user: &[u8], target_trailer: u64) -> Ordering {
-        match compare_bytes(self.user_key(), target_user) {
-            Ordering::Equal => target_trailer.cmp(&self.trailer()),
+    fn cmp_to(&self, target: &Target<'_>) -> Ordering {
+        let user = match self.prefix.cmp(&target.prefix) {
+            Ordering::Equal => {
+                if self.user_len.min(target.user.len()) < PREFIX_BYTES {
+                    // Equal padded prefixes and a key shorter than the prefix: that key
+                    // is a prefix of the other, so the shorter one sorts first.
+                    self.user_len.cmp(&target.user.len())
+                } else {
+                    compare_bytes(
+                        self.user_key().get(PREFIX_BYTES..).unwrap_or_default(),
+                        target.user.get(PREFIX_BYTES..).unwrap_or_default(),
+                    )
+                }
+            }
+            o => o,
+        };
+        match user {
+            Ordering::Equal => target.trailer.cmp(&self.trailer()),
             o => o,
         }
     }
@@ -220,8 +276,9 @@ impl SkipList {
             return false;
         };
         let mut prev = [HEAD; MAX_HEIGHT];
-        let found = self.find_ge(user, trailer, Some(&mut prev));
-        if let Some(same) = self.node(found).filter(|n| n.cmp_to(user, trailer).is_eq()) {
+        let target = Target::new(user, trailer);
+        let found = self.search_ge(&target, Some(&mut prev));
+        if let Some(same) = self.node(found).filter(|n| n.cmp_to(&target).is_eq()) {
             let last = self.latest(same);
             if self
                 .arena
@@ -264,8 +321,12 @@ impl SkipList {
         &self,
         user: &[u8],
         trailer: u64,
-        mut prev: Option<&mut [u32; MAX_HEIGHT]>,
+        prev: Option<&mut [u32; MAX_HEIGHT]>,
     ) -> u32 {
+        self.search_ge(&Target::new(user, trailer), prev)
+    }
+
+    fn search_ge(&self, target: &Target<'_>, mut prev: Option<&mut [u32; MAX_HEIGHT]>) -> u32 {
         let Some(mut x) = self.arena.get(HEAD) else {
             return NIL;
         };
@@ -277,7 +338,7 @@ impl SkipList {
             let next = x.link(level);
             if next != known_ge {
                 if let Some(n) = self.node(next) {
-                    if n.cmp_to(user, trailer).is_lt() {
+                    if n.cmp_to(target).is_lt() {
                         x = n;
                         x_index = next;
                         continue;
@@ -298,6 +359,7 @@ impl SkipList {
     /// The last node `<` the internal key `(user, trailer)` (`<=` if `or_equal`), or
     /// [`NIL`] if there is none.
     pub(super) fn find_lt(&self, user: &[u8], trailer: u64, or_equal: bool) -> u32 {
+        let target = Target::new(user, trailer);
         let Some(mut x) = self.arena.get(HEAD) else {
             return NIL;
         };
@@ -306,7 +368,7 @@ impl SkipList {
         loop {
             let next = x.link(level);
             if let Some(n) = self.node(next) {
-                let o = n.cmp_to(user, trailer);
+                let o = n.cmp_to(&target);
                 if o.is_lt() || (or_equal && o.is_eq()) {
                     x = n;
                     x_index = next;
