@@ -100,31 +100,6 @@ impl EngineStats {
         }
     }
 
-    pub(crate) fn count_command(&self) {
-        self.commands.fetch_add(1, Ordering::Relaxed);
-    }
-
-    pub(crate) fn record_latency(&self, d: Duration) {
-        let micros = u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
-        let bucket = LATENCY_BOUNDS_MICROS
-            .iter()
-            .position(|&b| micros <= b)
-            .unwrap_or(LATENCY_BOUNDS_MICROS.len());
-        if let Some(c) = self.latency.get(bucket) {
-            c.fetch_add(1, Ordering::Relaxed);
-        }
-        self.latency_sum_micros.fetch_add(micros, Ordering::Relaxed);
-    }
-
-    pub(crate) fn hit(&self, found: bool) {
-        let c = if found {
-            &self.keyspace_hits
-        } else {
-            &self.keyspace_misses
-        };
-        c.fetch_add(1, Ordering::Relaxed);
-    }
-
     /// Command latency as a cumulative histogram: `(upper bound in microseconds,
     /// commands at or under it)` per bound of [`LATENCY_BOUNDS_MICROS`], then the total
     /// count and the sum in microseconds.
@@ -137,6 +112,62 @@ impl EngineStats {
         }
         let total = cumulative + self.latency.last().map_or(0, |c| c.load(Ordering::Relaxed));
         (out, total, self.latency_sum_micros.load(Ordering::Relaxed))
+    }
+}
+
+/// One session's counts not yet added to [`EngineStats`]: a command updates these plain
+/// integers and the session adds them to the shared atomics after a batch of commands
+/// (and before any command that is not fast, such as INFO), so that commands on
+/// different cores do not contend for the counters' cache lines.
+#[derive(Debug, Default)]
+pub(crate) struct LocalStats {
+    commands: u64,
+    hits: u64,
+    misses: u64,
+    latency: [u64; LATENCY_BUCKETS],
+    latency_sum_micros: u64,
+}
+
+impl LocalStats {
+    pub(crate) fn count_command(&mut self) {
+        self.commands += 1;
+    }
+
+    pub(crate) fn record_latency(&mut self, d: Duration) {
+        let micros = u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+        let bucket = LATENCY_BOUNDS_MICROS
+            .iter()
+            .position(|&b| micros <= b)
+            .unwrap_or(LATENCY_BOUNDS_MICROS.len());
+        if let Some(c) = self.latency.get_mut(bucket) {
+            *c += 1;
+        }
+        self.latency_sum_micros = self.latency_sum_micros.saturating_add(micros);
+    }
+
+    pub(crate) fn hit(&mut self, found: bool) {
+        if found {
+            self.hits += 1;
+        } else {
+            self.misses += 1;
+        }
+    }
+
+    /// Adds the counts to `shared` and zeroes them.
+    pub(crate) fn merge_into(&mut self, shared: &EngineStats) {
+        let add = |c: &AtomicU64, v: u64| {
+            if v != 0 {
+                c.fetch_add(v, Ordering::Relaxed);
+            }
+        };
+        add(&shared.commands, self.commands);
+        add(&shared.keyspace_hits, self.hits);
+        add(&shared.keyspace_misses, self.misses);
+        for (c, v) in shared.latency.iter().zip(self.latency) {
+            add(c, v);
+        }
+        add(&shared.latency_sum_micros, self.latency_sum_micros);
+        *self = LocalStats::default();
     }
 }
 
@@ -213,6 +244,7 @@ impl Engine {
                 watched: Vec::new(),
                 dirty: Arc::new(AtomicBool::new(false)),
                 action: None,
+                stats: LocalStats::default(),
             },
         })
     }

@@ -4,12 +4,16 @@
 //! Owns: [`Engine`] (the store, runtime configuration, clients, statistics) and
 //! [`Session`] (one client's state: protocol, authentication, MULTI queue, WATCHed keys).
 //! Must not touch: sockets or byte framing; a transport feeds argument vectors to
-//! [`Session::execute`] and writes the [`Reply`] it returns.
+//! [`Session::execute`] and writes the [`Reply`] it returns, or runs a connection's
+//! pipelined commands through [`Session::pipeline`], which gathers consecutive blind
+//! writes into one engine batch and appends every reply to the transport's buffer.
 //! Concurrency: `Engine` is `Send + Sync` and shared by every session. Every command holds
 //! the store's `exclusive` lock shared (EXEC and FLUSHDB hold it exclusively, which makes
 //! transactions atomic and isolated); write commands also lock the stripes of their keys,
-//! so read-modify-write commands never lose updates. No lock is held across I/O waits of
-//! the transport: commands are synchronous.
+//! so read-modify-write commands never lose updates. A pipeline's gathered writes hold
+//! the same locks until their batch commits. No lock is held across I/O waits of the
+//! transport: commands are synchronous. Statistics are counted per session and added to
+//! the shared counters after each batch of commands.
 
 mod arg;
 mod engine;
@@ -17,6 +21,7 @@ mod expiry;
 mod glob;
 mod info;
 mod keyspace;
+mod pipeline;
 mod server;
 mod store;
 mod strings;
@@ -25,9 +30,12 @@ mod txn;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
+use engine::LocalStats;
 pub use engine::{Engine, EngineStats};
-use table::{CommandSpec, EXCLUSIVE, NOAUTH, NOQUEUE, WRITE};
+pub use pipeline::Pipeline;
+use table::{CommandSpec, EXCLUSIVE, FAST, NOAUTH, NOQUEUE, WRITE};
 
 use crate::resp::{Protocol, Reply};
 use crate::value::{now_ms, ValueError};
@@ -59,6 +67,8 @@ pub(crate) struct SessionState {
     /// Set by the store when a watched key is written.
     pub(crate) dirty: Arc<AtomicBool>,
     pub(crate) action: Option<Action>,
+    /// Counts not yet added to the engine's statistics.
+    pub(crate) stats: LocalStats,
 }
 
 /// What a command handler sees.
@@ -125,53 +135,73 @@ impl Session {
     }
 
     /// Runs one command; `None` for an empty command, which gets no reply.
-    pub fn execute(&mut self, args: &[Vec<u8>]) -> Option<Reply> {
-        let name = args.first()?.to_ascii_lowercase();
-        let engine = Arc::clone(&self.engine);
-        engine.stats.count_command();
-        let Some(spec) = table::lookup(&name) else {
-            self.flag_multi_error();
-            return Some(Reply::err(unknown_command(args)));
-        };
-        if !spec.arity_ok(args.len()) {
-            self.flag_multi_error();
-            return Some(Reply::err(format!(
-                "wrong number of arguments for '{}' command",
-                spec.name
-            )));
-        }
-        if !self.st.authenticated && spec.flags & NOAUTH == 0 && engine.requires_auth() {
-            self.flag_multi_error();
-            return Some(Reply::Error("NOAUTH Authentication required.".to_string()));
-        }
-        if let Some(queue) = &mut self.st.multi {
-            if spec.flags & NOQUEUE == 0 {
-                queue.push(args.to_vec());
-                return Some(Reply::Status("QUEUED".to_string()));
-            }
-        }
-        let started = std::time::Instant::now();
-        let reply = run(&engine, &mut self.st, spec, args);
-        engine.stats.record_latency(started.elapsed());
-        Some(reply)
+    pub fn execute(&mut self, args: &[&[u8]]) -> Option<Reply> {
+        let reply = execute(&self.engine, &mut self.st, args);
+        self.st.stats.merge_into(&self.engine.stats);
+        reply
     }
 
+    /// Runs a connection's pipelined commands one by one, gathering consecutive plain
+    /// writes into one engine batch (see [`Pipeline`]).
+    pub fn pipeline(&mut self) -> Pipeline<'_> {
+        Pipeline::new(&self.engine, &mut self.st)
+    }
+}
+
+impl SessionState {
     fn flag_multi_error(&mut self) {
-        if self.st.multi.is_some() {
-            self.st.multi_error = true;
+        if self.multi.is_some() {
+            self.multi_error = true;
         }
     }
 }
 
+/// Runs one command for `st`: the checks every command passes (known name, arity,
+/// authentication, MULTI queueing), then its handler under its locks.
+fn execute(engine: &Engine, st: &mut SessionState, args: &[&[u8]]) -> Option<Reply> {
+    let name = args.first()?;
+    st.stats.count_command();
+    let Some(spec) = table::lookup(name) else {
+        st.flag_multi_error();
+        return Some(Reply::err(unknown_command(args)));
+    };
+    if !spec.arity_ok(args.len()) {
+        st.flag_multi_error();
+        return Some(Reply::err(format!(
+            "wrong number of arguments for '{}' command",
+            spec.name
+        )));
+    }
+    if !st.authenticated && spec.flags & NOAUTH == 0 && engine.requires_auth() {
+        st.flag_multi_error();
+        return Some(Reply::Error("NOAUTH Authentication required.".to_string()));
+    }
+    if let Some(queue) = &mut st.multi {
+        if spec.flags & NOQUEUE == 0 {
+            queue.push(args.iter().map(|a| a.to_vec()).collect());
+            return Some(Reply::Status("QUEUED".to_string()));
+        }
+    }
+    if spec.flags & FAST == 0 {
+        // Slow commands (INFO among them) see this session's counts so far.
+        st.stats.merge_into(&engine.stats);
+    }
+    let started = Instant::now();
+    let reply = run(engine, st, spec, args);
+    st.stats.record_latency(started.elapsed());
+    Some(reply)
+}
+
 impl Drop for Session {
     fn drop(&mut self) {
+        self.st.stats.merge_into(&self.engine.stats);
         self.engine.store.unwatch(&self.st.watched, &self.st.dirty);
         self.engine.disconnect(self.st.id);
     }
 }
 
 /// Runs `spec` under the locks its flags ask for.
-fn run(engine: &Engine, st: &mut SessionState, spec: &CommandSpec, args: &[Vec<u8>]) -> Reply {
+fn run(engine: &Engine, st: &mut SessionState, spec: &CommandSpec, args: &[&[u8]]) -> Reply {
     let mut ctx = Ctx {
         engine,
         st,
@@ -186,7 +216,7 @@ fn run(engine: &Engine, st: &mut SessionState, spec: &CommandSpec, args: &[Vec<u
             engine.store.lock_keys(
                 spec.key_positions(args.len())
                     .filter_map(|i| args.get(i))
-                    .map(Vec::as_slice),
+                    .copied(),
             )
         } else {
             Vec::new()
@@ -197,18 +227,14 @@ fn run(engine: &Engine, st: &mut SessionState, spec: &CommandSpec, args: &[Vec<u
 }
 
 /// Runs a command with no locking: the caller (EXEC) holds the store exclusively.
-pub(crate) fn run_locked(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
-    let name = args
-        .first()
-        .map(|a| a.to_ascii_lowercase())
-        .unwrap_or_default();
-    match table::lookup(&name) {
+pub(crate) fn run_locked(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
+    match table::lookup(args.first().copied().unwrap_or_default()) {
         Some(spec) => (spec.handler)(ctx, args).unwrap_or_else(Fail::into_reply),
         None => Reply::err(unknown_command(args)),
     }
 }
 
-fn unknown_command(args: &[Vec<u8>]) -> String {
+fn unknown_command(args: &[&[u8]]) -> String {
     let name = args
         .first()
         .map(|a| String::from_utf8_lossy(a))

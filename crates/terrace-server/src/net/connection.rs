@@ -11,7 +11,7 @@ use tokio::sync::watch;
 
 use crate::commands::{Action, Engine, Session};
 use crate::config::Fsync;
-use crate::resp::{parse_command, Parsed, Protocol, Reply};
+use crate::resp::{parse_command_into, Frame, Protocol, Reply};
 
 /// Bytes read from the socket at a time (the buffer grows only as data arrives).
 const READ_CHUNK_BYTES: usize = 64 * 1024;
@@ -81,44 +81,54 @@ pub(super) async fn handle(
     }
 }
 
-/// Executes every complete command in `buf`, appending replies to `out`.
+/// Executes every complete command in `buf`, appending replies to `out`. Arguments are
+/// borrowed from `buf`, which is advanced past the commands once they have run.
 fn run_batch(
     engine: &Engine,
     session: &mut Session,
     buf: &mut BytesMut,
     out: &mut Vec<u8>,
 ) -> Next {
-    let limits = engine.limits();
-    loop {
-        match parse_command(buf, &limits) {
-            Ok(Parsed::Incomplete) => break,
-            Ok(Parsed::Command { args, consumed }) => {
-                buf.advance(consumed);
-                let reply = session.execute(&args);
-                match session.take_action() {
-                    // Redis closes the connection without a reply to a successful SHUTDOWN.
-                    Some(Action::Shutdown) => return Next::Shutdown,
-                    Some(Action::Close) => {
-                        if let Some(r) = reply {
-                            r.write(session.protocol(), out);
-                        }
-                        return Next::Close;
-                    }
-                    None => {}
-                }
-                if let Some(r) = reply {
-                    r.write(session.protocol(), out);
-                }
+    let mut pipeline = session.pipeline();
+    let mut args: Vec<&[u8]> = Vec::new();
+    let data: &[u8] = buf;
+    let mut pos = 0;
+    let next = loop {
+        let rest = data.get(pos..).unwrap_or_default();
+        match parse_command_into(rest, &engine.limits(), &mut args) {
+            Ok(Frame::Incomplete) => break Next::Read,
+            Ok(Frame::Borrowed { consumed }) => {
+                pos += consumed;
+                pipeline.execute(&args, out);
+            }
+            Ok(Frame::Owned {
+                args: owned,
+                consumed,
+            }) => {
+                pos += consumed;
+                let inline: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
+                pipeline.execute(&inline, out);
             }
             Err(e) => {
-                Reply::err(e).write(session.protocol(), out);
+                let protocol = pipeline.protocol();
+                pipeline.finish(out);
+                Reply::err(e).write(protocol, out);
                 return Next::Close;
             }
         }
-    }
-    if buf.len() as u64 > engine.query_buffer_limit() {
-        Reply::err("Protocol error: query buffer limit exceeded").write(session.protocol(), out);
+        match pipeline.take_action() {
+            Some(Action::Shutdown) => break Next::Shutdown,
+            Some(Action::Close) => break Next::Close,
+            None => {}
+        }
+    };
+    let protocol = pipeline.protocol();
+    pipeline.finish(out);
+    drop(args);
+    buf.advance(pos);
+    if matches!(next, Next::Read) && buf.len() as u64 > engine.query_buffer_limit() {
+        Reply::err("Protocol error: query buffer limit exceeded").write(protocol, out);
         return Next::Close;
     }
-    Next::Read
+    next
 }

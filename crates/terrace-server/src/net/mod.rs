@@ -4,10 +4,12 @@
 //!
 //! Owns: sockets, the tokio runtime, the shutdown sequence.
 //! Must not touch: command semantics (`commands`) or framing rules (`resp`).
-//! Concurrency: one tokio task per connection; commands run synchronously on the task's
-//! worker thread (in `block_in_place` when every write syncs), so a connection's replies
-//! stay in request order. Shutdown: stop accepting, let every connection finish the
-//! commands it has already read, close the engine (which syncs the WAL), return.
+//! Concurrency: one tokio task per connection; the commands of one read run
+//! synchronously on the task's worker thread as one [`crate::commands::Pipeline`] (in
+//! `block_in_place` when every write syncs), their arguments borrowed from the read
+//! buffer, so a connection's replies stay in request order and go out in one write.
+//! Shutdown: stop accepting, let every connection finish the commands it has already
+//! read, close the engine (which syncs the WAL), return.
 
 mod connection;
 mod metrics;
