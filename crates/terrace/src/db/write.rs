@@ -228,21 +228,30 @@ pub(crate) fn insert_into_memtable(
     first_seq: u64,
 ) -> Result<u64> {
     let mut bytes = 0u64;
-    for (seq, op) in (first_seq..).zip(batch.iter()) {
-        match op? {
-            BatchOp::Put { key, value } => {
-                mem.add(seq, ValueType::Value, key, value);
-                bytes += (key.len() + value.len()) as u64;
-            }
-            BatchOp::Delete { key } => {
-                mem.add(seq, ValueType::Deletion, key, &[]);
-                bytes += key.len() as u64;
-            }
-            BatchOp::DeleteRange { start, end } => {
-                mem.add(seq, ValueType::RangeDeletion, start, end);
-                bytes += (start.len() + end.len()) as u64;
-            }
+    if batch.count() == 1 {
+        // One operation: no vector, no sort.
+        for (seq, op) in (first_seq..).zip(batch.iter()) {
+            let (kind, key, value) = op_parts(op?);
+            mem.add(seq, kind, key, value);
+            bytes += (key.len() + value.len()) as u64;
         }
+        return Ok(bytes);
     }
+    let mut writes = Vec::with_capacity(batch.count() as usize);
+    for (seq, op) in (first_seq..).zip(batch.iter()) {
+        let (kind, key, value) = op_parts(op?);
+        bytes += (key.len() + value.len()) as u64;
+        writes.push((seq, kind, key, value));
+    }
+    mem.add_batch(&writes);
     Ok(bytes)
+}
+
+/// An operation as the memtable records it: type, key (or range start), value (or end).
+fn op_parts(op: BatchOp<'_>) -> (ValueType, &[u8], &[u8]) {
+    match op {
+        BatchOp::Put { key, value } => (ValueType::Value, key, value),
+        BatchOp::Delete { key } => (ValueType::Deletion, key, &[]),
+        BatchOp::DeleteRange { start, end } => (ValueType::RangeDeletion, start, end),
+    }
 }

@@ -1,7 +1,8 @@
 //! Memtable: the in-memory, concurrently written, ordered buffer of recent writes.
 //!
 //! Owns: point entries keyed by internal key (an arena skiplist with one writer and
-//! lock-free readers, `skiplist.rs` over `arena.rs`), the memtable's range tombstones, its
+//! lock-free readers, `skiplist.rs` over `arena.rs`; a write group's entries go in as one
+//! sorted batch, `skiplist/batch.rs`), the memtable's range tombstones, its
 //! memory accounting, and [`MemTableIterator`].
 //! Must not touch: the log, sequence allocation or flushing; the write path calls
 //! [`MemTable::add`] with sequence numbers it assigned, and flush reads [`MemTable::iter`].
@@ -123,6 +124,53 @@ impl MemTable {
         );
         self.entries.fetch_add(1, Ordering::Relaxed);
         self.largest_seq.fetch_max(seq, Ordering::Relaxed);
+    }
+
+    /// Records a group of writes `(seq, kind, user_key, value)`, as [`MemTable::add`]
+    /// would one by one. The point entries go into the skiplist as one sorted batch,
+    /// whose searches overlap their cache misses: much cheaper per entry than separate
+    /// inserts on a large memtable.
+    pub fn add_batch(&self, writes: &[(SeqNo, ValueType, &[u8], &[u8])]) {
+        if writes.len() < 2 {
+            for &(seq, kind, key, value) in writes {
+                self.add(seq, kind, key, value);
+            }
+            return;
+        }
+        let mut points: Vec<skiplist::SortedEntry<'_>> = Vec::with_capacity(writes.len());
+        let (mut bytes, mut largest) = (0usize, 0);
+        for &(seq, kind, key, value) in writes {
+            match kind {
+                ValueType::RangeDeletion => self.add(seq, kind, key, value),
+                ValueType::Value | ValueType::Deletion => {
+                    points.push((key, pack_trailer(seq, kind as u8), value));
+                    bytes += key.len() + value.len() + ENTRY_OVERHEAD_BYTES;
+                    largest = largest.max(seq);
+                }
+            }
+        }
+        // Internal-key order: user key ascending, then trailer descending.
+        points.sort_unstable_by(|a, b| a.0.cmp(b.0).then(b.1.cmp(&a.1)));
+        let distinct = points.windows(2).all(|w| match w {
+            [a, b] => (a.0, a.1) != (b.0, b.1),
+            _ => true,
+        });
+        if !distinct {
+            // The same internal key twice replaces the value: insert in the given order.
+            for &(seq, kind, key, value) in writes {
+                if kind != ValueType::RangeDeletion {
+                    self.add(seq, kind, key, value);
+                }
+            }
+            return;
+        }
+        if !self.list.insert_sorted(&points) {
+            tracing::error!("memtable full: entries not added");
+            return;
+        }
+        self.memory_bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.entries.fetch_add(points.len(), Ordering::Relaxed);
+        self.largest_seq.fetch_max(largest, Ordering::Relaxed);
     }
 
     /// The newest point entry of `user_key` with `seq <= snapshot`. Range tombstones are

@@ -2,9 +2,12 @@
 //!
 //! Owns: the node layout, the links between nodes and the search. Nodes are the slots of
 //! an [`Arena`], named by `u32` index; slot 0 is the head. A node holds its internal key
-//! and value in one buffer (one allocation per entry) and its forward links as an inline
-//! array of [`MAX_HEIGHT`] `AtomicU32`s, of which the first `height` are used. Heights are
-//! random with branching factor 4, as in LevelDB's memtable.
+//! and value in one buffer (one allocation per entry), the first [`PREFIX_BYTES`] of its
+//! user key inline (a search compares against them without reading the buffer, which on
+//! a large memtable is a cache miss per visited node), and its forward links as an
+//! inline array of [`MAX_HEIGHT`] `AtomicU32`s, of which the first `height` are used.
+//! Heights are random with branching factor 4, as in LevelDB's memtable. A sorted batch
+//! is inserted with its searches interleaved (`skiplist/batch.rs`).
 //! Must not touch: memory accounting, sequence numbers or tombstones (the memtable's).
 //! Concurrency: `Sync`. Inserts take the writer mutex (one writer at a time, uncontended
 //! in the engine, where the group-commit leader or recovery is the only inserter).
@@ -271,25 +274,36 @@ impl SkipList {
     /// value is replaced. Returns false only if the arena is full (2^32 - 1 entries).
     pub(super) fn insert(&self, user: &[u8], trailer: u64, value: &[u8]) -> bool {
         let mut w = self.writer.lock();
-        let index = w.next_index;
-        let Some(after) = index.checked_add(1) else {
-            return false;
-        };
         let mut prev = [HEAD; MAX_HEIGHT];
         let target = Target::new(user, trailer);
         let found = self.search_ge(&target, Some(&mut prev));
-        if let Some(same) = self.node(found).filter(|n| n.cmp_to(&target).is_eq()) {
+        self.link_new(&mut w, &target, value, &prev, found)
+            .is_some()
+    }
+
+    /// Adds `target` with `value` where a search left `prev` (the last node before it at
+    /// each level) and `found` (the first node not before it). Returns the new node's
+    /// index and height (0 when it only replaced the value of an equal key), or `None`
+    /// if the arena is full. The caller holds the writer lock.
+    fn link_new(
+        &self,
+        w: &mut Writer,
+        target: &Target<'_>,
+        value: &[u8],
+        prev: &[u32; MAX_HEIGHT],
+        found: u32,
+    ) -> Option<(u32, usize)> {
+        let index = w.next_index;
+        let after = index.checked_add(1)?;
+        let (user, trailer) = (target.user, target.trailer);
+        if let Some(same) = self.node(found).filter(|n| n.cmp_to(target).is_eq()) {
             let last = self.latest(same);
-            if self
-                .arena
+            self.arena
                 .set(index, Node::new(user, trailer, value))
-                .is_err()
-            {
-                return false;
-            }
+                .ok()?;
             w.next_index = after;
             last.replaced_by.store(index, AtomicOrdering::Release);
-            return true;
+            return Some((index, 0));
         }
 
         let height = w.random_height();
@@ -300,19 +314,17 @@ impl SkipList {
         }
         let node = Node::new(user, trailer, value);
         for (level, (link, p)) in node.next.iter().zip(prev).enumerate().take(height) {
-            let succ = self.arena.get(p).map_or(NIL, |p| p.link(level));
+            let succ = self.arena.get(*p).map_or(NIL, |p| p.link(level));
             link.store(succ, AtomicOrdering::Relaxed);
         }
-        if self.arena.set(index, node).is_err() {
-            return false;
-        }
+        self.arena.set(index, node).ok()?;
         w.next_index = after;
-        for (level, p) in prev.into_iter().enumerate().take(height) {
-            if let Some(link) = self.arena.get(p).and_then(|p| p.next.get(level)) {
+        for (level, p) in prev.iter().enumerate().take(height) {
+            if let Some(link) = self.arena.get(*p).and_then(|p| p.next.get(level)) {
                 link.store(index, AtomicOrdering::Release);
             }
         }
-        true
+        Some((index, height))
     }
 
     /// The first node `>=` the internal key `(user, trailer)`, or [`NIL`]. Fills `prev`
@@ -414,6 +426,9 @@ impl SkipList {
         self.node(i).map_or(NIL, |n| n.link(0))
     }
 }
+
+mod batch;
+pub(super) use batch::SortedEntry;
 
 #[cfg(test)]
 mod tests;

@@ -193,4 +193,44 @@ proptest! {
             prop_assert_eq!(forward(&l), keys.into_iter().cloned().collect::<Vec<_>>());
         }
     }
+
+    // A sorted batch inserted at once leaves the list as inserting its entries one by
+    // one would: same order, every search agreeing with a sorted map.
+    #[test]
+    fn sorted_batch_matches_one_by_one(
+        before in proptest::collection::vec((proptest::collection::vec(0u8..3, 0..20), 0u64..6), 0..150),
+        batch in proptest::collection::vec((proptest::collection::vec(0u8..3, 0..20), 3u64..8), 0..150),
+    ) {
+        let l = SkipList::new();
+        let mut model: BTreeMap<crate::key::InternalKey, Vec<u8>> = BTreeMap::new();
+        for (i, (user, seq)) in before.iter().enumerate() {
+            let v = i.to_le_bytes();
+            prop_assert!(l.insert(user, crate::key::pack_trailer(*seq, 1), &v));
+            model.insert(crate::key::InternalKey(internal_key(user, *seq, ValueType::Value)), v.to_vec());
+        }
+        // The batch's last value of each internal key, in internal-key order.
+        let mut latest: BTreeMap<crate::key::InternalKey, Vec<u8>> = BTreeMap::new();
+        for (i, (user, seq)) in batch.iter().enumerate() {
+            let key = crate::key::InternalKey(internal_key(user, *seq, ValueType::Value));
+            latest.insert(key, (1000 + i).to_le_bytes().to_vec());
+        }
+        let entries: Vec<(Vec<u8>, u64, Vec<u8>)> = latest
+            .iter()
+            .map(|(k, v)| (crate::key::user_key(&k.0).to_vec(), crate::key::trailer(&k.0), v.clone()))
+            .collect();
+        model.extend(latest);
+        let sorted: Vec<SortedEntry<'_>> = entries.iter().map(|(u, t, v)| (u.as_slice(), *t, v.as_slice())).collect();
+        prop_assert!(l.insert_sorted(&sorted));
+        let keys: Vec<Vec<u8>> = model.keys().map(|k| k.0.clone()).collect();
+        prop_assert_eq!(forward(&l), keys.clone());
+        for k in &keys {
+            let (user, t) = (crate::key::user_key(k), crate::key::trailer(k));
+            let n = l.node(l.find_ge(user, t, None));
+            prop_assert_eq!(n.map(|n| n.key().to_vec()), Some(k.clone()));
+            let value = n.map(|n| l.latest(n).value().to_vec());
+            prop_assert_eq!(value.as_ref(), model.get(&crate::key::InternalKey(k.clone())));
+            let lt = keys.iter().rev().find(|m| compare(m, k).is_lt());
+            prop_assert_eq!(key_at(&l, l.find_lt(user, t, false)), lt.cloned());
+        }
+    }
 }
