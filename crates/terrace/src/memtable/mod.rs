@@ -177,7 +177,24 @@ impl MemTable {
     /// not applied here; see [`MemTable::max_covering_tombstone_seq`].
     pub fn get(&self, user_key: &[u8], snapshot: SeqNo) -> Option<MemEntry> {
         let target = pack_trailer(snapshot.min(MAX_SEQ), TYPE_FOR_SEEK);
-        let node = self.list.node(self.list.find_ge(user_key, target, None))?;
+        self.entry_at(self.list.find_ge(user_key, target, None), user_key)
+    }
+
+    /// [`MemTable::get`] for each of `user_keys`, into `out` (one slot per key). The
+    /// skiplist searches run interleaved, overlapping their cache misses.
+    pub fn get_many(&self, user_keys: &[&[u8]], snapshot: SeqNo, out: &mut [Option<MemEntry>]) {
+        let target = pack_trailer(snapshot.min(MAX_SEQ), TYPE_FOR_SEEK);
+        let targets: Vec<(&[u8], u64)> = user_keys.iter().map(|k| (*k, target)).collect();
+        let mut found = vec![skiplist::NIL; targets.len()];
+        self.list.find_ge_many(&targets, &mut found);
+        for ((key, node), slot) in user_keys.iter().zip(found).zip(out) {
+            *slot = self.entry_at(node, key);
+        }
+    }
+
+    /// The entry of skiplist node `node` if it holds `user_key`.
+    fn entry_at(&self, node: u32, user_key: &[u8]) -> Option<MemEntry> {
+        let node = self.list.node(node)?;
         if node.user_key() != user_key {
             return None;
         }

@@ -25,6 +25,11 @@ use parking_lot::Mutex;
 use super::arena::Arena;
 use crate::coding::{get_fixed64, put_fixed64};
 use crate::key::TRAILER_LEN;
+use compare::{compare_bytes, key_prefix, Target, PREFIX_BYTES};
+
+mod batch;
+mod compare;
+pub(super) use batch::SortedEntry;
 
 /// Most links a node can have.
 pub(super) const MAX_HEIGHT: usize = 12;
@@ -35,43 +40,6 @@ pub(super) const NIL: u32 = 0;
 
 /// Bytes of one arena slot (the node and its write-once cell).
 pub(super) const SLOT_BYTES: usize = std::mem::size_of::<OnceLock<Node>>();
-
-/// Leading user-key bytes a node keeps inline, big-endian in two words, zero-padded.
-const PREFIX_BYTES: usize = 16;
-
-/// The first [`PREFIX_BYTES`] of `user` as two big-endian words (zero-padded), so that
-/// comparing prefixes as integers orders them as bytes.
-#[inline]
-fn key_prefix(user: &[u8]) -> [u64; 2] {
-    let mut b = [0u8; PREFIX_BYTES];
-    let n = user.len().min(PREFIX_BYTES);
-    if let (Some(dst), Some(src)) = (b.get_mut(..n), user.get(..n)) {
-        dst.copy_from_slice(src);
-    }
-    let (hi, lo) = b.split_at(8);
-    [
-        u64::from_be_bytes(hi.try_into().unwrap_or_default()),
-        u64::from_be_bytes(lo.try_into().unwrap_or_default()),
-    ]
-}
-
-/// An internal key being searched for, with its prefix computed once per search.
-struct Target<'a> {
-    user: &'a [u8],
-    prefix: [u64; 2],
-    trailer: u64,
-}
-
-impl<'a> Target<'a> {
-    #[inline]
-    fn new(user: &'a [u8], trailer: u64) -> Self {
-        Target {
-            user,
-            prefix: key_prefix(user),
-            trailer,
-        }
-    }
-}
 
 /// One entry. See the module docs.
 pub(super) struct Node {
@@ -172,31 +140,6 @@ impl Node {
             o => o,
         }
     }
-}
-
-/// Bytewise order, as `<[u8]>::cmp`, eight bytes at a time and inline: the user keys of
-/// the hot comparison are short, where a `memcmp` call costs more than the comparison.
-#[inline]
-fn compare_bytes(a: &[u8], b: &[u8]) -> Ordering {
-    for (x, y) in a.chunks_exact(8).zip(b.chunks_exact(8)) {
-        let x = u64::from_be_bytes(x.try_into().unwrap_or_default());
-        let y = u64::from_be_bytes(y.try_into().unwrap_or_default());
-        if x != y {
-            return x.cmp(&y);
-        }
-    }
-    // At least one side ran out of whole words; both consumed the same number.
-    let done = a.len().min(b.len()) & !7;
-    let (rest_a, rest_b) = (
-        a.get(done..).unwrap_or_default(),
-        b.get(done..).unwrap_or_default(),
-    );
-    for (x, y) in rest_a.iter().zip(rest_b) {
-        if x != y {
-            return x.cmp(y);
-        }
-    }
-    rest_a.len().cmp(&rest_b.len())
 }
 
 /// State only the writer touches.
@@ -426,9 +369,6 @@ impl SkipList {
         self.node(i).map_or(NIL, |n| n.link(0))
     }
 }
-
-mod batch;
-pub(super) use batch::SortedEntry;
 
 #[cfg(test)]
 mod tests;

@@ -45,7 +45,7 @@ impl SkipList {
             .zip(prevs.chunks_mut(LANES))
             .zip(found.chunks_mut(LANES))
         {
-            self.search_interleaved(t, p, f);
+            self.search_interleaved(t, Some(p), f);
         }
         for (i, ((target, (_, _, value)), (prev, found))) in targets
             .iter()
@@ -78,12 +78,24 @@ impl SkipList {
         true
     }
 
+    /// [`SkipList::find_ge`] for each of `targets` `(user, trailer)`, the searches
+    /// interleaved: fills `found` with the first node not less than each.
+    pub(in crate::memtable) fn find_ge_many(&self, targets: &[(&[u8], u64)], found: &mut [u32]) {
+        let targets: Vec<Target<'_>> = targets
+            .iter()
+            .map(|(user, trailer)| Target::new(user, *trailer))
+            .collect();
+        for (t, f) in targets.chunks(LANES).zip(found.chunks_mut(LANES)) {
+            self.search_interleaved(t, None, f);
+        }
+    }
+
     /// The search of [`SkipList::search_ge`] for each of `targets`, run in lock step:
-    /// fills `prevs` and `found` (the first node not less than each target).
+    /// fills `prevs` (if given) and `found` (the first node not less than each target).
     fn search_interleaved(
         &self,
         targets: &[Target<'_>],
-        prevs: &mut [[u32; MAX_HEIGHT]],
+        mut prevs: Option<&mut [[u32; MAX_HEIGHT]]>,
         found: &mut [u32],
     ) {
         let Some(head) = self.arena.get(HEAD) else {
@@ -103,11 +115,11 @@ impl SkipList {
             .collect();
         let mut running = searches.len();
         while running > 0 {
-            for (((lane, target), prev), out) in searches
+            for (i, ((lane, target), out)) in searches
                 .iter_mut()
                 .zip(targets)
-                .zip(prevs.iter_mut())
                 .zip(found.iter_mut())
+                .enumerate()
             {
                 let Some(s) = lane else {
                     continue;
@@ -123,7 +135,11 @@ impl SkipList {
                     }
                 }
                 s.known_ge = next;
-                if let Some(slot) = prev.get_mut(s.level) {
+                if let Some(slot) = prevs
+                    .as_deref_mut()
+                    .and_then(|p| p.get_mut(i))
+                    .and_then(|p| p.get_mut(s.level))
+                {
                     *slot = s.x_index;
                 }
                 if s.level == 0 {

@@ -223,6 +223,16 @@ proptest! {
         prop_assert!(l.insert_sorted(&sorted));
         let keys: Vec<Vec<u8>> = model.keys().map(|k| k.0.clone()).collect();
         prop_assert_eq!(forward(&l), keys.clone());
+        // Interleaved searches find what one search at a time finds.
+        let targets: Vec<(&[u8], u64)> = batch
+            .iter()
+            .map(|(u, s)| (u.as_slice(), crate::key::pack_trailer(*s, 1)))
+            .chain(keys.iter().map(|k| (crate::key::user_key(k), crate::key::trailer(k))))
+            .collect();
+        let mut many = vec![NIL; targets.len()];
+        l.find_ge_many(&targets, &mut many);
+        let one: Vec<u32> = targets.iter().map(|(u, t)| l.find_ge(u, *t, None)).collect();
+        prop_assert_eq!(many, one);
         for k in &keys {
             let (user, t) = (crate::key::user_key(k), crate::key::trailer(k));
             let n = l.node(l.find_ge(user, t, None));
