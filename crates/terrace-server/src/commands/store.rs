@@ -110,6 +110,31 @@ impl Store {
         Ok(None)
     }
 
+    /// [`Store::get_shared`] of each of `keys` (payloads only), read at one point in time.
+    pub(crate) fn get_many_shared(
+        &self,
+        keys: &[&[u8]],
+        now_ms: u64,
+    ) -> Result<Vec<Option<Bytes>>, Fail> {
+        let raw = self.db.multi_get_pinned(&ReadOptions::default(), keys)?;
+        let mut out = Vec::with_capacity(raw.len());
+        for (key, raw) in keys.iter().zip(raw) {
+            let Some(raw) = raw else {
+                out.push(None);
+                continue;
+            };
+            let raw = raw.into_bytes();
+            let (expire_at_ms, start) = split_header(&raw).map_err(|e| Fail::corrupt(key, e))?;
+            if expire_at_ms.is_none_or(|at| at > now_ms) {
+                out.push(Some(raw.slice(start.min(raw.len())..)));
+            } else {
+                self.expire_lazily(key, now_ms)?;
+                out.push(None);
+            }
+        }
+        Ok(out)
+    }
+
     /// Deletes `key`, read as expired at `now_ms`, if it still is and its stripe is free.
     fn expire_lazily(&self, key: &[u8], now_ms: u64) -> Result<(), Fail> {
         // A command already holding this stripe overwrites or skips the key.

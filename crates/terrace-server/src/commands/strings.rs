@@ -197,11 +197,12 @@ pub(crate) fn getex(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 }
 
 pub(crate) fn mget(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    let mut out = Vec::with_capacity(args.len().saturating_sub(1));
-    for k in args.iter().skip(1) {
-        let v = ctx.engine.store.get_shared(k, ctx.now_ms)?;
+    let keys = args.get(1..).unwrap_or_default();
+    let values = ctx.engine.store.get_many_shared(keys, ctx.now_ms)?;
+    let mut out = Vec::with_capacity(values.len());
+    for v in values {
         ctx.st.stats.hit(v.is_some());
-        out.push(Reply::bulk_or_nil(v.map(|(_, data)| data)));
+        out.push(Reply::bulk_or_nil(v));
     }
     Ok(Reply::Array(out))
 }

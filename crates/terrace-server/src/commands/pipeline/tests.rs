@@ -82,6 +82,33 @@ fn gathered_writes_reply_in_order_and_are_seen_by_later_commands() {
 }
 
 #[test]
+fn gathered_reads_see_the_writes_before_them_and_count_hits() {
+    let tmp = tempfile::tempdir().unwrap();
+    let e = engine(tmp.path());
+    let mut s = e.connect("t".into()).unwrap();
+    run(&mut s, "SET gone x PX 1");
+    std::thread::sleep(Duration::from_millis(5));
+    let out = pipeline(
+        &mut s,
+        &[
+            "GET a", "SET a 1", "GET a", "GET b", "GET gone", "SET b 2", "GET b", "GET",
+        ],
+    );
+    assert_eq!(
+        out,
+        "$-1\r\n+OK\r\n$1\r\n1\r\n$-1\r\n$-1\r\n+OK\r\n$1\r\n2\r\n\
+         -ERR wrong number of arguments for 'get' command\r\n"
+    );
+    // The expired key was deleted when read.
+    assert_eq!(e.db().get(b"gone").unwrap(), None);
+    let metrics = crate::net::metrics_text(&e);
+    let info = run(&mut s, "INFO stats").to_string_lossy();
+    assert!(info.contains("keyspace_hits:2"), "{info}");
+    assert!(info.contains("keyspace_misses:3"), "{info}");
+    assert!(metrics.contains("terrace_commands_total 9"), "{metrics}");
+}
+
+#[test]
 fn writes_queued_by_multi_or_refused_before_auth_are_not_gathered() {
     let tmp = tempfile::tempdir().unwrap();
     let e = engine(tmp.path());
