@@ -122,6 +122,8 @@ impl EngineStats {
 #[derive(Debug, Default)]
 pub(crate) struct LocalStats {
     commands: u64,
+    net_input_bytes: u64,
+    net_output_bytes: u64,
     hits: u64,
     misses: u64,
     latency: [u64; LATENCY_BUCKETS],
@@ -131,6 +133,11 @@ pub(crate) struct LocalStats {
 impl LocalStats {
     pub(crate) fn count_command(&mut self) {
         self.commands += 1;
+    }
+
+    pub(crate) fn count_net(&mut self, input: usize, output: usize) {
+        self.net_input_bytes += input as u64;
+        self.net_output_bytes += output as u64;
     }
 
     pub(crate) fn record_latency(&mut self, d: Duration) {
@@ -153,6 +160,22 @@ impl LocalStats {
         }
     }
 
+    /// Adds `other`'s counts to these and zeroes `other`.
+    pub(crate) fn absorb(&mut self, other: &mut LocalStats) {
+        self.commands += other.commands;
+        self.net_input_bytes += other.net_input_bytes;
+        self.net_output_bytes += other.net_output_bytes;
+        self.hits += other.hits;
+        self.misses += other.misses;
+        for (a, b) in self.latency.iter_mut().zip(other.latency) {
+            *a += b;
+        }
+        self.latency_sum_micros = self
+            .latency_sum_micros
+            .saturating_add(other.latency_sum_micros);
+        *other = LocalStats::default();
+    }
+
     /// Adds the counts to `shared` and zeroes them.
     pub(crate) fn merge_into(&mut self, shared: &EngineStats) {
         let add = |c: &AtomicU64, v: u64| {
@@ -161,6 +184,8 @@ impl LocalStats {
             }
         };
         add(&shared.commands, self.commands);
+        add(&shared.net_input_bytes, self.net_input_bytes);
+        add(&shared.net_output_bytes, self.net_output_bytes);
         add(&shared.keyspace_hits, self.hits);
         add(&shared.keyspace_misses, self.misses);
         for (c, v) in shared.latency.iter().zip(self.latency) {

@@ -4,15 +4,16 @@
 //! Owns: [`Engine`] (the store, runtime configuration, clients, statistics) and
 //! [`Session`] (one client's state: protocol, authentication, MULTI queue, WATCHed keys).
 //! Must not touch: sockets or byte framing; a transport feeds argument vectors to
-//! [`Session::execute`] and writes the [`Reply`] it returns, or runs a connection's
-//! pipelined commands through [`Session::pipeline`], which gathers consecutive blind
-//! writes into one engine batch and appends every reply to the transport's buffer.
+//! [`Session::execute`] and writes the [`Reply`] it returns, or gathers a connection's
+//! consecutive SETs and GETs into a [`Run`] ([`Session::gather`]) that
+//! [`Engine::execute_runs`] executes with other connections' runs, and runs the other
+//! commands with [`Session::execute_into`].
 //! Concurrency: `Engine` is `Send + Sync` and shared by every session. Every command holds
 //! the store's `exclusive` lock shared (EXEC and FLUSHDB hold it exclusively, which makes
 //! transactions atomic and isolated); write commands also lock the stripes of their keys,
-//! so read-modify-write commands never lose updates. A pipeline's gathered writes hold
-//! the same locks until their batch commits. No lock is held across I/O waits of the
-//! transport: commands are synchronous. Statistics are counted per session and added to
+//! so read-modify-write commands never lose updates; a group of runs commits its
+//! writes under the stripes of all their keys. No lock is held across I/O waits of the
+//! transport: commands and run executions are synchronous. Statistics are counted per session and added to
 //! the shared counters after each batch of commands.
 
 mod arg;
@@ -21,7 +22,7 @@ mod expiry;
 mod glob;
 mod info;
 mod keyspace;
-mod pipeline;
+mod run;
 mod server;
 mod store;
 mod strings;
@@ -34,7 +35,7 @@ use std::time::Instant;
 
 use engine::LocalStats;
 pub use engine::{Engine, EngineStats};
-pub use pipeline::Pipeline;
+pub use run::{Gathered, Run};
 use table::{CommandSpec, EXCLUSIVE, FAST, NOAUTH, NOQUEUE, WRITE};
 
 use crate::resp::{Protocol, Reply};
@@ -141,10 +142,32 @@ impl Session {
         reply
     }
 
-    /// Runs a connection's pipelined commands one by one, gathering consecutive plain
-    /// writes into one engine batch (see [`Pipeline`]).
-    pub fn pipeline(&mut self) -> Pipeline<'_> {
-        Pipeline::new(&self.engine, &mut self.st)
+    /// Runs one command and appends its reply to `out` in the session's protocol. An
+    /// empty command gets no reply, nor does a SHUTDOWN that stops the server: check
+    /// [`Session::take_action`] after each command. Execute any gathered [`Run`] first.
+    pub fn execute_into(&mut self, args: &[&[u8]], out: &mut Vec<u8>) {
+        let reply = execute(&self.engine, &mut self.st, args);
+        // Redis closes the connection without a reply to a successful SHUTDOWN.
+        if self.st.action != Some(Action::Shutdown) {
+            if let Some(reply) = reply {
+                reply.write(self.st.protocol, out);
+            }
+        }
+    }
+
+    /// Counts `bytes` read from the client (INFO's `total_net_input_bytes`).
+    pub fn count_input(&mut self, bytes: usize) {
+        self.st.stats.count_net(bytes, 0);
+    }
+
+    /// Counts `bytes` written to the client (INFO's `total_net_output_bytes`).
+    pub fn count_output(&mut self, bytes: usize) {
+        self.st.stats.count_net(0, bytes);
+    }
+
+    /// Adds this session's statistics to the engine's (after a batch of commands).
+    pub fn publish_stats(&mut self) {
+        self.st.stats.merge_into(&self.engine.stats);
     }
 }
 

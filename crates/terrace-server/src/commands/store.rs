@@ -75,11 +75,6 @@ impl Store {
         self.stripes.get(i).map(Mutex::lock)
     }
 
-    /// Stripe `i`'s lock if it is free.
-    pub(crate) fn try_lock_stripe(&self, i: usize) -> Option<MutexGuard<'_, ()>> {
-        self.stripes.get(i).and_then(Mutex::try_lock)
-    }
-
     /// The live value of `key` at `now_ms`; an expired value reads as absent and is
     /// deleted if its stripe is free.
     pub(crate) fn get(&self, key: &[u8], now_ms: u64) -> Result<Option<StoredValue>, Fail> {

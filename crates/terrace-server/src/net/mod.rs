@@ -4,14 +4,18 @@
 //!
 //! Owns: sockets, the tokio runtime, the shutdown sequence.
 //! Must not touch: command semantics (`commands`) or framing rules (`resp`).
-//! Concurrency: one tokio task per connection; the commands of one read run
-//! synchronously on the task's worker thread as one [`crate::commands::Pipeline`] (in
-//! `block_in_place` when every write syncs), their arguments borrowed from the read
-//! buffer, so a connection's replies stay in request order and go out in one write.
+//! Concurrency: one tokio task per connection, and one group committer task per worker
+//! thread (`group`). A connection parses the commands of one read, their arguments
+//! borrowed from the read buffer; consecutive SETs and GETs are gathered into a
+//! [`crate::commands::Run`] that its group executes together with other connections'
+//! runs, any other command runs synchronously on the task's worker (in `block_in_place`
+//! when every write syncs). A connection's replies stay in request order and go out in
+//! one write.
 //! Shutdown: stop accepting, let every connection finish the commands it has already
 //! read, close the engine (which syncs the WAL), return.
 
 mod connection;
+mod group;
 mod metrics;
 
 use std::io::Write;
@@ -25,6 +29,7 @@ use tokio::task::JoinSet;
 use crate::commands::Engine;
 use crate::config::{Config, Fsync, ServeArgs};
 use crate::error::{Error, Result};
+use group::Group;
 
 /// The Prometheus text the `--metrics-port` endpoint serves.
 pub fn metrics_text(engine: &Engine) -> String {
@@ -46,10 +51,16 @@ pub fn serve_command(args: &ServeArgs, out: &mut dyn Write) -> Result<()> {
     config.validate()?;
     let mut rt = tokio::runtime::Builder::new_multi_thread();
     rt.enable_all();
-    if config.threads > 0 {
-        rt.worker_threads(config.threads);
-    }
+    rt.worker_threads(worker_threads(&config));
     rt.build()?.block_on(serve(config, out))
+}
+
+/// The network runtime's worker threads: `threads`, or one per core when it is 0.
+fn worker_threads(config: &Config) -> usize {
+    if config.threads > 0 {
+        return config.threads;
+    }
+    std::thread::available_parallelism().map_or(1, usize::from)
 }
 
 /// Serves `config` on the current tokio runtime until SIGTERM, SIGINT or SHUTDOWN.
@@ -80,21 +91,33 @@ pub async fn serve(config: Config, out: &mut dyn Write) -> Result<()> {
     if config.fsync == Fsync::Everysec {
         background.spawn(sync_every_second(Arc::clone(&engine), stop_rx.clone()));
     }
+    // One group (and committer) per worker thread, so that groups execute in parallel.
+    let groups: Vec<Arc<Group>> = (0..worker_threads(&config))
+        .map(|_| Arc::new(Group::default()))
+        .collect();
+    let mut committers = JoinSet::new();
+    for g in &groups {
+        committers.spawn(Arc::clone(g).commit_loop(Arc::clone(&engine)));
+    }
     writeln!(out, "listening on {}", listener.local_addr()?)?;
     out.flush()?;
-    accept_loop(&engine, &listener, &stop_tx, stop_rx).await;
+    accept_loop(&engine, &groups, &listener, &stop_tx, stop_rx).await;
     drop(listener);
+    groups.iter().for_each(|g| g.close());
+    while committers.join_next().await.is_some() {}
     while background.join_next().await.is_some() {}
     close_engine(engine)
 }
 
 async fn accept_loop(
     engine: &Arc<Engine>,
+    groups: &[Arc<Group>],
     listener: &TcpListener,
     stop_tx: &watch::Sender<bool>,
     mut stop_rx: watch::Receiver<bool>,
 ) {
     let mut connections = JoinSet::new();
+    let mut accepted_count = 0usize;
     let signals = wait_for_signal(stop_tx.clone());
     tokio::pin!(signals);
     loop {
@@ -102,13 +125,18 @@ async fn accept_loop(
             accepted = listener.accept() => match accepted {
                 Ok((stream, addr)) => {
                     let _ = stream.set_nodelay(true);
-                    connections.spawn(connection::handle(
-                        Arc::clone(engine),
-                        stream,
-                        addr.to_string(),
-                        stop_tx.clone(),
-                        stop_rx.clone(),
-                    ));
+                    accepted_count = accepted_count.wrapping_add(1);
+                    // Connections are spread over the groups in turn (never empty).
+                    if let Some(group) = groups.get(accepted_count % groups.len().max(1)) {
+                        connections.spawn(connection::handle(
+                            Arc::clone(engine),
+                            Arc::clone(group),
+                            stream,
+                            addr.to_string(),
+                            stop_tx.clone(),
+                            stop_rx.clone(),
+                        ));
+                    }
                 }
                 Err(e) => {
                     tracing::warn!("accept failed: {e}");

@@ -1,9 +1,7 @@
-use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::commands::store::stripe_of;
-use crate::commands::{Engine, Session};
+use crate::commands::{Engine, Gathered, Run, Session};
 use crate::config::Config;
 use crate::resp::Reply;
 
@@ -19,14 +17,34 @@ fn words(line: &str) -> Vec<&[u8]> {
     line.split(' ').map(str::as_bytes).collect()
 }
 
-/// Runs `lines` as one pipeline; returns the replies' bytes.
-fn pipeline(s: &mut Session, lines: &[&str]) -> String {
-    let mut out = Vec::new();
-    let mut p = s.pipeline();
-    for line in lines {
-        p.execute(&words(line), &mut out);
+/// Executes `run` alone and takes it back into `out`.
+fn flush(e: &Engine, s: &mut Session, run: &mut Run, out: &mut Vec<u8>) {
+    if !run.is_empty() {
+        e.execute_runs(std::slice::from_mut(run));
+        s.take_run(run, out);
     }
-    p.finish(&mut out);
+}
+
+/// Runs `lines` as the transport does one read's commands; returns the replies.
+fn pipeline(e: &Engine, s: &mut Session, lines: &[&str]) -> String {
+    let mut out = Vec::new();
+    let mut run = Run::new();
+    for line in lines {
+        let args = words(line);
+        loop {
+            match s.gather(&args, &mut run) {
+                Gathered::Added => break,
+                Gathered::OtherKind => flush(e, s, &mut run, &mut out),
+                Gathered::No => {
+                    flush(e, s, &mut run, &mut out);
+                    s.execute_into(&args, &mut out);
+                    break;
+                }
+            }
+        }
+    }
+    flush(e, s, &mut run, &mut out);
+    s.publish_stats();
     String::from_utf8(out).unwrap()
 }
 
@@ -45,6 +63,7 @@ fn gathered_writes_reply_in_order_and_are_seen_by_later_commands() {
     let mut s = e.connect("t".into()).unwrap();
     let seq_before = e.db().latest_sequence();
     let out = pipeline(
+        &e,
         &mut s,
         &[
             "SET a 1",
@@ -89,6 +108,7 @@ fn gathered_reads_see_the_writes_before_them_and_count_hits() {
     run(&mut s, "SET gone x PX 1");
     std::thread::sleep(Duration::from_millis(5));
     let out = pipeline(
+        &e,
         &mut s,
         &[
             "GET a", "SET a 1", "GET a", "GET b", "GET gone", "SET b 2", "GET b", "GET",
@@ -113,26 +133,30 @@ fn writes_queued_by_multi_or_refused_before_auth_are_not_gathered() {
     let tmp = tempfile::tempdir().unwrap();
     let e = engine(tmp.path());
     let mut s = e.connect("t".into()).unwrap();
-    let out = pipeline(&mut s, &["MULTI", "SET a 1", "SET b 2", "EXEC", "GET b"]);
+    let out = pipeline(
+        &e,
+        &mut s,
+        &["MULTI", "SET a 1", "SET b 2", "EXEC", "GET b"],
+    );
     assert_eq!(
         out,
         "+OK\r\n+QUEUED\r\n+QUEUED\r\n*2\r\n+OK\r\n+OK\r\n$1\r\n2\r\n"
     );
     run(&mut s, "CONFIG SET requirepass secret");
     let mut other = e.connect("u".into()).unwrap();
-    let out = pipeline(&mut other, &["SET a 9", "AUTH secret", "SET a 10"]);
+    let out = pipeline(&e, &mut other, &["SET a 9", "AUTH secret", "SET a 10"]);
     assert_eq!(out, "-NOAUTH Authentication required.\r\n+OK\r\n+OK\r\n");
     assert_eq!(run(&mut other, "GET a"), bulk("10"));
 }
 
 #[test]
-fn a_watched_key_written_by_a_batch_aborts_the_transaction() {
+fn a_watched_key_written_by_a_run_aborts_the_transaction() {
     let tmp = tempfile::tempdir().unwrap();
     let e = engine(tmp.path());
     let mut watcher = e.connect("w".into()).unwrap();
     let mut writer = e.connect("p".into()).unwrap();
     assert_eq!(run(&mut watcher, "WATCH k"), Reply::Ok);
-    pipeline(&mut writer, &["SET j 1", "SET k 2"]);
+    pipeline(&e, &mut writer, &["SET j 1", "SET k 2"]);
     assert_eq!(run(&mut watcher, "MULTI"), Reply::Ok);
     run(&mut watcher, "SET k 3");
     assert_eq!(run(&mut watcher, "EXEC"), Reply::NilArray);
@@ -140,61 +164,42 @@ fn a_watched_key_written_by_a_batch_aborts_the_transaction() {
 }
 
 #[test]
-fn a_pending_batch_keeps_read_modify_writes_out_until_it_commits() {
+fn runs_of_several_sessions_execute_as_one_group() {
     let tmp = tempfile::tempdir().unwrap();
     let e = engine(tmp.path());
-    let mut s = e.connect("a".into()).unwrap();
-    let mut other = e.connect("b".into()).unwrap();
-    let (tx, rx) = mpsc::channel();
-    let mut out = Vec::new();
-    let mut p = s.pipeline();
-    p.execute(&words("SET k 10"), &mut out);
-    std::thread::scope(|scope| {
-        scope.spawn(move || {
-            tx.send(run(&mut other, "INCR k")).unwrap();
-        });
-        // The INCR waits for the batch's stripe: it must not read k before the SET.
-        assert!(rx.recv_timeout(Duration::from_millis(200)).is_err());
-        p.finish(&mut out);
-        assert_eq!(rx.recv().unwrap(), Reply::Integer(11));
-    });
-    assert_eq!(out, b"+OK\r\n");
-}
-
-#[test]
-fn a_busy_stripe_commits_the_batch_instead_of_waiting_out_of_order() {
-    let tmp = tempfile::tempdir().unwrap();
-    let e = engine(tmp.path());
-    // Two keys whose stripes order as low < high.
-    let keys: Vec<String> = (0..).map(|i| format!("k{i}")).take(64).collect();
-    let (low, high) = keys
-        .iter()
-        .flat_map(|a| keys.iter().map(move |b| (a, b)))
-        .find(|(a, b)| stripe_of(a.as_bytes()) < stripe_of(b.as_bytes()))
-        .unwrap();
-    let mut s = e.connect("a".into()).unwrap();
-    let mut other = e.connect("b".into()).unwrap();
-    let mut out = Vec::new();
-    let mut p = s.pipeline();
-    // The batch holds `high`; MSET locks `low` then waits for `high`.
-    p.execute(&words(&format!("SET {high} 1")), &mut out);
-    std::thread::scope(|scope| {
-        let mset = format!("MSET {low} 2 {high} 2");
-        let t = scope.spawn(move || run(&mut other, &mset));
-        std::thread::sleep(Duration::from_millis(100));
-        // Waiting for `low` here while holding `high` would deadlock.
-        p.execute(&words(&format!("SET {low} 1")), &mut out);
-        p.finish(&mut out);
-        assert_eq!(t.join().unwrap(), Reply::Ok);
-    });
-    assert_eq!(out, b"+OK\r\n+OK\r\n");
-    // Some serial order: the MSET ran between the two SETs, or after both.
-    let got = (
-        run(&mut s, &format!("GET {low}")),
-        run(&mut s, &format!("GET {high}")),
+    let mut a = e.connect("a".into()).unwrap();
+    let mut b = e.connect("b".into()).unwrap();
+    let mut c = e.connect("c".into()).unwrap();
+    run(&mut c, "SET x old");
+    run(&mut c, "HELLO 3");
+    let mut runs = vec![Run::new(), Run::new(), Run::new()];
+    let [ra, rb, rc] = &mut runs[..] else {
+        unreachable!()
+    };
+    for (session, run, lines) in [
+        (&mut a, ra, &["SET x 1", "SET y 2"][..]),
+        (&mut b, rb, &["SET z 3"][..]),
+        (&mut c, rc, &["GET x", "GET nope"][..]),
+    ] {
+        for line in lines {
+            assert_eq!(session.gather(&words(line), run), Gathered::Added);
+        }
+    }
+    assert_eq!(a.gather(&words("GET x"), &mut runs[0]), Gathered::OtherKind);
+    let seq_before = e.db().latest_sequence();
+    e.execute_runs(&mut runs);
+    // One batch for the three writes; the reads ran after it.
+    assert_eq!(e.db().latest_sequence() - seq_before, 3);
+    let mut outs = Vec::new();
+    for (session, run) in [&mut a, &mut b, &mut c].into_iter().zip(&mut runs) {
+        let mut out = Vec::new();
+        session.take_run(run, &mut out);
+        assert!(run.is_empty());
+        outs.push(String::from_utf8(out).unwrap());
+    }
+    assert_eq!(
+        outs,
+        ["+OK\r\n+OK\r\n", "+OK\r\n", "$1\r\n1\r\n_\r\n"].map(String::from)
     );
-    assert!(
-        got == (bulk("1"), bulk("2")) || got == (bulk("2"), bulk("2")),
-        "{got:?}"
-    );
+    assert_eq!(run(&mut a, "GET z"), bulk("3"));
 }
