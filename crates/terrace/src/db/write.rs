@@ -208,7 +208,10 @@ impl DbInner {
         wal.log.sync()?;
         wal.log = Box::new(FileLogWriter::new(file));
         wal.number = number;
-        let old = std::mem::replace(&mut st.mem, Arc::new(MemTable::new()));
+        let old = std::mem::replace(
+            &mut st.mem,
+            Arc::new(MemTable::with_point_index(self.opts.write_buffer_size)),
+        );
         st.imms.push_back(ImmMemTable {
             mem: old,
             wal_number: st.mem_wal_number,

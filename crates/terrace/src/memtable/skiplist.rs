@@ -26,9 +26,11 @@ use super::arena::Arena;
 use crate::coding::{get_fixed64, put_fixed64};
 use crate::key::TRAILER_LEN;
 use compare::{compare_bytes, key_prefix, Target, PREFIX_BYTES};
+use index::{PointIndex, Probe};
 
 mod batch;
 mod compare;
+mod index;
 pub(super) use batch::SortedEntry;
 
 /// Most links a node can have.
@@ -172,6 +174,8 @@ impl Writer {
 /// The skiplist. See the module docs.
 pub(super) struct SkipList {
     arena: Arena<Node>,
+    /// Each key's newest node, for point reads (`skiplist/index.rs`); optional.
+    index: Option<PointIndex>,
     /// Height of the tallest node; readers may see it before the links it allows.
     height: AtomicUsize,
     writer: Mutex<Writer>,
@@ -179,10 +183,20 @@ pub(super) struct SkipList {
 
 impl SkipList {
     pub(super) fn new() -> Self {
+        Self::build(None)
+    }
+
+    /// A list with a point index of about `slots` slots.
+    pub(super) fn with_index(slots: usize) -> Self {
+        Self::build(Some(PointIndex::new(slots)))
+    }
+
+    fn build(index: Option<PointIndex>) -> Self {
         let arena = Arena::new();
         let _ = arena.set(HEAD, Node::new(&[], 0, &[]));
         SkipList {
             arena,
+            index,
             height: AtomicUsize::new(1),
             writer: Mutex::new(Writer {
                 next_index: HEAD + 1,
@@ -267,7 +281,50 @@ impl SkipList {
                 link.store(index, AtomicOrdering::Release);
             }
         }
+        if let Some(points) = &self.index {
+            // Entries of one key sort newest first: the node is its key's newest unless
+            // the node before it holds the same key.
+            let newest = self.node(prev[0]).is_none_or(|p| {
+                p.user_len != user.len() || p.prefix != target.prefix || p.user_key() != user
+            });
+            if newest {
+                points.insert(user, index, |n| self.holds(n, user));
+            }
+        }
         Some((index, height))
+    }
+
+    /// Whether node `n` holds `user`'s entries.
+    fn holds(&self, n: u32, user: &[u8]) -> bool {
+        self.node(n).is_some_and(|node| node.user_key() == user)
+    }
+
+    /// Bytes the point index has allocated.
+    pub(super) fn index_bytes(&self) -> usize {
+        self.index.as_ref().map_or(0, PointIndex::allocated_bytes)
+    }
+
+    /// What [`SkipList::find_ge`] returns for `(user, trailer)` if it is a node of
+    /// `user` ([`NIL`] otherwise), found through the point index; `None` when the index
+    /// cannot tell (there is none, or it gave up).
+    pub(super) fn find_indexed(&self, user: &[u8], trailer: u64) -> Option<u32> {
+        match self.index.as_ref()?.lookup(user, |n| self.holds(n, user)) {
+            Probe::Unknown => None,
+            Probe::Absent => Some(NIL),
+            Probe::Newest(first) => {
+                // Older entries of the key follow the newest at level 0.
+                let mut i = first;
+                loop {
+                    let Some(node) = self.node(i).filter(|n| n.user_key() == user) else {
+                        return Some(NIL);
+                    };
+                    if node.trailer() <= trailer {
+                        return Some(i);
+                    }
+                    i = node.link(0);
+                }
+            }
+        }
     }
 
     /// The first node `>=` the internal key `(user, trailer)`, or [`NIL`]. Fills `prev`

@@ -22,6 +22,28 @@ fn forward(l: &SkipList) -> Vec<Vec<u8>> {
 }
 
 #[test]
+fn point_index_finds_newest_entries_and_gives_up_when_full() {
+    let l = SkipList::with_index(8);
+    assert_eq!(l.find_indexed(b"a", u64::MAX), Some(NIL));
+    assert!(l.insert(b"a", crate::key::pack_trailer(5, 1), b"5"));
+    assert!(l.insert(b"a", crate::key::pack_trailer(9, 1), b"9"));
+    assert!(l.insert(b"a", crate::key::pack_trailer(7, 1), b"7"));
+    let value = |n: u32| l.node(n).map(|n| n.value().to_vec());
+    let at = |seq: u64| l.find_indexed(b"a", crate::key::pack_trailer(seq, 1));
+    assert_eq!(at(100).map(value), Some(Some(b"9".to_vec())));
+    assert_eq!(at(8).map(value), Some(Some(b"7".to_vec())));
+    assert_eq!(at(5).map(value), Some(Some(b"5".to_vec())));
+    assert_eq!(at(4), Some(NIL));
+    assert_eq!(l.find_indexed(b"b", u64::MAX), Some(NIL));
+    // Eight slots hold six keys; the index then stops answering.
+    for k in 0..10u8 {
+        assert!(l.insert(&[b'k', k], 1 << 8, b""));
+    }
+    assert_eq!(l.find_indexed(b"a", u64::MAX), None);
+    assert!(l.index_bytes() > 0);
+}
+
+#[test]
 fn empty_list() {
     let l = SkipList::new();
     assert_eq!(l.first(), NIL);
@@ -152,8 +174,10 @@ proptest! {
             (proptest::collection::vec(0u8..3, 0..24), 0u64..8, any::<bool>(), 0u8..4),
             0..200,
         ),
+        // No point index, one that gives up after a few keys, one that holds them all.
+        index_slots in prop_oneof![Just(0usize), Just(8), Just(4096)],
     ) {
-        let l = SkipList::new();
+        let l = if index_slots == 0 { SkipList::new() } else { SkipList::with_index(index_slots) };
         let mut model: BTreeMap<crate::key::InternalKey, Vec<u8>> = BTreeMap::new();
         let mut cursor = NIL;
         for (i, (user, seq, insert, op)) in steps.iter().enumerate() {
@@ -170,6 +194,11 @@ proptest! {
             let lt = keys.iter().rev().find(|k| compare(k, &ikey).is_lt());
             let le = keys.iter().rev().find(|k| compare(k, &ikey).is_le());
             prop_assert_eq!(key_at(&l, l.find_ge(user, t, None)), ge.map(|k| k.to_vec()));
+            // Through the point index: the same node when it holds `user`, else NIL.
+            if let Some(n) = l.find_indexed(user, t) {
+                let want = ge.filter(|k| crate::key::user_key(k) == user.as_slice());
+                prop_assert_eq!(key_at(&l, n), want.map(|k| k.to_vec()));
+            }
             prop_assert_eq!(key_at(&l, l.find_lt(user, t, false)), lt.map(|k| k.to_vec()));
             prop_assert_eq!(key_at(&l, l.find_lt(user, t, true)), le.map(|k| k.to_vec()));
             prop_assert_eq!(key_at(&l, l.find_last()), keys.last().map(|k| k.to_vec()));
@@ -200,8 +229,9 @@ proptest! {
     fn sorted_batch_matches_one_by_one(
         before in proptest::collection::vec((proptest::collection::vec(0u8..3, 0..20), 0u64..6), 0..150),
         batch in proptest::collection::vec((proptest::collection::vec(0u8..3, 0..20), 3u64..8), 0..150),
+        index_slots in prop_oneof![Just(0usize), Just(8), Just(4096)],
     ) {
-        let l = SkipList::new();
+        let l = if index_slots == 0 { SkipList::new() } else { SkipList::with_index(index_slots) };
         let mut model: BTreeMap<crate::key::InternalKey, Vec<u8>> = BTreeMap::new();
         for (i, (user, seq)) in before.iter().enumerate() {
             let v = i.to_le_bytes();
@@ -241,6 +271,9 @@ proptest! {
             prop_assert_eq!(value.as_ref(), model.get(&crate::key::InternalKey(k.clone())));
             let lt = keys.iter().rev().find(|m| compare(m, k).is_lt());
             prop_assert_eq!(key_at(&l, l.find_lt(user, t, false)), lt.cloned());
+            if let Some(n) = l.find_indexed(user, t) {
+                prop_assert_eq!(key_at(&l, n), Some(k.clone()));
+            }
         }
     }
 }
