@@ -141,15 +141,22 @@ impl LocalStats {
     }
 
     pub(crate) fn record_latency(&mut self, d: Duration) {
+        self.record_latency_n(d, 1);
+    }
+
+    /// Records `n` commands that each took `d`.
+    pub(crate) fn record_latency_n(&mut self, d: Duration, n: u64) {
         let micros = u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
         let bucket = LATENCY_BOUNDS_MICROS
             .iter()
             .position(|&b| micros <= b)
             .unwrap_or(LATENCY_BOUNDS_MICROS.len());
         if let Some(c) = self.latency.get_mut(bucket) {
-            *c += 1;
+            *c += n;
         }
-        self.latency_sum_micros = self.latency_sum_micros.saturating_add(micros);
+        self.latency_sum_micros = self
+            .latency_sum_micros
+            .saturating_add(micros.saturating_mul(n));
     }
 
     pub(crate) fn hit(&mut self, found: bool) {

@@ -61,8 +61,9 @@ pub struct Run {
     /// The commands' keys back to back, and where each ends.
     keys: Vec<u8>,
     key_ends: Vec<usize>,
-    /// When each command started, for the latency statistics.
-    started: Vec<Instant>,
+    /// When the first command was gathered: every command of the run is charged the
+    /// time from there to the run's end (one clock read per run, not two per command).
+    started: Option<Instant>,
     /// The replies, once executed.
     replies: Vec<u8>,
     /// Hits, misses and latencies of the execution, for the session.
@@ -84,7 +85,7 @@ impl Run {
             batch: WriteBatch::new(),
             keys: Vec::new(),
             key_ends: Vec::new(),
-            started: Vec::new(),
+            started: None,
             replies: Vec::new(),
             stats: LocalStats::default(),
         }
@@ -92,18 +93,26 @@ impl Run {
 
     /// Whether no command is gathered.
     pub fn is_empty(&self) -> bool {
-        self.started.is_empty()
+        self.key_ends.is_empty()
     }
 
     /// Whether the run holds as much as one run may: execute it before gathering more.
     pub fn is_full(&self) -> bool {
-        self.started.len() >= MAX_RUN_COMMANDS || self.batch.approximate_size() >= MAX_RUN_BYTES
+        self.key_ends.len() >= MAX_RUN_COMMANDS || self.batch.approximate_size() >= MAX_RUN_BYTES
     }
 
     fn push_key(&mut self, key: &[u8]) {
         self.keys.extend_from_slice(key);
         self.key_ends.push(self.keys.len());
-        self.started.push(Instant::now());
+        self.started.get_or_insert_with(Instant::now);
+    }
+
+    /// Records every command's latency: from the first gathered to now.
+    fn record_latencies(&mut self) {
+        if let Some(started) = self.started {
+            self.stats
+                .record_latency_n(started.elapsed(), self.key_ends.len() as u64);
+        }
     }
 
     fn keys(&self) -> impl Iterator<Item = &[u8]> {
@@ -117,10 +126,10 @@ impl Run {
 
     /// Writes `reply` for each command, in the run's protocol.
     fn reply_all(&mut self, reply: &Reply) {
-        for started in &self.started {
+        for _ in &self.key_ends {
             reply.write(self.protocol, &mut self.replies);
-            self.stats.record_latency(started.elapsed());
         }
+        self.record_latencies();
     }
 }
 
@@ -172,7 +181,7 @@ impl Session {
         run.batch.clear();
         run.keys.clear();
         run.key_ends.clear();
-        run.started.clear();
+        run.started = None;
     }
 }
 
@@ -242,13 +251,13 @@ impl Engine {
         drop(keys);
         let mut next = replies.into_iter().zip(found);
         for run in runs.iter_mut().filter(|r| r.kind == Some(Kind::Reads)) {
-            for (started, (reply, hit)) in run.started.iter().zip(next.by_ref()) {
+            for (_, (reply, hit)) in run.key_ends.iter().zip(next.by_ref()) {
                 if !matches!(reply, Reply::Error(_)) {
                     run.stats.hit(hit);
                 }
                 reply.write(run.protocol, &mut run.replies);
-                run.stats.record_latency(started.elapsed());
             }
+            run.record_latencies();
         }
     }
 }
