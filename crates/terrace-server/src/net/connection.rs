@@ -12,7 +12,6 @@ use tokio::sync::watch;
 
 use super::group::Group;
 use crate::commands::{Action, Engine, Gathered, Run, Session};
-use crate::config::Fsync;
 use crate::resp::{parse_command_into, Frame, Protocol, Reply};
 
 /// Bytes read from the socket at a time (the buffer grows only as data arrives).
@@ -176,11 +175,7 @@ impl Connection<'_> {
                     if !self.flush(session, out).await {
                         return false;
                     }
-                    if self.engine.fsync() == Fsync::Always {
-                        tokio::task::block_in_place(|| session.execute_into(command, out));
-                    } else {
-                        session.execute_into(command, out);
-                    }
+                    session.execute_into(command, out);
                     return true;
                 }
             }

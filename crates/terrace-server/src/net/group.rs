@@ -5,12 +5,13 @@
 //!
 //! Owns: the queue of submitted runs and the committer that executes them.
 //! Must not touch: command semantics (`commands` executes the runs).
-//! Concurrency: connections submit from any worker and await their run's return. The
-//! committer, woken by a submission, first yields once, so that the connections the
-//! scheduler has ready add theirs, then takes every queued run and executes them as one
-//! group, synchronously on its worker (in `block_in_place` when every write syncs), and
-//! hands each run back. Each run is returned exactly once; if the committer is gone, a
-//! submission returns `None`.
+//! Concurrency: a group serves one shard (`shard.rs`): its connections submit and await
+//! their run's return on the shard's thread. The committer, woken by a submission,
+//! first yields once, so that the connections the scheduler has ready add theirs, then
+//! takes every queued run and executes them as one group, synchronously on the thread
+//! (with `--fsync always` the sync blocks the thread, as Redis's `appendfsync always`
+//! does), and hands each run back. Each run is returned exactly once; if the committer
+//! is gone, a submission returns `None`.
 
 use std::sync::Arc;
 
@@ -18,7 +19,6 @@ use parking_lot::Mutex;
 use tokio::sync::{oneshot, Notify};
 
 use crate::commands::{Engine, Run};
-use crate::config::Fsync;
 
 type Queued = (Run, oneshot::Sender<Run>);
 
@@ -83,11 +83,7 @@ impl Group {
                 runs.push(run);
                 senders.push(tx);
             }
-            if engine.fsync() == Fsync::Always {
-                tokio::task::block_in_place(|| engine.execute_runs(&mut runs));
-            } else {
-                engine.execute_runs(&mut runs);
-            }
+            engine.execute_runs(&mut runs);
             for (run, tx) in runs.drain(..).zip(senders.drain(..)) {
                 // A connection that went away no longer wants its replies.
                 let _ = tx.send(run);

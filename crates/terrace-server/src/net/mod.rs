@@ -1,22 +1,24 @@
-//! The TCP transport: the listener, one task per connection, pipelining, maxclients,
-//! protected mode, the `everysec` WAL sync, and graceful shutdown on SIGTERM/SIGINT or
-//! SHUTDOWN.
+//! The TCP transport: the listener, the shard threads that run connections, pipelining,
+//! maxclients, protected mode, the `everysec` WAL sync, and graceful shutdown on
+//! SIGTERM/SIGINT or SHUTDOWN.
 //!
-//! Owns: sockets, the tokio runtime, the shutdown sequence.
+//! Owns: sockets, the tokio runtimes, the shutdown sequence.
 //! Must not touch: command semantics (`commands`) or framing rules (`resp`).
-//! Concurrency: one tokio task per connection, and one group committer task per worker
-//! thread (`group`). A connection parses the commands of one read, their arguments
-//! borrowed from the read buffer; consecutive SETs and GETs are gathered into a
-//! [`crate::commands::Run`] that its group executes together with other connections'
-//! runs, any other command runs synchronously on the task's worker (in `block_in_place`
-//! when every write syncs). A connection's replies stay in request order and go out in
-//! one write.
-//! Shutdown: stop accepting, let every connection finish the commands it has already
-//! read, close the engine (which syncs the WAL), return.
+//! Concurrency: the main thread's runtime accepts, handles signals, serves metrics and
+//! runs the `everysec` sync; each accepted socket goes to one of `--threads` shards
+//! (`shard`), a thread with its own single-threaded runtime, its connections (one task
+//! each) and one group committer (`group`). A connection parses the commands of one
+//! read, their arguments borrowed from the read buffer; consecutive SETs and GETs are
+//! gathered into a [`crate::commands::Run`] that its shard's group executes together
+//! with the runs of the shard's other ready connections, any other command runs at once
+//! on the shard's thread. A connection's replies stay in request order and go out in
+//! one write. Shutdown: stop accepting, let every connection finish the commands it has
+//! already read, close the engine (which syncs the WAL), return.
 
 mod connection;
 mod group;
 mod metrics;
+mod shard;
 
 use std::io::Write;
 use std::sync::Arc;
@@ -29,7 +31,7 @@ use tokio::task::JoinSet;
 use crate::commands::Engine;
 use crate::config::{Config, Fsync, ServeArgs};
 use crate::error::{Error, Result};
-use group::Group;
+use shard::Shards;
 
 /// The Prometheus text the `--metrics-port` endpoint serves.
 pub fn metrics_text(engine: &Engine) -> String {
@@ -49,21 +51,22 @@ pub fn serve_command(args: &ServeArgs, out: &mut dyn Write) -> Result<()> {
         return Ok(());
     }
     config.validate()?;
-    let mut rt = tokio::runtime::Builder::new_multi_thread();
-    rt.enable_all();
-    rt.worker_threads(worker_threads(&config));
-    rt.build()?.block_on(serve(config, out))
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?
+        .block_on(serve(config, out))
 }
 
-/// The network runtime's worker threads: `threads`, or one per core when it is 0.
-fn worker_threads(config: &Config) -> usize {
+/// The network threads (shards): `threads`, or one per core when it is 0.
+fn network_threads(config: &Config) -> usize {
     if config.threads > 0 {
         return config.threads;
     }
     std::thread::available_parallelism().map_or(1, usize::from)
 }
 
-/// Serves `config` on the current tokio runtime until SIGTERM, SIGINT or SHUTDOWN.
+/// Serves `config` until SIGTERM, SIGINT or SHUTDOWN: accepts, signals, metrics and the
+/// `everysec` sync on the current tokio runtime, connections on the shard threads.
 ///
 /// # Errors
 /// As [`serve_command`].
@@ -91,33 +94,22 @@ pub async fn serve(config: Config, out: &mut dyn Write) -> Result<()> {
     if config.fsync == Fsync::Everysec {
         background.spawn(sync_every_second(Arc::clone(&engine), stop_rx.clone()));
     }
-    // One group (and committer) per worker thread, so that groups execute in parallel.
-    let groups: Vec<Arc<Group>> = (0..worker_threads(&config))
-        .map(|_| Arc::new(Group::default()))
-        .collect();
-    let mut committers = JoinSet::new();
-    for g in &groups {
-        committers.spawn(Arc::clone(g).commit_loop(Arc::clone(&engine)));
-    }
+    let mut shards = Shards::start(network_threads(&config), &engine, &stop_tx, &stop_rx)?;
     writeln!(out, "listening on {}", listener.local_addr()?)?;
     out.flush()?;
-    accept_loop(&engine, &groups, &listener, &stop_tx, stop_rx).await;
+    accept_loop(&mut shards, &listener, &stop_tx, stop_rx).await;
     drop(listener);
-    groups.iter().for_each(|g| g.close());
-    while committers.join_next().await.is_some() {}
+    shards.finish().await;
     while background.join_next().await.is_some() {}
     close_engine(engine)
 }
 
 async fn accept_loop(
-    engine: &Arc<Engine>,
-    groups: &[Arc<Group>],
+    shards: &mut Shards,
     listener: &TcpListener,
     stop_tx: &watch::Sender<bool>,
     mut stop_rx: watch::Receiver<bool>,
 ) {
-    let mut connections = JoinSet::new();
-    let mut accepted_count = 0usize;
     let signals = wait_for_signal(stop_tx.clone());
     tokio::pin!(signals);
     loop {
@@ -125,25 +117,13 @@ async fn accept_loop(
             accepted = listener.accept() => match accepted {
                 Ok((stream, addr)) => {
                     let _ = stream.set_nodelay(true);
-                    accepted_count = accepted_count.wrapping_add(1);
-                    // Connections are spread over the groups in turn (never empty).
-                    if let Some(group) = groups.get(accepted_count % groups.len().max(1)) {
-                        connections.spawn(connection::handle(
-                            Arc::clone(engine),
-                            Arc::clone(group),
-                            stream,
-                            addr.to_string(),
-                            stop_tx.clone(),
-                            stop_rx.clone(),
-                        ));
-                    }
+                    shards.hand_over(stream, addr.to_string());
                 }
                 Err(e) => {
                     tracing::warn!("accept failed: {e}");
                     tokio::time::sleep(Duration::from_millis(10)).await;
                 }
             },
-            Some(_) = connections.join_next(), if !connections.is_empty() => {}
             () = &mut signals => {}
             _ = stop_rx.changed() => {}
         }
@@ -151,8 +131,6 @@ async fn accept_loop(
             break;
         }
     }
-    // Every connection finishes the commands it has read, replies, and closes.
-    while connections.join_next().await.is_some() {}
 }
 
 /// Resolves on SIGTERM or SIGINT, after telling every task to stop.
