@@ -44,3 +44,14 @@ fn range_deletion_sentinel_sorts_before_real_entries() {
     let real = internal_key(b"e", 100, ValueType::Value);
     assert_eq!(compare(&sentinel, &real), Ordering::Less);
 }
+
+proptest::proptest! {
+    #[test]
+    fn compare_bytes_is_slice_order(
+        a in proptest::collection::vec(0u8..3, 0..20),
+        b in proptest::collection::vec(0u8..3, 0..20),
+    ) {
+        proptest::prop_assert_eq!(compare_bytes(&a, &b), a.cmp(&b));
+        proptest::prop_assert_eq!(compare_bytes(&a, &a), Ordering::Equal);
+    }
+}

@@ -24,8 +24,9 @@ use parking_lot::Mutex;
 
 use super::arena::Arena;
 use crate::coding::{get_fixed64, put_fixed64};
+use crate::key::compare_bytes;
 use crate::key::TRAILER_LEN;
-use compare::{compare_bytes, key_prefix, Target, PREFIX_BYTES};
+use compare::{key_prefix, Target, PREFIX_BYTES};
 use index::{PointIndex, Probe};
 
 mod batch;

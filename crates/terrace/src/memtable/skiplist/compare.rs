@@ -1,7 +1,5 @@
-//! Key comparison for the skiplist's searches: the inline user-key prefix, the search
-//! target, and a bytewise comparison tuned for short keys.
-
-use std::cmp::Ordering;
+//! Key comparison for the skiplist's searches: the inline user-key prefix and the search
+//! target (the bytewise comparison of the rest is `key::compare_bytes`).
 
 /// Leading user-key bytes a node keeps inline, big-endian in two words, zero-padded.
 pub(super) const PREFIX_BYTES: usize = 16;
@@ -38,29 +36,4 @@ impl<'a> Target<'a> {
             trailer,
         }
     }
-}
-
-/// Bytewise order, as `<[u8]>::cmp`, eight bytes at a time and inline: the user keys of
-/// the hot comparison are short, where a `memcmp` call costs more than the comparison.
-#[inline]
-pub(super) fn compare_bytes(a: &[u8], b: &[u8]) -> Ordering {
-    for (x, y) in a.chunks_exact(8).zip(b.chunks_exact(8)) {
-        let x = u64::from_be_bytes(x.try_into().unwrap_or_default());
-        let y = u64::from_be_bytes(y.try_into().unwrap_or_default());
-        if x != y {
-            return x.cmp(&y);
-        }
-    }
-    // At least one side ran out of whole words; both consumed the same number.
-    let done = a.len().min(b.len()) & !7;
-    let (rest_a, rest_b) = (
-        a.get(done..).unwrap_or_default(),
-        b.get(done..).unwrap_or_default(),
-    );
-    for (x, y) in rest_a.iter().zip(rest_b) {
-        if x != y {
-            return x.cmp(y);
-        }
-    }
-    rest_a.len().cmp(&rest_b.len())
 }

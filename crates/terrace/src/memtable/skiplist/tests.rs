@@ -155,14 +155,6 @@ fn key_prefix_orders_as_bytes() {
 }
 
 proptest! {
-    #[test]
-    fn compare_bytes_is_slice_order(
-        a in proptest::collection::vec(0u8..3, 0..20),
-        b in proptest::collection::vec(0u8..3, 0..20),
-    ) {
-        prop_assert_eq!(compare_bytes(&a, &b), a.cmp(&b));
-        prop_assert_eq!(compare_bytes(&a, &a), Ordering::Equal);
-    }
 
     // Inserts interleaved with cursor moves: a cursor left on a node stays valid while
     // the list grows, and every search agrees with a sorted map at every step.
