@@ -6,14 +6,15 @@
 //! Must not touch: command semantics (`commands`) or framing rules (`resp`).
 //! Concurrency: the main thread's runtime accepts, handles signals, serves metrics and
 //! runs the `everysec` sync; each accepted socket goes to one of `--threads` shards
-//! (`shard`), a thread with its own single-threaded runtime, its connections (one task
-//! each) and one group committer (`group`). A connection parses the commands of one
-//! read, their arguments borrowed from the read buffer; consecutive SETs and GETs are
-//! gathered into a [`crate::commands::Run`] that its shard's group executes together
-//! with the runs of the shard's other ready connections, any other command runs at once
-//! on the shard's thread. A connection's replies stay in request order and go out in
-//! one write. Shutdown: stop accepting, let every connection finish the commands it has
-//! already read, close the engine (which syncs the WAL), return.
+//! (`shard`; half the cores by default), a thread with its own single-threaded runtime,
+//! its connections (one task each) and one group committer (`group`). A connection
+//! parses the commands of one read, their arguments borrowed from the read buffer;
+//! consecutive SETs and GETs are gathered into a [`crate::commands::Run`] that its
+//! shard's group executes together with the runs of the shard's other ready
+//! connections, any other command runs at once on the shard's thread. A connection's
+//! replies stay in request order and go out in one write. Shutdown: stop accepting, let
+//! every connection finish the commands it has already read, close the engine (which
+//! syncs the WAL), return.
 
 mod connection;
 mod group;
@@ -57,12 +58,16 @@ pub fn serve_command(args: &ServeArgs, out: &mut dyn Write) -> Result<()> {
         .block_on(serve(config, out))
 }
 
-/// The network threads (shards): `threads`, or one per core when it is 0.
+/// The network threads (shards): `threads`, or half the cores (at least one) when it
+/// is 0. The other half is left to the engine's flush and compaction threads, and a
+/// shard gathers more per group with more connections: on two cores, one shard served
+/// redis-benchmark without pipelining about 10% faster than two, with half their p99
+/// latency (BENCHMARKS.md).
 fn network_threads(config: &Config) -> usize {
     if config.threads > 0 {
         return config.threads;
     }
-    std::thread::available_parallelism().map_or(1, usize::from)
+    (std::thread::available_parallelism().map_or(1, usize::from) / 2).max(1)
 }
 
 /// Serves `config` until SIGTERM, SIGINT or SHUTDOWN: accepts, signals, metrics and the
