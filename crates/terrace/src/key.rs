@@ -138,6 +138,26 @@ pub fn compare(a: &[u8], b: &[u8]) -> Ordering {
     }
 }
 
+/// Length of a user-key prefix ([`key_prefix`]).
+pub const PREFIX_BYTES: usize = 16;
+
+/// The first [`PREFIX_BYTES`] of `user` as two big-endian words (zero-padded), so that
+/// comparing prefixes as integers orders them as bytes: a smaller prefix means a smaller
+/// key, and only keys with equal prefixes need comparing in full.
+#[inline]
+pub fn key_prefix(user: &[u8]) -> [u64; 2] {
+    let mut b = [0u8; PREFIX_BYTES];
+    let n = user.len().min(PREFIX_BYTES);
+    if let (Some(dst), Some(src)) = (b.get_mut(..n), user.get(..n)) {
+        dst.copy_from_slice(src);
+    }
+    let (hi, lo) = b.split_at(8);
+    [
+        u64::from_be_bytes(hi.try_into().unwrap_or_default()),
+        u64::from_be_bytes(lo.try_into().unwrap_or_default()),
+    ]
+}
+
 /// Bytewise order, as `<[u8]>::cmp`, eight bytes at a time and inline: user keys are
 /// usually short, where a `memcmp` call costs more than the comparison itself.
 #[inline]

@@ -45,6 +45,19 @@ fn range_deletion_sentinel_sorts_before_real_entries() {
     assert_eq!(compare(&sentinel, &real), Ordering::Less);
 }
 
+#[test]
+fn key_prefix_orders_as_bytes() {
+    assert_eq!(key_prefix(b""), [0, 0]);
+    assert_eq!(key_prefix(b"\x01"), [1 << 56, 0]);
+    assert_eq!(
+        key_prefix(b"0123456789abcdefXYZ"),
+        [
+            u64::from_be_bytes(*b"01234567"),
+            u64::from_be_bytes(*b"89abcdef")
+        ]
+    );
+}
+
 proptest::proptest! {
     #[test]
     fn compare_bytes_is_slice_order(

@@ -24,9 +24,8 @@ use parking_lot::Mutex;
 
 use super::arena::Arena;
 use crate::coding::{get_fixed64, put_fixed64};
-use crate::key::compare_bytes;
-use crate::key::TRAILER_LEN;
-use compare::{key_prefix, Target, PREFIX_BYTES};
+use crate::key::{compare_bytes, key_prefix, PREFIX_BYTES, TRAILER_LEN};
+use compare::Target;
 use index::{PointIndex, Probe};
 
 mod batch;

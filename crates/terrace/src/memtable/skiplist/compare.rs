@@ -1,24 +1,7 @@
-//! Key comparison for the skiplist's searches: the inline user-key prefix and the search
-//! target (the bytewise comparison of the rest is `key::compare_bytes`).
+//! The skiplist's search target: an internal key with its user-key prefix
+//! (`key::key_prefix`) computed once per search.
 
-/// Leading user-key bytes a node keeps inline, big-endian in two words, zero-padded.
-pub(super) const PREFIX_BYTES: usize = 16;
-
-/// The first [`PREFIX_BYTES`] of `user` as two big-endian words (zero-padded), so that
-/// comparing prefixes as integers orders them as bytes.
-#[inline]
-pub(super) fn key_prefix(user: &[u8]) -> [u64; 2] {
-    let mut b = [0u8; PREFIX_BYTES];
-    let n = user.len().min(PREFIX_BYTES);
-    if let (Some(dst), Some(src)) = (b.get_mut(..n), user.get(..n)) {
-        dst.copy_from_slice(src);
-    }
-    let (hi, lo) = b.split_at(8);
-    [
-        u64::from_be_bytes(hi.try_into().unwrap_or_default()),
-        u64::from_be_bytes(lo.try_into().unwrap_or_default()),
-    ]
-}
+use crate::key::key_prefix;
 
 /// An internal key being searched for, with its prefix computed once per search.
 pub(super) struct Target<'a> {

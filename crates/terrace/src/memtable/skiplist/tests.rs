@@ -141,19 +141,6 @@ fn keys_around_the_inline_prefix_order_bytewise() {
     }
 }
 
-#[test]
-fn key_prefix_orders_as_bytes() {
-    assert_eq!(key_prefix(b""), [0, 0]);
-    assert_eq!(key_prefix(b"\x01"), [1 << 56, 0]);
-    assert_eq!(
-        key_prefix(b"0123456789abcdefXYZ"),
-        [
-            u64::from_be_bytes(*b"01234567"),
-            u64::from_be_bytes(*b"89abcdef")
-        ]
-    );
-}
-
 proptest! {
 
     // Inserts interleaved with cursor moves: a cursor left on a node stays valid while
