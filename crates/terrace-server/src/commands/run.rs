@@ -15,15 +15,17 @@
 //! multi-key write command holds (the store's `exclusive` lock shared, the stripes of
 //! all their keys locked in index order), so read-modify-write commands and EXEC see
 //! all of a group's writes or none. The reads of a group run at one point in time, after
-//! its writes. A session gathers one kind at a time and executes its run before any
+//! its writes; a group of many reads ([`PARALLEL_READS`]) reads half of its keys on a
+//! scoped second thread, at one snapshot. A session gathers one kind at a time and executes its run before any
 //! other command of its connection, so each connection's commands take effect in order.
 
 use std::time::Instant;
 
+use bytes::Bytes;
 use terrace::WriteBatch;
 
 use super::engine::LocalStats;
-use super::store::{put_value, stripe_of};
+use super::store::{put_value, stripe_of, Store};
 use super::strings::SetOptions;
 use super::{Engine, Fail, Session};
 use crate::resp::{Protocol, Reply};
@@ -33,6 +35,9 @@ use crate::value::now_ms;
 const MAX_RUN_COMMANDS: usize = 1024;
 /// Most batch bytes one run of writes gathers (the engine's largest group).
 const MAX_RUN_BYTES: usize = 1 << 20;
+/// Groups reading at least this many keys read half of them on a second thread: enough
+/// work (a few hundred microseconds) to be worth starting one.
+const PARALLEL_READS: usize = 128;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -228,7 +233,11 @@ impl Engine {
         let keys: Vec<&[u8]> = reads().flat_map(Run::keys).collect();
         let values = {
             let _shared = store.exclusive.read();
-            store.get_many_shared(&keys, now)
+            if keys.len() >= PARALLEL_READS {
+                read_in_two(store, &keys, now)
+            } else {
+                store.get_many_shared(&keys, now)
+            }
         };
         // Each run's replies, in key order across the runs.
         let mut replies: Vec<Reply> = Vec::with_capacity(keys.len());
@@ -260,6 +269,24 @@ impl Engine {
             run.record_latencies();
         }
     }
+}
+
+/// Reads `keys` at one snapshot, half on this thread and half on a scoped helper thread.
+fn read_in_two(store: &Store, keys: &[&[u8]], now: u64) -> Result<Vec<Option<Bytes>>, Fail> {
+    // One snapshot for both halves: a run's GETs must not see the store at two points in
+    // time, the later one first.
+    let snapshot = store.db.snapshot();
+    let opts = snapshot.read_options();
+    let (first, second) = keys.split_at(keys.len() / 2);
+    std::thread::scope(|scope| {
+        let helper = scope.spawn(|| store.get_many_shared_at(second, now, &opts));
+        let mut values = store.get_many_shared_at(first, now, &opts)?;
+        let rest = helper
+            .join()
+            .map_err(|_| Fail::err("a read thread failed"))??;
+        values.extend(rest);
+        Ok(values)
+    })
 }
 
 #[cfg(test)]

@@ -111,7 +111,17 @@ impl Store {
         keys: &[&[u8]],
         now_ms: u64,
     ) -> Result<Vec<Option<Bytes>>, Fail> {
-        let raw = self.db.multi_get_pinned(&ReadOptions::default(), keys)?;
+        self.get_many_shared_at(keys, now_ms, &ReadOptions::default())
+    }
+
+    /// [`Store::get_many_shared`] with `opts` (a snapshot's, say).
+    pub(crate) fn get_many_shared_at(
+        &self,
+        keys: &[&[u8]],
+        now_ms: u64,
+        opts: &ReadOptions,
+    ) -> Result<Vec<Option<Bytes>>, Fail> {
+        let raw = self.db.multi_get_pinned(opts, keys)?;
         let mut out = Vec::with_capacity(raw.len());
         for (key, raw) in keys.iter().zip(raw) {
             let Some(raw) = raw else {

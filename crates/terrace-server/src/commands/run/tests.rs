@@ -203,3 +203,27 @@ fn runs_of_several_sessions_execute_as_one_group() {
     );
     assert_eq!(run(&mut a, "GET z"), bulk("3"));
 }
+
+#[test]
+fn a_large_read_group_split_over_two_threads_replies_in_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let e = engine(tmp.path());
+    let mut s = e.connect("t".into()).unwrap();
+    let sets: Vec<String> = (0..300)
+        .step_by(3)
+        .map(|i| format!("SET k{i} v{i}"))
+        .collect();
+    let gets: Vec<String> = (0..300).map(|i| format!("GET k{i}")).collect();
+    let lines: Vec<&str> = sets.iter().chain(&gets).map(String::as_str).collect();
+    let out = pipeline(&e, &mut s, &lines);
+    let mut want = "+OK\r\n".repeat(100);
+    for i in 0..300 {
+        if i % 3 == 0 {
+            let v = format!("v{i}");
+            want.push_str(&format!("${}\r\n{v}\r\n", v.len()));
+        } else {
+            want.push_str("$-1\r\n");
+        }
+    }
+    assert_eq!(out, want);
+}
