@@ -499,18 +499,7 @@ fn build_groups(st: &State, version: &Version, params: &MatrixParams) -> Result<
         let stacked = cached.filter(|c| sig.get(1..) == Some(c.rows.as_slice()));
         let group = match (stacked, sig.first()) {
             (Some(c), Some((n, None))) => c.group.with_row_on_top(reader(*n)?)?,
-            _ => {
-                let readers = sig
-                    .iter()
-                    .map(|(n, _)| reader(*n))
-                    .collect::<Result<Vec<_>>>()?;
-                let g = MatrixGroup::from_rows(readers, params.clone())?;
-                // Every row of a group is trimmed at the same key (the columns done).
-                match sig.iter().filter_map(|(_, t)| t.as_deref()).max() {
-                    Some(t) => g.trimmed(t)?,
-                    None => g,
-                }
-            }
+            _ => group_of(st, &sig, params)?,
         };
         out.push(CachedGroup {
             id,
@@ -519,6 +508,29 @@ fn build_groups(st: &State, version: &Version, params: &MatrixParams) -> Result<
         });
     }
     Ok(out)
+}
+
+/// The group of the rows `sig` (`(number, trim)`, newest first) from their loaded readers.
+/// Every row of a group is trimmed at the same key (the columns done).
+fn group_of(
+    st: &State,
+    sig: &[(u64, Option<Vec<u8>>)],
+    params: &MatrixParams,
+) -> Result<MatrixGroup<Extent>> {
+    let readers = sig
+        .iter()
+        .map(|(n, _)| {
+            st.rows
+                .get(n)
+                .map(|r| r.reader.clone())
+                .ok_or_else(|| Error::InvalidArgument(format!("matrix row {n} is not loaded")))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let g = MatrixGroup::from_rows(readers, params.clone())?;
+    match sig.iter().filter_map(|(_, t)| t.as_deref()).max() {
+        Some(t) => g.trimmed(t),
+        None => Ok(g),
+    }
 }
 
 impl ColumnSource for MatrixLevel0 {
@@ -539,19 +551,7 @@ impl ColumnSource for MatrixLevel0 {
             out.extend(c.group.iterators());
             return Ok(bytes);
         }
-        let mut readers = Vec::with_capacity(rows.len());
-        for r in rows {
-            let stored = st.rows.get(&r.number).ok_or_else(|| {
-                Error::InvalidArgument(format!("matrix row {} is not live", r.number))
-            })?;
-            readers.push(stored.reader.clone());
-        }
-        let group = MatrixGroup::from_rows(readers, self.opts.params.clone())?;
-        let trim = rows.iter().filter_map(|r| r.trim.as_deref()).max();
-        let group = match trim {
-            Some(t) => group.trimmed(t)?,
-            None => group,
-        };
+        let group = group_of(st, &sig, &self.opts.params)?;
         tombstones.extend(group.range_tombstones());
         out.extend(group.iterators());
         Ok(bytes)
