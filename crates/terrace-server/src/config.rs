@@ -48,7 +48,8 @@ pub struct Config {
     pub requirepass: String,
     /// Most connected clients; more get `-ERR max number of clients reached`.
     pub maxclients: u64,
-    /// Worker threads of the network runtime (0: one per core).
+    /// Network threads (shards, each serving its share of the connections; 0: half the
+    /// cores, at least one).
     pub threads: usize,
     /// Refuse to start on a non-loopback address without a password.
     pub protected_mode: bool,
@@ -118,7 +119,8 @@ pub struct ServeArgs {
     /// Most connected clients (default 10000).
     #[arg(long)]
     pub maxclients: Option<u64>,
-    /// Network worker threads (default: one per core).
+    /// Network threads, each serving its share of the connections (default: half the
+    /// cores, at least one).
     #[arg(long)]
     pub threads: Option<usize>,
     /// `no` allows a non-loopback bind without a password.

@@ -103,6 +103,26 @@ impl WriteBatch {
         self.push(ValueType::Value, key, Some(value));
     }
 
+    /// Adds a put of `key` to the concatenation of `value_parts` (a header and a
+    /// payload, say) without building the value first; the same as `put` of the joined
+    /// parts.
+    pub fn put_parts(&mut self, key: &[u8], value_parts: &[&[u8]]) {
+        let len: usize = value_parts.iter().map(|p| p.len()).sum();
+        if len > MAX_FIELD_LEN {
+            // Beyond a varint32 length: `put` clamps the joined value the documented way.
+            self.put(key, &value_parts.concat());
+            return;
+        }
+        self.rep.reserve(1 + 5 + key.len() + 5 + len);
+        self.rep.push(ValueType::Value as u8);
+        put_length_prefixed(&mut self.rep, key);
+        put_varint32(&mut self.rep, len as u32);
+        for p in value_parts {
+            self.rep.extend_from_slice(p);
+        }
+        self.set_count(self.count().saturating_add(1));
+    }
+
     /// Adds a deletion of `key`.
     pub fn delete(&mut self, key: &[u8]) {
         self.push(ValueType::Deletion, key, None);

@@ -132,10 +132,55 @@ pub fn parse<'a>(ikey: &'a [u8], file: &std::path::Path, offset: u64) -> Result<
 /// Orders internal keys: user key ascending, then trailer (sequence, type) descending.
 #[inline]
 pub fn compare(a: &[u8], b: &[u8]) -> Ordering {
-    match user_key(a).cmp(user_key(b)) {
+    match compare_bytes(user_key(a), user_key(b)) {
         Ordering::Equal => trailer(b).cmp(&trailer(a)),
         o => o,
     }
+}
+
+/// Length of a user-key prefix ([`key_prefix`]).
+pub const PREFIX_BYTES: usize = 16;
+
+/// The first [`PREFIX_BYTES`] of `user` as two big-endian words (zero-padded), so that
+/// comparing prefixes as integers orders them as bytes: a smaller prefix means a smaller
+/// key, and only keys with equal prefixes need comparing in full.
+#[inline]
+pub fn key_prefix(user: &[u8]) -> [u64; 2] {
+    let mut b = [0u8; PREFIX_BYTES];
+    let n = user.len().min(PREFIX_BYTES);
+    if let (Some(dst), Some(src)) = (b.get_mut(..n), user.get(..n)) {
+        dst.copy_from_slice(src);
+    }
+    let (hi, lo) = b.split_at(8);
+    [
+        u64::from_be_bytes(hi.try_into().unwrap_or_default()),
+        u64::from_be_bytes(lo.try_into().unwrap_or_default()),
+    ]
+}
+
+/// Bytewise order, as `<[u8]>::cmp`, eight bytes at a time and inline: user keys are
+/// usually short, where a `memcmp` call costs more than the comparison itself.
+#[inline]
+pub fn compare_bytes(a: &[u8], b: &[u8]) -> Ordering {
+    for (x, y) in a.chunks_exact(8).zip(b.chunks_exact(8)) {
+        let x = u64::from_be_bytes(x.try_into().unwrap_or_default());
+        let y = u64::from_be_bytes(y.try_into().unwrap_or_default());
+        if x != y {
+            return x.cmp(&y);
+        }
+    }
+    // At least one side ran out of whole words; both consumed the same number.
+    let done = a.len().min(b.len()) & !7;
+    let (rest_a, rest_b) = (
+        a.get(done..).unwrap_or_default(),
+        b.get(done..).unwrap_or_default(),
+    );
+    for (x, y) in rest_a.iter().zip(rest_b) {
+        if x != y {
+            return x.cmp(y);
+        }
+    }
+    rest_a.len().cmp(&rest_b.len())
 }
 
 /// An owned internal key ordered by [`compare`]; used as the memtable's and

@@ -100,31 +100,6 @@ impl EngineStats {
         }
     }
 
-    pub(crate) fn count_command(&self) {
-        self.commands.fetch_add(1, Ordering::Relaxed);
-    }
-
-    pub(crate) fn record_latency(&self, d: Duration) {
-        let micros = u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
-        let bucket = LATENCY_BOUNDS_MICROS
-            .iter()
-            .position(|&b| micros <= b)
-            .unwrap_or(LATENCY_BOUNDS_MICROS.len());
-        if let Some(c) = self.latency.get(bucket) {
-            c.fetch_add(1, Ordering::Relaxed);
-        }
-        self.latency_sum_micros.fetch_add(micros, Ordering::Relaxed);
-    }
-
-    pub(crate) fn hit(&self, found: bool) {
-        let c = if found {
-            &self.keyspace_hits
-        } else {
-            &self.keyspace_misses
-        };
-        c.fetch_add(1, Ordering::Relaxed);
-    }
-
     /// Command latency as a cumulative histogram: `(upper bound in microseconds,
     /// commands at or under it)` per bound of [`LATENCY_BOUNDS_MICROS`], then the total
     /// count and the sum in microseconds.
@@ -137,6 +112,94 @@ impl EngineStats {
         }
         let total = cumulative + self.latency.last().map_or(0, |c| c.load(Ordering::Relaxed));
         (out, total, self.latency_sum_micros.load(Ordering::Relaxed))
+    }
+}
+
+/// One session's counts not yet added to [`EngineStats`]: a command updates these plain
+/// integers and the session adds them to the shared atomics after a batch of commands
+/// (and before any command that is not fast, such as INFO), so that commands on
+/// different cores do not contend for the counters' cache lines.
+#[derive(Debug, Default)]
+pub(crate) struct LocalStats {
+    commands: u64,
+    net_input_bytes: u64,
+    net_output_bytes: u64,
+    hits: u64,
+    misses: u64,
+    latency: [u64; LATENCY_BUCKETS],
+    latency_sum_micros: u64,
+}
+
+impl LocalStats {
+    pub(crate) fn count_command(&mut self) {
+        self.commands += 1;
+    }
+
+    pub(crate) fn count_net(&mut self, input: usize, output: usize) {
+        self.net_input_bytes += input as u64;
+        self.net_output_bytes += output as u64;
+    }
+
+    pub(crate) fn record_latency(&mut self, d: Duration) {
+        self.record_latency_n(d, 1);
+    }
+
+    /// Records `n` commands that each took `d`.
+    pub(crate) fn record_latency_n(&mut self, d: Duration, n: u64) {
+        let micros = u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+        let bucket = LATENCY_BOUNDS_MICROS
+            .iter()
+            .position(|&b| micros <= b)
+            .unwrap_or(LATENCY_BOUNDS_MICROS.len());
+        if let Some(c) = self.latency.get_mut(bucket) {
+            *c += n;
+        }
+        self.latency_sum_micros = self
+            .latency_sum_micros
+            .saturating_add(micros.saturating_mul(n));
+    }
+
+    pub(crate) fn hit(&mut self, found: bool) {
+        if found {
+            self.hits += 1;
+        } else {
+            self.misses += 1;
+        }
+    }
+
+    /// Adds `other`'s counts to these and zeroes `other`.
+    pub(crate) fn absorb(&mut self, other: &mut LocalStats) {
+        self.commands += other.commands;
+        self.net_input_bytes += other.net_input_bytes;
+        self.net_output_bytes += other.net_output_bytes;
+        self.hits += other.hits;
+        self.misses += other.misses;
+        for (a, b) in self.latency.iter_mut().zip(other.latency) {
+            *a += b;
+        }
+        self.latency_sum_micros = self
+            .latency_sum_micros
+            .saturating_add(other.latency_sum_micros);
+        *other = LocalStats::default();
+    }
+
+    /// Adds the counts to `shared` and zeroes them.
+    pub(crate) fn merge_into(&mut self, shared: &EngineStats) {
+        let add = |c: &AtomicU64, v: u64| {
+            if v != 0 {
+                c.fetch_add(v, Ordering::Relaxed);
+            }
+        };
+        add(&shared.commands, self.commands);
+        add(&shared.net_input_bytes, self.net_input_bytes);
+        add(&shared.net_output_bytes, self.net_output_bytes);
+        add(&shared.keyspace_hits, self.hits);
+        add(&shared.keyspace_misses, self.misses);
+        for (c, v) in shared.latency.iter().zip(self.latency) {
+            add(c, v);
+        }
+        add(&shared.latency_sum_micros, self.latency_sum_micros);
+        *self = LocalStats::default();
     }
 }
 
@@ -213,6 +276,7 @@ impl Engine {
                 watched: Vec::new(),
                 dirty: Arc::new(AtomicBool::new(false)),
                 action: None,
+                stats: LocalStats::default(),
             },
         })
     }

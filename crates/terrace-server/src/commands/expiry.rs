@@ -4,8 +4,8 @@ use super::arg::{int, is};
 use super::{CmdResult, Ctx, Fail};
 use crate::resp::Reply;
 
-fn key(args: &[Vec<u8>]) -> &[u8] {
-    args.get(1).map_or(&[], Vec::as_slice)
+fn key<'a>(args: &[&'a [u8]]) -> &'a [u8] {
+    args.get(1).copied().unwrap_or_default()
 }
 
 /// How the EXPIRE family reads its time argument.
@@ -17,8 +17,8 @@ enum Unit {
     AbsMillis,
 }
 
-fn expire_generic(ctx: &mut Ctx<'_>, args: &[Vec<u8>], unit: Unit, cmd: &str) -> CmdResult {
-    let n = int(args.get(2).map_or(&[], Vec::as_slice))?;
+fn expire_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], unit: Unit, cmd: &str) -> CmdResult {
+    let n = int(args.get(2).copied().unwrap_or_default())?;
     let (mut nx, mut xx, mut gt, mut lt) = (false, false, false, false);
     for opt in args.iter().skip(3) {
         if is(opt, "nx") {
@@ -75,24 +75,24 @@ fn expire_generic(ctx: &mut Ctx<'_>, args: &[Vec<u8>], unit: Unit, cmd: &str) ->
     Ok(Reply::Integer(1))
 }
 
-pub(crate) fn expire(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn expire(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     expire_generic(ctx, args, Unit::RelSeconds, "expire")
 }
 
-pub(crate) fn pexpire(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn pexpire(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     expire_generic(ctx, args, Unit::RelMillis, "pexpire")
 }
 
-pub(crate) fn expireat(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn expireat(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     expire_generic(ctx, args, Unit::AbsSeconds, "expireat")
 }
 
-pub(crate) fn pexpireat(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn pexpireat(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     expire_generic(ctx, args, Unit::AbsMillis, "pexpireat")
 }
 
 /// -2 for a missing key, -1 for a persistent one, else `f(expire_at_ms)`.
-fn ttl_generic(ctx: &mut Ctx<'_>, args: &[Vec<u8>], f: impl Fn(u64, u64) -> i64) -> CmdResult {
+fn ttl_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], f: impl Fn(u64, u64) -> i64) -> CmdResult {
     Ok(Reply::Integer(
         match ctx.engine.store.get(key(args), ctx.now_ms)? {
             None => -2,
@@ -105,25 +105,25 @@ fn to_i64(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 
-pub(crate) fn ttl(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn ttl(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     ttl_generic(ctx, args, |at, now| {
         to_i64((at.saturating_sub(now) + 500) / 1000)
     })
 }
 
-pub(crate) fn pttl(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn pttl(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     ttl_generic(ctx, args, |at, now| to_i64(at.saturating_sub(now)))
 }
 
-pub(crate) fn expiretime(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn expiretime(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     ttl_generic(ctx, args, |at, _| to_i64(at / 1000))
 }
 
-pub(crate) fn pexpiretime(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn pexpiretime(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     ttl_generic(ctx, args, |at, _| to_i64(at))
 }
 
-pub(crate) fn persist(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn persist(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     match ctx.engine.store.get(key(args), ctx.now_ms)? {
         Some(mut v) if v.expire_at_ms.is_some() => {
             v.expire_at_ms = None;

@@ -8,28 +8,28 @@ use super::glob::glob_match;
 use super::{CmdResult, Ctx, Fail};
 use crate::resp::Reply;
 
-fn arg(args: &[Vec<u8>], i: usize) -> &[u8] {
-    args.get(i).map_or(&[], Vec::as_slice)
+fn arg<'a>(args: &[&'a [u8]], i: usize) -> &'a [u8] {
+    args.get(i).copied().unwrap_or_default()
 }
 
-pub(crate) fn del(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn del(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let mut gone = Vec::new();
     for k in args.iter().skip(1) {
         if !gone.contains(k) && ctx.engine.store.get(k, ctx.now_ms)?.is_some() {
-            gone.push(k.clone());
+            gone.push(*k);
         }
     }
     let n = gone.len() as i64;
     if n > 0 {
         ctx.engine
             .store
-            .apply(gone.into_iter().map(|k| (k, None)).collect())?;
+            .apply(gone.into_iter().map(|k| (k.to_vec(), None)).collect())?;
     }
     Ok(Reply::Integer(n))
 }
 
 /// EXISTS and TOUCH: how many of the keys exist (repeats count again, as in Redis).
-pub(crate) fn exists(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn exists(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let mut n = 0;
     for k in args.iter().skip(1) {
         if ctx.engine.store.get(k, ctx.now_ms)?.is_some() {
@@ -39,7 +39,7 @@ pub(crate) fn exists(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
     Ok(Reply::Integer(n))
 }
 
-pub(crate) fn type_of(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn type_of(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let t = match ctx.engine.store.get(arg(args, 1), ctx.now_ms)? {
         Some(_) => "string",
         None => "none",
@@ -47,7 +47,7 @@ pub(crate) fn type_of(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
     Ok(Reply::Status(t.to_string()))
 }
 
-fn rename_inner(ctx: &mut Ctx<'_>, args: &[Vec<u8>], nx: bool) -> CmdResult {
+fn rename_inner(ctx: &mut Ctx<'_>, args: &[&[u8]], nx: bool) -> CmdResult {
     let (src, dst) = (arg(args, 1), arg(args, 2));
     let Some(v) = ctx.engine.store.get(src, ctx.now_ms)? else {
         return Err(Fail::err("no such key"));
@@ -64,15 +64,15 @@ fn rename_inner(ctx: &mut Ctx<'_>, args: &[Vec<u8>], nx: bool) -> CmdResult {
     Ok(if nx { Reply::Integer(1) } else { Reply::Ok })
 }
 
-pub(crate) fn rename(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn rename(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     rename_inner(ctx, args, false)
 }
 
-pub(crate) fn renamenx(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn renamenx(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     rename_inner(ctx, args, true)
 }
 
-pub(crate) fn copy(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn copy(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let mut replace = false;
     let mut i = 3;
     while let Some(opt) = args.get(i) {
@@ -102,7 +102,7 @@ pub(crate) fn copy(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
     Ok(Reply::Integer(1))
 }
 
-pub(crate) fn dbsize(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn dbsize(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
     let mut n = 0i64;
     ctx.engine.store.for_each_from(b"", ctx.now_ms, |_, _| {
         n += 1;
@@ -111,7 +111,7 @@ pub(crate) fn dbsize(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> CmdResult {
     Ok(Reply::Integer(n))
 }
 
-pub(crate) fn flushdb(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn flushdb(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     match args.get(1) {
         None => {}
         Some(a) if args.len() == 2 && (is(a, "sync") || is(a, "async")) => {}
@@ -121,12 +121,12 @@ pub(crate) fn flushdb(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
     Ok(Reply::Ok)
 }
 
-pub(crate) fn keys(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn keys(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let pattern = arg(args, 1);
     let mut out = Vec::new();
     ctx.engine.store.for_each_from(b"", ctx.now_ms, |k, _| {
         if glob_match(pattern, k, false) {
-            out.push(Reply::Bulk(k.to_vec()));
+            out.push(Reply::Bulk(k.to_vec().into()));
         }
         true
     })?;
@@ -135,7 +135,7 @@ pub(crate) fn keys(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
 
 /// SCAN cursor [MATCH pattern] [COUNT n] [TYPE type]: walks the keys in order; the cursor
 /// names the key to resume from (kept by the server; an unknown cursor restarts).
-pub(crate) fn scan(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn scan(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let cursor = std::str::from_utf8(arg(args, 1))
         .ok()
         .and_then(|s| s.parse::<u64>().ok())
@@ -147,7 +147,7 @@ pub(crate) fn scan(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
             return Err(Fail::syntax());
         };
         if is(opt, "match") {
-            pattern = Some(value.clone());
+            pattern = Some(*value);
         } else if is(opt, "count") {
             let n = int(value)?;
             if n < 1 {
@@ -176,19 +176,19 @@ pub(crate) fn scan(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
         }
         visited += 1;
         let type_ok = type_filter.as_deref().is_none_or(|t| t == b"string");
-        if type_ok && pattern.as_deref().is_none_or(|p| glob_match(p, k, false)) {
-            out.push(Reply::Bulk(k.to_vec()));
+        if type_ok && pattern.is_none_or(|p| glob_match(p, k, false)) {
+            out.push(Reply::Bulk(k.to_vec().into()));
         }
         true
     })?;
     let next = resume.map_or(0, |k| ctx.engine.save_cursor(k));
     Ok(Reply::Array(vec![
-        Reply::Bulk(next.to_string().into_bytes()),
+        Reply::Bulk(next.to_string().into_bytes().into()),
         Reply::Array(out),
     ]))
 }
 
-pub(crate) fn randomkey(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn randomkey(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
     let probe: [u8; 8] = rand::thread_rng().gen();
     let mut found = None;
     for start in [probe.as_slice(), b""] {
@@ -205,7 +205,7 @@ pub(crate) fn randomkey(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> CmdResult {
 
 /// TRANGE start count: up to `count` live keys from `start` (inclusive) in byte order,
 /// as a flat array of key, value, key, value... (YCSB workload E's scan).
-pub(crate) fn trange(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn trange(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     if args.len() != 3 {
         return Err(Fail::syntax());
     }
@@ -215,8 +215,8 @@ pub(crate) fn trange(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
         ctx.engine
             .store
             .for_each_from(arg(args, 1), ctx.now_ms, |k, v| {
-                out.push(Reply::Bulk(k.to_vec()));
-                out.push(Reply::Bulk(v.data.clone()));
+                out.push(Reply::Bulk(k.to_vec().into()));
+                out.push(Reply::Bulk(v.data.clone().into()));
                 out.len() < count * 2
             })?;
     }

@@ -4,12 +4,17 @@
 //! Owns: [`Engine`] (the store, runtime configuration, clients, statistics) and
 //! [`Session`] (one client's state: protocol, authentication, MULTI queue, WATCHed keys).
 //! Must not touch: sockets or byte framing; a transport feeds argument vectors to
-//! [`Session::execute`] and writes the [`Reply`] it returns.
+//! [`Session::execute`] and writes the [`Reply`] it returns, or gathers a connection's
+//! consecutive SETs and GETs into a [`Run`] ([`Session::gather`]) that
+//! [`Engine::execute_runs`] executes with other connections' runs, and runs the other
+//! commands with [`Session::execute_into`].
 //! Concurrency: `Engine` is `Send + Sync` and shared by every session. Every command holds
 //! the store's `exclusive` lock shared (EXEC and FLUSHDB hold it exclusively, which makes
 //! transactions atomic and isolated); write commands also lock the stripes of their keys,
-//! so read-modify-write commands never lose updates. No lock is held across I/O waits of
-//! the transport: commands are synchronous.
+//! so read-modify-write commands never lose updates; a group of runs commits its
+//! writes under the stripes of all their keys. No lock is held across I/O waits of the
+//! transport: commands and run executions are synchronous. Statistics are counted per session and added to
+//! the shared counters after each batch of commands.
 
 mod arg;
 mod engine;
@@ -17,6 +22,7 @@ mod expiry;
 mod glob;
 mod info;
 mod keyspace;
+mod run;
 mod server;
 mod store;
 mod strings;
@@ -25,9 +31,12 @@ mod txn;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
+use engine::LocalStats;
 pub use engine::{Engine, EngineStats};
-use table::{CommandSpec, EXCLUSIVE, NOAUTH, NOQUEUE, WRITE};
+pub use run::{Gathered, Run};
+use table::{CommandSpec, EXCLUSIVE, FAST, NOAUTH, NOQUEUE, WRITE};
 
 use crate::resp::{Protocol, Reply};
 use crate::value::{now_ms, ValueError};
@@ -59,6 +68,8 @@ pub(crate) struct SessionState {
     /// Set by the store when a watched key is written.
     pub(crate) dirty: Arc<AtomicBool>,
     pub(crate) action: Option<Action>,
+    /// Counts not yet added to the engine's statistics.
+    pub(crate) stats: LocalStats,
 }
 
 /// What a command handler sees.
@@ -125,53 +136,95 @@ impl Session {
     }
 
     /// Runs one command; `None` for an empty command, which gets no reply.
-    pub fn execute(&mut self, args: &[Vec<u8>]) -> Option<Reply> {
-        let name = args.first()?.to_ascii_lowercase();
-        let engine = Arc::clone(&self.engine);
-        engine.stats.count_command();
-        let Some(spec) = table::lookup(&name) else {
-            self.flag_multi_error();
-            return Some(Reply::err(unknown_command(args)));
-        };
-        if !spec.arity_ok(args.len()) {
-            self.flag_multi_error();
-            return Some(Reply::err(format!(
-                "wrong number of arguments for '{}' command",
-                spec.name
-            )));
-        }
-        if !self.st.authenticated && spec.flags & NOAUTH == 0 && engine.requires_auth() {
-            self.flag_multi_error();
-            return Some(Reply::Error("NOAUTH Authentication required.".to_string()));
-        }
-        if let Some(queue) = &mut self.st.multi {
-            if spec.flags & NOQUEUE == 0 {
-                queue.push(args.to_vec());
-                return Some(Reply::Status("QUEUED".to_string()));
-            }
-        }
-        let started = std::time::Instant::now();
-        let reply = run(&engine, &mut self.st, spec, args);
-        engine.stats.record_latency(started.elapsed());
-        Some(reply)
+    pub fn execute(&mut self, args: &[&[u8]]) -> Option<Reply> {
+        let reply = execute(&self.engine, &mut self.st, args);
+        self.st.stats.merge_into(&self.engine.stats);
+        reply
     }
 
+    /// Runs one command and appends its reply to `out` in the session's protocol. An
+    /// empty command gets no reply, nor does a SHUTDOWN that stops the server: check
+    /// [`Session::take_action`] after each command. Execute any gathered [`Run`] first.
+    pub fn execute_into(&mut self, args: &[&[u8]], out: &mut Vec<u8>) {
+        let reply = execute(&self.engine, &mut self.st, args);
+        // Redis closes the connection without a reply to a successful SHUTDOWN.
+        if self.st.action != Some(Action::Shutdown) {
+            if let Some(reply) = reply {
+                reply.write(self.st.protocol, out);
+            }
+        }
+    }
+
+    /// Counts `bytes` read from the client (INFO's `total_net_input_bytes`).
+    pub fn count_input(&mut self, bytes: usize) {
+        self.st.stats.count_net(bytes, 0);
+    }
+
+    /// Counts `bytes` written to the client (INFO's `total_net_output_bytes`).
+    pub fn count_output(&mut self, bytes: usize) {
+        self.st.stats.count_net(0, bytes);
+    }
+
+    /// Adds this session's statistics to the engine's (after a batch of commands).
+    pub fn publish_stats(&mut self) {
+        self.st.stats.merge_into(&self.engine.stats);
+    }
+}
+
+impl SessionState {
     fn flag_multi_error(&mut self) {
-        if self.st.multi.is_some() {
-            self.st.multi_error = true;
+        if self.multi.is_some() {
+            self.multi_error = true;
         }
     }
 }
 
+/// Runs one command for `st`: the checks every command passes (known name, arity,
+/// authentication, MULTI queueing), then its handler under its locks.
+fn execute(engine: &Engine, st: &mut SessionState, args: &[&[u8]]) -> Option<Reply> {
+    let name = args.first()?;
+    st.stats.count_command();
+    let Some(spec) = table::lookup(name) else {
+        st.flag_multi_error();
+        return Some(Reply::err(unknown_command(args)));
+    };
+    if !spec.arity_ok(args.len()) {
+        st.flag_multi_error();
+        return Some(Reply::err(format!(
+            "wrong number of arguments for '{}' command",
+            spec.name
+        )));
+    }
+    if !st.authenticated && spec.flags & NOAUTH == 0 && engine.requires_auth() {
+        st.flag_multi_error();
+        return Some(Reply::Error("NOAUTH Authentication required.".to_string()));
+    }
+    if let Some(queue) = &mut st.multi {
+        if spec.flags & NOQUEUE == 0 {
+            queue.push(args.iter().map(|a| a.to_vec()).collect());
+            return Some(Reply::Status("QUEUED".to_string()));
+        }
+    }
+    if spec.flags & FAST == 0 {
+        // Slow commands (INFO among them) see this session's counts so far.
+        st.stats.merge_into(&engine.stats);
+    }
+    let started = Instant::now();
+    let reply = run(engine, st, spec, args);
+    st.stats.record_latency(started.elapsed());
+    Some(reply)
+}
+
 impl Drop for Session {
     fn drop(&mut self) {
+        self.st.stats.merge_into(&self.engine.stats);
         self.engine.store.unwatch(&self.st.watched, &self.st.dirty);
         self.engine.disconnect(self.st.id);
     }
 }
 
 /// Runs `spec` under the locks its flags ask for.
-fn run(engine: &Engine, st: &mut SessionState, spec: &CommandSpec, args: &[Vec<u8>]) -> Reply {
+fn run(engine: &Engine, st: &mut SessionState, spec: &CommandSpec, args: &[&[u8]]) -> Reply {
     let mut ctx = Ctx {
         engine,
         st,
@@ -186,7 +239,7 @@ fn run(engine: &Engine, st: &mut SessionState, spec: &CommandSpec, args: &[Vec<u
             engine.store.lock_keys(
                 spec.key_positions(args.len())
                     .filter_map(|i| args.get(i))
-                    .map(Vec::as_slice),
+                    .copied(),
             )
         } else {
             Vec::new()
@@ -197,18 +250,14 @@ fn run(engine: &Engine, st: &mut SessionState, spec: &CommandSpec, args: &[Vec<u
 }
 
 /// Runs a command with no locking: the caller (EXEC) holds the store exclusively.
-pub(crate) fn run_locked(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
-    let name = args
-        .first()
-        .map(|a| a.to_ascii_lowercase())
-        .unwrap_or_default();
-    match table::lookup(&name) {
+pub(crate) fn run_locked(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
+    match table::lookup(args.first().copied().unwrap_or_default()) {
         Some(spec) => (spec.handler)(ctx, args).unwrap_or_else(Fail::into_reply),
         None => Reply::err(unknown_command(args)),
     }
 }
 
-fn unknown_command(args: &[Vec<u8>]) -> String {
+fn unknown_command(args: &[&[u8]]) -> String {
     let name = args
         .first()
         .map(|a| String::from_utf8_lossy(a))

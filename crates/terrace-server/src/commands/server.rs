@@ -13,33 +13,33 @@ use crate::resp::{Protocol, Reply};
 /// The Redis version reported to clients (they gate features on it).
 pub(crate) const REDIS_VERSION: &str = "7.0.15";
 
-fn arg(args: &[Vec<u8>], i: usize) -> &[u8] {
-    args.get(i).map_or(&[], Vec::as_slice)
+fn arg<'a>(args: &[&'a [u8]], i: usize) -> &'a [u8] {
+    args.get(i).copied().unwrap_or_default()
 }
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-pub(crate) fn ping(_ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn ping(_ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     match args.len() {
         1 => Ok(Reply::Status("PONG".to_string())),
-        2 => Ok(Reply::Bulk(arg(args, 1).to_vec())),
+        2 => Ok(Reply::Bulk(arg(args, 1).to_vec().into())),
         _ => Err(Fail::err("wrong number of arguments for 'ping' command")),
     }
 }
 
-pub(crate) fn echo(_ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
-    Ok(Reply::Bulk(arg(args, 1).to_vec()))
+pub(crate) fn echo(_ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    Ok(Reply::Bulk(arg(args, 1).to_vec().into()))
 }
 
-pub(crate) fn time(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn time(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
     let micros = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(ctx.now_ms * 1000, |d| d.as_micros() as u64);
     Ok(Reply::Array(vec![
-        Reply::Bulk((micros / 1_000_000).to_string().into_bytes()),
-        Reply::Bulk((micros % 1_000_000).to_string().into_bytes()),
+        Reply::Bulk((micros / 1_000_000).to_string().into_bytes().into()),
+        Reply::Bulk((micros % 1_000_000).to_string().into_bytes().into()),
     ]))
 }
 
@@ -59,7 +59,7 @@ fn check_password(ctx: &mut Ctx<'_>, user: &[u8], pass: &[u8]) -> Result<(), Fai
     )))
 }
 
-pub(crate) fn auth(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn auth(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let (user, pass) = match args.len() {
         2 => (b"default".as_slice(), arg(args, 1)),
         3 => (arg(args, 1), arg(args, 2)),
@@ -75,7 +75,7 @@ pub(crate) fn auth(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
     Ok(Reply::Ok)
 }
 
-pub(crate) fn hello(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn hello(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let mut proto = ctx.st.protocol;
     let mut i = 1;
     if let Some(v) = args.get(1) {
@@ -117,7 +117,7 @@ pub(crate) fn hello(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
         set_name(ctx, n.as_bytes())?;
     }
     ctx.st.protocol = proto;
-    let b = |s: &str| Reply::Bulk(s.as_bytes().to_vec());
+    let b = |s: &str| Reply::Bulk(s.as_bytes().to_vec().into());
     Ok(Reply::Map(vec![
         (b("server"), b("redis")),
         (b("version"), b(REDIS_VERSION)),
@@ -132,7 +132,7 @@ pub(crate) fn hello(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
     ]))
 }
 
-pub(crate) fn select(_ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn select(_ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     match int(arg(args, 1)) {
         Ok(0) => Ok(Reply::Ok),
         Ok(_) => Err(Fail::err("DB index is out of range")),
@@ -140,12 +140,12 @@ pub(crate) fn select(_ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
     }
 }
 
-pub(crate) fn quit(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn quit(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
     ctx.st.action = Some(Action::Close);
     Ok(Reply::Ok)
 }
 
-pub(crate) fn shutdown(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn shutdown(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     for a in args.iter().skip(1) {
         if !["nosave", "save", "now", "force", "abort"]
             .iter()
@@ -161,13 +161,15 @@ pub(crate) fn shutdown(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
     Ok(Reply::Ok)
 }
 
-pub(crate) fn info(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn info(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let wanted: Vec<String> = args
         .iter()
         .skip(1)
         .map(|a| text(a).to_ascii_lowercase())
         .collect();
-    Ok(Reply::Bulk(super::info::render(ctx, &wanted)?.into_bytes()))
+    Ok(Reply::Bulk(
+        super::info::render(ctx, &wanted)?.into_bytes().into(),
+    ))
 }
 
 /// The settings CONFIG GET reports, with their current values.
@@ -228,7 +230,7 @@ fn config_set(ctx: &mut Ctx<'_>, name: &str, value: &[u8]) -> Result<(), Fail> {
     Ok(())
 }
 
-pub(crate) fn config(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn config(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let sub = text(arg(args, 1)).to_ascii_lowercase();
     match sub.as_str() {
         "get" if args.len() >= 3 => {
@@ -241,8 +243,8 @@ pub(crate) fn config(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
                     .any(|p| glob_match(p, name.as_bytes(), true))
                 {
                     out.push((
-                        Reply::Bulk(name.as_bytes().to_vec()),
-                        Reply::Bulk(value.into_bytes()),
+                        Reply::Bulk(name.as_bytes().to_vec().into()),
+                        Reply::Bulk(value.into_bytes().into()),
                     ));
                 }
             }
@@ -290,7 +292,7 @@ fn client_line(id: u64, c: &super::engine::ClientInfo) -> String {
     )
 }
 
-pub(crate) fn client(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn client(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let sub = text(arg(args, 1)).to_ascii_lowercase();
     match (sub.as_str(), args.len()) {
         ("setname", 3) => {
@@ -305,7 +307,7 @@ pub(crate) fn client(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
                 .get(&ctx.st.id)
                 .map(|c| c.name.clone());
             Ok(match name {
-                Some(n) if !n.is_empty() => Reply::Bulk(n.into_bytes()),
+                Some(n) if !n.is_empty() => Reply::Bulk(n.into_bytes().into()),
                 _ => Reply::Nil,
             })
         }
@@ -339,7 +341,7 @@ pub(crate) fn client(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
             } else {
                 clients.iter().map(|(id, c)| client_line(*id, c)).collect()
             };
-            Ok(Reply::Bulk(out.into_bytes()))
+            Ok(Reply::Bulk(out.into_bytes().into()))
         }
         ("no-evict" | "no-touch", 3) => Ok(Reply::Ok),
         _ => Err(Fail::err(format!(
@@ -351,7 +353,7 @@ pub(crate) fn client(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
 
 fn command_info(c: &CommandSpec) -> Reply {
     Reply::Array(vec![
-        Reply::Bulk(c.name.as_bytes().to_vec()),
+        Reply::Bulk(c.name.as_bytes().to_vec().into()),
         Reply::Integer(i64::from(c.arity)),
         Reply::Set(
             c.flag_names()
@@ -370,7 +372,7 @@ fn command_info(c: &CommandSpec) -> Reply {
 }
 
 fn command_docs(c: &CommandSpec) -> (Reply, Reply) {
-    let b = |s: &str| Reply::Bulk(s.as_bytes().to_vec());
+    let b = |s: &str| Reply::Bulk(s.as_bytes().to_vec().into());
     (
         b(c.name),
         Reply::Map(vec![
@@ -381,7 +383,7 @@ fn command_docs(c: &CommandSpec) -> (Reply, Reply) {
     )
 }
 
-pub(crate) fn command(_ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn command(_ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let sub = text(arg(args, 1)).to_ascii_lowercase();
     let named = |i: usize| -> Vec<Option<&'static CommandSpec>> {
         args.iter()
@@ -408,7 +410,7 @@ pub(crate) fn command(_ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
         "list" => Ok(Reply::Array(
             COMMANDS
                 .iter()
-                .map(|c| Reply::Bulk(c.name.as_bytes().to_vec()))
+                .map(|c| Reply::Bulk(c.name.as_bytes().to_vec().into()))
                 .collect(),
         )),
         _ => Err(Fail::err(format!(

@@ -6,17 +6,18 @@ use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
+use bytes::Bytes;
 use parking_lot::{Mutex, MutexGuard, RwLock};
 use terrace::{Db, ReadOptions, WriteBatch, WriteOptions};
 
 use super::Fail;
-use crate::value::StoredValue;
+use crate::value::{split_header, StoredValue, ValueHeader};
 
 /// One write of a batch: a put (`Some`) or a delete (`None`).
 pub(crate) type Op = (Vec<u8>, Option<StoredValue>);
 
 /// Number of key-hash stripes serialising read-modify-write commands.
-const STRIPES: usize = 1024;
+pub(crate) const STRIPES: usize = 1024;
 
 /// The engine plus what commands need around it. `Send + Sync`.
 pub(crate) struct Store {
@@ -35,7 +36,8 @@ struct Watches {
     map: Mutex<HashMap<Vec<u8>, Vec<Weak<AtomicBool>>>>,
 }
 
-fn stripe_of(key: &[u8]) -> usize {
+/// The stripe serialising writes of `key`.
+pub(crate) fn stripe_of(key: &[u8]) -> usize {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     key.hash(&mut h);
     (h.finish() as usize) % STRIPES
@@ -68,17 +70,79 @@ impl Store {
             .collect()
     }
 
+    /// Stripe `i`'s lock, waiting for it.
+    pub(crate) fn lock_stripe(&self, i: usize) -> Option<MutexGuard<'_, ()>> {
+        self.stripes.get(i).map(Mutex::lock)
+    }
+
     /// The live value of `key` at `now_ms`; an expired value reads as absent and is
     /// deleted if its stripe is free.
     pub(crate) fn get(&self, key: &[u8], now_ms: u64) -> Result<Option<StoredValue>, Fail> {
-        let Some(raw) = self.db.get(key)? else {
+        Ok(self
+            .get_shared(key, now_ms)?
+            .map(|(expire_at_ms, data)| StoredValue {
+                expire_at_ms,
+                data: data.to_vec(),
+            }))
+    }
+
+    /// As [`Store::get`], the payload shared with the engine's memtable or block cache
+    /// instead of copied, with its expiry.
+    pub(crate) fn get_shared(
+        &self,
+        key: &[u8],
+        now_ms: u64,
+    ) -> Result<Option<(Option<u64>, Bytes)>, Fail> {
+        let Some(raw) = self.db.get_pinned(&ReadOptions::default(), key)? else {
             return Ok(None);
         };
-        let v = StoredValue::decode_vec(raw).map_err(|e| Fail::corrupt(key, e))?;
-        if !v.is_expired(now_ms) {
-            return Ok(Some(v));
+        let raw = raw.into_bytes();
+        let (expire_at_ms, start) = split_header(&raw).map_err(|e| Fail::corrupt(key, e))?;
+        if expire_at_ms.is_none_or(|at| at > now_ms) {
+            return Ok(Some((expire_at_ms, raw.slice(start.min(raw.len())..))));
         }
-        // Lazy expiry. A command already holding this stripe overwrites or skips the key.
+        self.expire_lazily(key, now_ms)?;
+        Ok(None)
+    }
+
+    /// [`Store::get_shared`] of each of `keys` (payloads only), read at one point in time.
+    pub(crate) fn get_many_shared(
+        &self,
+        keys: &[&[u8]],
+        now_ms: u64,
+    ) -> Result<Vec<Option<Bytes>>, Fail> {
+        self.get_many_shared_at(keys, now_ms, &ReadOptions::default())
+    }
+
+    /// [`Store::get_many_shared`] with `opts` (a snapshot's, say).
+    pub(crate) fn get_many_shared_at(
+        &self,
+        keys: &[&[u8]],
+        now_ms: u64,
+        opts: &ReadOptions,
+    ) -> Result<Vec<Option<Bytes>>, Fail> {
+        let raw = self.db.multi_get_pinned(opts, keys)?;
+        let mut out = Vec::with_capacity(raw.len());
+        for (key, raw) in keys.iter().zip(raw) {
+            let Some(raw) = raw else {
+                out.push(None);
+                continue;
+            };
+            let raw = raw.into_bytes();
+            let (expire_at_ms, start) = split_header(&raw).map_err(|e| Fail::corrupt(key, e))?;
+            if expire_at_ms.is_none_or(|at| at > now_ms) {
+                out.push(Some(raw.slice(start.min(raw.len())..)));
+            } else {
+                self.expire_lazily(key, now_ms)?;
+                out.push(None);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Deletes `key`, read as expired at `now_ms`, if it still is and its stripe is free.
+    fn expire_lazily(&self, key: &[u8], now_ms: u64) -> Result<(), Fail> {
+        // A command already holding this stripe overwrites or skips the key.
         if let Some(_guard) = self.stripes.get(stripe_of(key)).and_then(Mutex::try_lock) {
             if let Some(raw) = self.db.get(key)? {
                 if StoredValue::decode(&raw).is_ok_and(|v| v.is_expired(now_ms)) {
@@ -86,26 +150,43 @@ impl Store {
                 }
             }
         }
-        Ok(None)
+        Ok(())
     }
 
     /// Stores `value` under `key`.
     pub(crate) fn put(&self, key: &[u8], value: &StoredValue) -> Result<(), Fail> {
-        // The hot path of SET: one encoding, one batch sized up front, no copies of the
-        // key or value beyond those.
-        let encoded = value.encode();
-        let mut batch = WriteBatch::with_capacity(11 + key.len() + encoded.len());
-        batch.put(key, &encoded);
+        self.put_data(key, value.expire_at_ms, &value.data)
+    }
+
+    /// Stores the string `data`, expiring at `expire_at_ms`, under `key`.
+    pub(crate) fn put_data(
+        &self,
+        key: &[u8],
+        expire_at_ms: Option<u64>,
+        data: &[u8],
+    ) -> Result<(), Fail> {
+        let mut batch = WriteBatch::with_capacity(20 + key.len() + data.len());
+        put_value(&mut batch, key, expire_at_ms, data);
+        self.write(batch, [key])
+    }
+
+    /// Commits `batch` and then marks the watchers of `keys`, the keys it writes.
+    pub(crate) fn write<'k>(
+        &self,
+        batch: WriteBatch,
+        keys: impl IntoIterator<Item = &'k [u8]>,
+    ) -> Result<(), Fail> {
         self.db.write(batch, self.write_opts)?;
-        self.watches.touch(key);
+        // After the write: a WATCH registered while it ran still sees it.
+        if self.watches.count.load(Ordering::Acquire) > 0 {
+            keys.into_iter().for_each(|k| self.watches.touch(k));
+        }
         Ok(())
     }
 
     /// Deletes `key`.
     pub(crate) fn delete(&self, key: &[u8]) -> Result<(), Fail> {
-        self.db.write(single_delete(key), self.write_opts)?;
-        self.watches.touch(key);
-        Ok(())
+        self.write(single_delete(key), [key])
     }
 
     /// Applies puts (`Some`) and deletes (`None`) atomically, as one engine batch.
@@ -113,15 +194,11 @@ impl Store {
         let mut batch = WriteBatch::new();
         for (k, v) in &ops {
             match v {
-                Some(v) => batch.put(k, &v.encode()),
+                Some(v) => put_value(&mut batch, k, v.expire_at_ms, &v.data),
                 None => batch.delete(k),
             }
         }
-        self.db.write(batch, self.write_opts)?;
-        for (k, _) in &ops {
-            self.watches.touch(k);
-        }
-        Ok(())
+        self.write(batch, ops.iter().map(|(k, _)| k.as_slice()))
     }
 
     /// Deletes every key (the caller holds `exclusive`).
@@ -185,9 +262,6 @@ impl Store {
 
 impl Watches {
     fn touch(&self, key: &[u8]) {
-        if self.count.load(Ordering::Acquire) == 0 {
-            return;
-        }
         if let Some(list) = self.map.lock().get(key) {
             list.iter()
                 .filter_map(Weak::upgrade)
@@ -202,6 +276,16 @@ impl Watches {
                 .for_each(|f| f.store(true, Ordering::Release));
         }
     }
+}
+
+/// Adds a put of a string value (header and payload side by side, no joined copy).
+pub(crate) fn put_value(
+    batch: &mut WriteBatch,
+    key: &[u8],
+    expire_at_ms: Option<u64>,
+    data: &[u8],
+) {
+    batch.put_parts(key, &[ValueHeader::new(expire_at_ms).as_bytes(), data]);
 }
 
 fn single_delete(key: &[u8]) -> WriteBatch {

@@ -10,29 +10,28 @@ use crate::value::StoredValue;
 /// Redis's largest string (and SETRANGE/APPEND target), 512 MiB.
 const MAX_STRING_BYTES: u64 = 512 * 1024 * 1024;
 
-fn key(args: &[Vec<u8>]) -> &[u8] {
-    args.get(1).map_or(&[], Vec::as_slice)
+fn key<'a>(args: &[&'a [u8]]) -> &'a [u8] {
+    args.get(1).copied().unwrap_or_default()
 }
 
-fn val(args: &[Vec<u8>], i: usize) -> &[u8] {
-    args.get(i).map_or(&[], Vec::as_slice)
+fn val<'a>(args: &[&'a [u8]], i: usize) -> &'a [u8] {
+    args.get(i).copied().unwrap_or_default()
 }
 
-pub(crate) fn get(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
-    let v = ctx.engine.store.get(key(args), ctx.now_ms)?;
-    ctx.engine.stats.hit(v.is_some());
-    Ok(Reply::bulk_or_nil(v.map(|v| v.data)))
+pub(crate) fn get(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let v = ctx.engine.store.get_shared(key(args), ctx.now_ms)?;
+    ctx.st.stats.hit(v.is_some());
+    Ok(Reply::bulk_or_nil(v.map(|(_, data)| data)))
 }
 
 /// An expiry option's absolute time in milliseconds.
-fn expire_at(ctx: &Ctx<'_>, unit: &[u8], amount: &[u8], cmd: &str) -> Result<u64, Fail> {
+fn expire_at(now: u64, unit: &[u8], amount: &[u8], cmd: &str) -> Result<u64, Fail> {
     let n = int(amount)?;
     let invalid = || Fail::err(format!("invalid expire time in '{cmd}' command"));
     if n <= 0 {
         return Err(invalid());
     }
     let n = u64::try_from(n).map_err(|_| invalid())?;
-    let now = ctx.now_ms;
     let at = if is(unit, "ex") {
         n.checked_mul(1000).and_then(|ms| ms.checked_add(now))
     } else if is(unit, "px") {
@@ -45,32 +44,66 @@ fn expire_at(ctx: &Ctx<'_>, unit: &[u8], amount: &[u8], cmd: &str) -> Result<u64
     at.filter(|&a| a <= i64::MAX as u64).ok_or_else(invalid)
 }
 
-pub(crate) fn set(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
-    let (mut nx, mut xx, mut keepttl, mut get_old) = (false, false, false, false);
-    let mut expire: Option<u64> = None;
-    let mut i = 3;
-    while let Some(opt) = args.get(i) {
-        let next = args.get(i + 1);
-        if is(opt, "nx") && !xx {
-            nx = true;
-        } else if is(opt, "xx") && !nx {
-            xx = true;
-        } else if is(opt, "get") {
-            get_old = true;
-        } else if is(opt, "keepttl") && expire.is_none() {
-            keepttl = true;
-        } else if ["ex", "px", "exat", "pxat"].iter().any(|n| is(opt, n))
-            && !keepttl
-            && expire.is_none()
-            && next.is_some()
-        {
-            expire = Some(expire_at(ctx, opt, next.map_or(&[], |v| v), "set")?);
+/// SET's options.
+#[derive(Debug, Default)]
+pub(crate) struct SetOptions {
+    nx: bool,
+    xx: bool,
+    keepttl: bool,
+    get_old: bool,
+    /// Absolute expiry in milliseconds (EX, PX, EXAT, PXAT).
+    pub(crate) expire: Option<u64>,
+}
+
+impl SetOptions {
+    /// Parses the options after `SET key value`, expiries relative to `now_ms`.
+    pub(crate) fn parse(args: &[&[u8]], now_ms: u64) -> Result<SetOptions, Fail> {
+        let mut o = SetOptions::default();
+        let mut i = 3;
+        while let Some(opt) = args.get(i) {
+            let next = args.get(i + 1);
+            if is(opt, "nx") && !o.xx {
+                o.nx = true;
+            } else if is(opt, "xx") && !o.nx {
+                o.xx = true;
+            } else if is(opt, "get") {
+                o.get_old = true;
+            } else if is(opt, "keepttl") && o.expire.is_none() {
+                o.keepttl = true;
+            } else if ["ex", "px", "exat", "pxat"].iter().any(|n| is(opt, n))
+                && !o.keepttl
+                && o.expire.is_none()
+                && next.is_some()
+            {
+                o.expire = Some(expire_at(
+                    now_ms,
+                    opt,
+                    next.copied().unwrap_or_default(),
+                    "set",
+                )?);
+                i += 1;
+            } else {
+                return Err(Fail::syntax());
+            }
             i += 1;
-        } else {
-            return Err(Fail::syntax());
         }
-        i += 1;
+        Ok(o)
     }
+
+    /// Whether the SET neither reads the old value nor depends on it: a blind write.
+    pub(crate) fn is_blind(&self) -> bool {
+        !(self.nx || self.xx || self.keepttl || self.get_old)
+    }
+}
+
+pub(crate) fn set(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let SetOptions {
+        nx,
+        xx,
+        keepttl,
+        get_old,
+        expire,
+    } = SetOptions::parse(args, ctx.now_ms)?;
     let k = key(args);
     let old = if nx || xx || get_old || keepttl {
         ctx.engine.store.get(k, ctx.now_ms)?
@@ -92,55 +125,41 @@ pub(crate) fn set(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
     } else {
         expire
     };
-    ctx.engine.store.put(
-        k,
-        &StoredValue {
-            expire_at_ms,
-            data: val(args, 2).to_vec(),
-        },
-    )?;
+    ctx.engine.store.put_data(k, expire_at_ms, val(args, 2))?;
     Ok(if get_old { reply_old(&old) } else { Reply::Ok })
 }
 
-pub(crate) fn setnx(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn setnx(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     if ctx.engine.store.get(key(args), ctx.now_ms)?.is_some() {
         return Ok(Reply::Integer(0));
     }
-    ctx.engine
-        .store
-        .put(key(args), &StoredValue::new(val(args, 2).to_vec()))?;
+    ctx.engine.store.put_data(key(args), None, val(args, 2))?;
     Ok(Reply::Integer(1))
 }
 
-fn set_with_expiry(ctx: &mut Ctx<'_>, args: &[Vec<u8>], unit: &str, cmd: &str) -> CmdResult {
-    let at = expire_at(ctx, unit.as_bytes(), val(args, 2), cmd)?;
-    ctx.engine.store.put(
-        key(args),
-        &StoredValue {
-            expire_at_ms: Some(at),
-            data: val(args, 3).to_vec(),
-        },
-    )?;
+fn set_with_expiry(ctx: &mut Ctx<'_>, args: &[&[u8]], unit: &str, cmd: &str) -> CmdResult {
+    let at = expire_at(ctx.now_ms, unit.as_bytes(), val(args, 2), cmd)?;
+    ctx.engine
+        .store
+        .put_data(key(args), Some(at), val(args, 3))?;
     Ok(Reply::Ok)
 }
 
-pub(crate) fn setex(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn setex(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     set_with_expiry(ctx, args, "ex", "setex")
 }
 
-pub(crate) fn psetex(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn psetex(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     set_with_expiry(ctx, args, "px", "psetex")
 }
 
-pub(crate) fn getset(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn getset(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let old = ctx.engine.store.get(key(args), ctx.now_ms)?;
-    ctx.engine
-        .store
-        .put(key(args), &StoredValue::new(val(args, 2).to_vec()))?;
+    ctx.engine.store.put_data(key(args), None, val(args, 2))?;
     Ok(Reply::bulk_or_nil(old.map(|v| v.data)))
 }
 
-pub(crate) fn getdel(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn getdel(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let old = ctx.engine.store.get(key(args), ctx.now_ms)?;
     if old.is_some() {
         ctx.engine.store.delete(key(args))?;
@@ -148,7 +167,7 @@ pub(crate) fn getdel(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
     Ok(Reply::bulk_or_nil(old.map(|v| v.data)))
 }
 
-pub(crate) fn getex(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn getex(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let mut change: Option<Option<u64>> = None;
     let mut i = 2;
     while let Some(opt) = args.get(i) {
@@ -158,7 +177,7 @@ pub(crate) fn getex(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
             && change.is_none()
             && args.get(i + 1).is_some()
         {
-            change = Some(Some(expire_at(ctx, opt, val(args, i + 1), "getex")?));
+            change = Some(Some(expire_at(ctx.now_ms, opt, val(args, i + 1), "getex")?));
             i += 1;
         } else {
             return Err(Fail::syntax());
@@ -174,20 +193,21 @@ pub(crate) fn getex(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
             ctx.engine.store.put(key(args), &v)?;
         }
     }
-    Ok(Reply::Bulk(v.data))
+    Ok(Reply::Bulk(v.data.into()))
 }
 
-pub(crate) fn mget(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
-    let mut out = Vec::with_capacity(args.len().saturating_sub(1));
-    for k in args.iter().skip(1) {
-        let v = ctx.engine.store.get(k, ctx.now_ms)?;
-        ctx.engine.stats.hit(v.is_some());
-        out.push(Reply::bulk_or_nil(v.map(|v| v.data)));
+pub(crate) fn mget(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let keys = args.get(1..).unwrap_or_default();
+    let values = ctx.engine.store.get_many_shared(keys, ctx.now_ms)?;
+    let mut out = Vec::with_capacity(values.len());
+    for v in values {
+        ctx.st.stats.hit(v.is_some());
+        out.push(Reply::bulk_or_nil(v));
     }
     Ok(Reply::Array(out))
 }
 
-fn pairs(args: &[Vec<u8>], cmd: &str) -> Result<Vec<Op>, Fail> {
+fn pairs(args: &[&[u8]], cmd: &str) -> Result<Vec<Op>, Fail> {
     if args.len().is_multiple_of(2) {
         return Err(Fail::err(format!(
             "wrong number of arguments for '{cmd}' command"
@@ -198,19 +218,19 @@ fn pairs(args: &[Vec<u8>], cmd: &str) -> Result<Vec<Op>, Fail> {
         .unwrap_or_default()
         .chunks(2)
         .filter_map(|p| match p {
-            [k, v] => Some((k.clone(), Some(StoredValue::new(v.clone())))),
+            [k, v] => Some((k.to_vec(), Some(StoredValue::new(v.to_vec())))),
             _ => None,
         })
         .collect())
 }
 
-pub(crate) fn mset(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn mset(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let ops = pairs(args, "mset")?;
     ctx.engine.store.apply(ops)?;
     Ok(Reply::Ok)
 }
 
-pub(crate) fn msetnx(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn msetnx(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let ops = pairs(args, "msetnx")?;
     for (k, _) in &ops {
         if ctx.engine.store.get(k, ctx.now_ms)?.is_some() {
@@ -221,7 +241,7 @@ pub(crate) fn msetnx(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
     Ok(Reply::Integer(1))
 }
 
-pub(crate) fn append(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn append(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let mut v = ctx
         .engine
         .store
@@ -243,12 +263,12 @@ fn check_size(len: u64) -> Result<(), Fail> {
     Ok(())
 }
 
-pub(crate) fn strlen(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn strlen(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let v = ctx.engine.store.get(key(args), ctx.now_ms)?;
     Ok(Reply::Integer(v.map_or(0, |v| v.data.len() as i64)))
 }
 
-pub(crate) fn getrange(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn getrange(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let (start, end) = (int(val(args, 2))?, int(val(args, 3))?);
     let data = ctx
         .engine
@@ -258,18 +278,20 @@ pub(crate) fn getrange(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
         .unwrap_or_default();
     let len = data.len() as i64;
     if len == 0 || (start < 0 && end < 0 && start > end) {
-        return Ok(Reply::Bulk(Vec::new()));
+        return Ok(Reply::Bulk(Vec::new().into()));
     }
     let norm = |i: i64| if i < 0 { (len + i).max(0) } else { i };
     let (s, e) = (norm(start), norm(end).min(len - 1));
     if s > e || s >= len {
-        return Ok(Reply::Bulk(Vec::new()));
+        return Ok(Reply::Bulk(Vec::new().into()));
     }
     let (s, e) = (s as usize, e as usize);
-    Ok(Reply::Bulk(data.get(s..=e).unwrap_or_default().to_vec()))
+    Ok(Reply::Bulk(
+        data.get(s..=e).unwrap_or_default().to_vec().into(),
+    ))
 }
 
-pub(crate) fn setrange(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn setrange(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let offset = int(val(args, 2))?;
     if offset < 0 {
         return Err(Fail::err("offset is out of range"));
@@ -308,20 +330,20 @@ fn incr_by(ctx: &mut Ctx<'_>, k: &[u8], delta: i64) -> CmdResult {
     Ok(Reply::Integer(next))
 }
 
-pub(crate) fn incr(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn incr(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     incr_by(ctx, key(args), 1)
 }
 
-pub(crate) fn decr(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn decr(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     incr_by(ctx, key(args), -1)
 }
 
-pub(crate) fn incrby(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn incrby(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let d = int(val(args, 2))?;
     incr_by(ctx, key(args), d)
 }
 
-pub(crate) fn decrby(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn decrby(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let d = int(val(args, 2))?;
     let neg = d
         .checked_neg()
@@ -329,7 +351,7 @@ pub(crate) fn decrby(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
     incr_by(ctx, key(args), neg)
 }
 
-pub(crate) fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let not_float = || Fail::err("value is not a valid float");
     let delta = parse_f64(val(args, 2)).ok_or_else(not_float)?;
     let mut v = ctx
@@ -344,5 +366,5 @@ pub(crate) fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
     }
     v.data = format_double(next).into_bytes();
     ctx.engine.store.put(key(args), &v)?;
-    Ok(Reply::Bulk(v.data))
+    Ok(Reply::Bulk(v.data.into()))
 }

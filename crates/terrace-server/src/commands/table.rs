@@ -18,7 +18,7 @@ pub(crate) const ADMIN: u32 = 1 << 5;
 /// O(1) or O(log n).
 pub(crate) const FAST: u32 = 1 << 6;
 
-pub(crate) type Handler = fn(&mut Ctx<'_>, &[Vec<u8>]) -> CmdResult;
+pub(crate) type Handler = fn(&mut Ctx<'_>, &[&[u8]]) -> CmdResult;
 
 /// One command.
 pub(crate) struct CommandSpec {
@@ -786,8 +786,16 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     ),
 ];
 
-/// The command named `lower` (lowercase).
-pub(crate) fn lookup(lower: &[u8]) -> Option<&'static CommandSpec> {
+/// Longest command name.
+const MAX_NAME_BYTES: usize = 32;
+
+/// The command named `name`, in any case.
+pub(crate) fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
+    let mut buf = [0u8; MAX_NAME_BYTES];
+    let lower = buf.get_mut(..name.len())?;
+    lower.copy_from_slice(name);
+    lower.make_ascii_lowercase();
+    let lower = &*lower;
     COMMANDS
         .binary_search_by(|c| c.name.as_bytes().cmp(lower))
         .ok()

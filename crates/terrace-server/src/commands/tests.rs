@@ -13,12 +13,12 @@ fn engine(dir: &std::path::Path) -> Arc<Engine> {
 }
 
 fn run(s: &mut Session, line: &str) -> Reply {
-    let args: Vec<Vec<u8>> = line.split(' ').map(|a| a.as_bytes().to_vec()).collect();
+    let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
     s.execute(&args).unwrap()
 }
 
 fn bulk(s: &str) -> Reply {
-    Reply::Bulk(s.as_bytes().to_vec())
+    Reply::Bulk(s.as_bytes().to_vec().into())
 }
 
 fn err(s: &str) -> Reply {
@@ -58,6 +58,15 @@ fn set_options_and_get() {
 }
 
 #[test]
+fn command_names_match_in_any_case() {
+    assert!(table::COMMANDS.iter().all(|c| c.name.len() <= 32));
+    assert_eq!(table::lookup(b"gEt").map(|c| c.name), Some("get"));
+    assert_eq!(table::lookup(b"SET").map(|c| c.name), Some("set"));
+    assert!(table::lookup(b"").is_none());
+    assert!(table::lookup(&[b'a'; 40]).is_none());
+}
+
+#[test]
 fn counters_and_ranges() {
     let tmp = tempfile::tempdir().unwrap();
     let e = engine(tmp.path());
@@ -82,7 +91,10 @@ fn counters_and_ranges() {
     assert_eq!(run(&mut s, "GETRANGE s -5 -1"), bulk("World"));
     assert_eq!(run(&mut s, "GETRANGE s 0 3"), bulk("Hell"));
     assert_eq!(run(&mut s, "SETRANGE z 3 ab"), Reply::Integer(5));
-    assert_eq!(run(&mut s, "GET z"), Reply::Bulk(b"\0\0\0ab".to_vec()));
+    assert_eq!(
+        run(&mut s, "GET z"),
+        Reply::Bulk(b"\0\0\0ab".to_vec().into())
+    );
     assert_eq!(run(&mut s, "STRLEN z"), Reply::Integer(5));
     assert_eq!(run(&mut s, "MSETNX z 1 y 2"), Reply::Integer(0));
     assert_eq!(run(&mut s, "MSETNX x 1 y 2"), Reply::Integer(1));
@@ -112,7 +124,7 @@ fn keyspace_and_expiry() {
             panic!()
         };
         seen.extend(keys.iter().cloned());
-        cursor = String::from_utf8(c.clone()).unwrap();
+        cursor = String::from_utf8(c.to_vec()).unwrap();
         if cursor == "0" {
             break;
         }

@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use super::{is_dirty, run_locked, CmdResult, Ctx, Fail};
 use crate::resp::Reply;
 
-pub(crate) fn multi(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn multi(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
     if ctx.st.multi.is_some() {
         return Err(Fail::err("MULTI calls can not be nested"));
     }
@@ -24,7 +24,7 @@ fn unwatch_all(ctx: &mut Ctx<'_>) {
     ctx.st.dirty.store(false, Ordering::Release);
 }
 
-pub(crate) fn exec(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn exec(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
     let Some(queue) = ctx.st.multi.take() else {
         return Err(Fail::err("EXEC without MULTI"));
     };
@@ -39,11 +39,17 @@ pub(crate) fn exec(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> CmdResult {
     if dirty {
         return Ok(Reply::NilArray);
     }
-    let replies = queue.iter().map(|args| run_locked(ctx, args)).collect();
+    let replies = queue
+        .iter()
+        .map(|owned| {
+            let args: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
+            run_locked(ctx, &args)
+        })
+        .collect();
     Ok(Reply::Array(replies))
 }
 
-pub(crate) fn discard(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn discard(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
     if ctx.st.multi.take().is_none() {
         return Err(Fail::err("DISCARD without MULTI"));
     }
@@ -52,20 +58,20 @@ pub(crate) fn discard(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> CmdResult {
     Ok(Reply::Ok)
 }
 
-pub(crate) fn watch(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn watch(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     if ctx.st.multi.is_some() {
         return Err(Fail::err("WATCH inside MULTI is not allowed"));
     }
     for k in args.iter().skip(1) {
-        if !ctx.st.watched.contains(k) {
+        if !ctx.st.watched.iter().any(|w| w == k) {
             ctx.engine.store.watch(k, &ctx.st.dirty);
-            ctx.st.watched.push(k.clone());
+            ctx.st.watched.push(k.to_vec());
         }
     }
     Ok(Reply::Ok)
 }
 
-pub(crate) fn unwatch(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> CmdResult {
+pub(crate) fn unwatch(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
     unwatch_all(ctx);
     Ok(Reply::Ok)
 }

@@ -1,7 +1,8 @@
 //! One client connection: read, parse every complete command, execute, write the replies
-//! of the whole batch at once (pipelining), repeat.
+//! of the whole batch at once (pipelining), repeat. Consecutive SETs and GETs are
+//! gathered into a [`Run`] that the connection's [`Group`] executes together with other
+//! connections' runs; any other command runs on the connection's task.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use bytes::{Buf, BytesMut};
@@ -9,9 +10,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
-use crate::commands::{Action, Engine, Session};
-use crate::config::Fsync;
-use crate::resp::{parse_command, Parsed, Protocol, Reply};
+use super::group::Group;
+use crate::commands::{Action, Engine, Gathered, Run, Session};
+use crate::resp::{parse_command_into, Frame, Protocol, Reply};
 
 /// Bytes read from the socket at a time (the buffer grows only as data arrives).
 const READ_CHUNK_BYTES: usize = 64 * 1024;
@@ -25,6 +26,7 @@ enum Next {
 
 pub(super) async fn handle(
     engine: Arc<Engine>,
+    group: Arc<Group>,
     mut stream: TcpStream,
     addr: String,
     stop_tx: watch::Sender<bool>,
@@ -39,24 +41,23 @@ pub(super) async fn handle(
             return;
         }
     };
+    let mut conn = Connection {
+        engine: &engine,
+        group: &group,
+        run: Some(Run::new()),
+    };
     let mut buf = BytesMut::with_capacity(16 * 1024);
     let mut out = Vec::with_capacity(16 * 1024);
     loop {
-        let next = if engine.fsync() == Fsync::Always {
-            tokio::task::block_in_place(|| run_batch(&engine, &mut session, &mut buf, &mut out))
-        } else {
-            run_batch(&engine, &mut session, &mut buf, &mut out)
-        };
+        let next = conn.run_batch(&mut session, &mut buf, &mut out).await;
         if !out.is_empty() {
-            engine
-                .stats
-                .net_output_bytes
-                .fetch_add(out.len() as u64, Ordering::Relaxed);
+            session.count_output(out.len());
             if stream.write_all(&out).await.is_err() {
                 return;
             }
             out.clear();
         }
+        session.publish_stats();
         match next {
             Next::Read => {}
             Next::Close => return,
@@ -72,53 +73,128 @@ pub(super) async fn handle(
         tokio::select! {
             read = stream.read_buf(&mut buf) => match read {
                 Ok(0) | Err(_) => return,
-                Ok(n) => {
-                    engine.stats.net_input_bytes.fetch_add(n as u64, Ordering::Relaxed);
-                }
+                Ok(n) => session.count_input(n),
             },
             _ = stop.changed() => return,
         }
     }
 }
 
-/// Executes every complete command in `buf`, appending replies to `out`.
-fn run_batch(
-    engine: &Engine,
-    session: &mut Session,
-    buf: &mut BytesMut,
-    out: &mut Vec<u8>,
-) -> Next {
-    let limits = engine.limits();
-    loop {
-        match parse_command(buf, &limits) {
-            Ok(Parsed::Incomplete) => break,
-            Ok(Parsed::Command { args, consumed }) => {
-                buf.advance(consumed);
-                let reply = session.execute(&args);
-                match session.take_action() {
-                    // Redis closes the connection without a reply to a successful SHUTDOWN.
-                    Some(Action::Shutdown) => return Next::Shutdown,
-                    Some(Action::Close) => {
-                        if let Some(r) = reply {
-                            r.write(session.protocol(), out);
-                        }
+/// What a connection's batches share.
+struct Connection<'a> {
+    engine: &'a Engine,
+    group: &'a Group,
+    /// The run being gathered; `None` only while its group executes it.
+    run: Option<Run>,
+}
+
+impl Connection<'_> {
+    /// Executes every complete command in `buf`, appending replies to `out`. Arguments
+    /// are borrowed from `buf`, which is advanced past the commands once they have run.
+    async fn run_batch(
+        &mut self,
+        session: &mut Session,
+        buf: &mut BytesMut,
+        out: &mut Vec<u8>,
+    ) -> Next {
+        let mut args: Vec<&[u8]> = Vec::new();
+        let data: &[u8] = buf;
+        let mut pos = 0;
+        let next = loop {
+            let rest = data.get(pos..).unwrap_or_default();
+            let owned = match parse_command_into(rest, &self.engine.limits(), &mut args) {
+                Ok(Frame::Incomplete) => break Next::Read,
+                Ok(Frame::Borrowed { consumed }) => {
+                    pos += consumed;
+                    None
+                }
+                Ok(Frame::Owned { args, consumed }) => {
+                    pos += consumed;
+                    Some(args)
+                }
+                Err(e) => {
+                    if !self.flush(session, out).await {
                         return Next::Close;
                     }
-                    None => {}
+                    Reply::err(e).write(session.protocol(), out);
+                    return Next::Close;
                 }
-                if let Some(r) = reply {
-                    r.write(session.protocol(), out);
+            };
+            let inline: Vec<&[u8]>;
+            let command: &[&[u8]] = match &owned {
+                Some(owned) => {
+                    inline = owned.iter().map(Vec::as_slice).collect();
+                    &inline
                 }
-            }
-            Err(e) => {
-                Reply::err(e).write(session.protocol(), out);
+                None => &args,
+            };
+            if !self.execute(session, command, out).await {
                 return Next::Close;
+            }
+            match session.take_action() {
+                Some(Action::Shutdown) => break Next::Shutdown,
+                Some(Action::Close) => break Next::Close,
+                None => {}
+            }
+        };
+        if !self.flush(session, out).await {
+            return Next::Close;
+        }
+        drop(args);
+        buf.advance(pos);
+        if matches!(next, Next::Read) && buf.len() as u64 > self.engine.query_buffer_limit() {
+            Reply::err("Protocol error: query buffer limit exceeded")
+                .write(session.protocol(), out);
+            return Next::Close;
+        }
+        next
+    }
+
+    /// Gathers `command` into the run, or executes the run and then the command. False
+    /// if the server is stopping and the run could not be executed.
+    async fn execute(
+        &mut self,
+        session: &mut Session,
+        command: &[&[u8]],
+        out: &mut Vec<u8>,
+    ) -> bool {
+        loop {
+            let Some(run) = self.run.as_mut() else {
+                return false;
+            };
+            match session.gather(command, run) {
+                Gathered::Added => {
+                    return !run.is_full() || self.flush(session, out).await;
+                }
+                Gathered::OtherKind => {
+                    if !self.flush(session, out).await {
+                        return false;
+                    }
+                }
+                Gathered::No => {
+                    if !self.flush(session, out).await {
+                        return false;
+                    }
+                    session.execute_into(command, out);
+                    return true;
+                }
             }
         }
     }
-    if buf.len() as u64 > engine.query_buffer_limit() {
-        Reply::err("Protocol error: query buffer limit exceeded").write(session.protocol(), out);
-        return Next::Close;
+
+    /// Executes the gathered run, if any, and appends its replies. False if the server
+    /// is stopping and the run could not be executed.
+    async fn flush(&mut self, session: &mut Session, out: &mut Vec<u8>) -> bool {
+        let Some(run) = self.run.take_if(|r| !r.is_empty()) else {
+            return true;
+        };
+        match self.group.execute(run).await {
+            Some(mut run) => {
+                session.take_run(&mut run, out);
+                self.run = Some(run);
+                true
+            }
+            None => false,
+        }
     }
-    Next::Read
 }

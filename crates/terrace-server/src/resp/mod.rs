@@ -6,13 +6,15 @@
 //! buffers only.
 //! Concurrency: pure functions and plain values; no shared state.
 //!
-//! The parser never allocates a size a client claims: a bulk string is copied only once
+//! The parser never allocates a size a client claims: a bulk string is taken only once
 //! all its bytes have arrived, and an array's element vector grows as elements parse.
+//! [`parse_command_into`] hands out a multibulk command's arguments as slices of the
+//! read buffer (the server's path); [`parse_command`] copies them.
 
 mod parser;
 mod reply;
 
-pub use parser::{parse_command, Limits, Parsed, ProtocolError};
+pub use parser::{parse_command, parse_command_into, Frame, Limits, Parsed, ProtocolError};
 pub(crate) use reply::format_double;
 pub use reply::{Protocol, Reply};
 

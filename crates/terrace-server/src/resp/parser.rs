@@ -42,14 +42,57 @@ pub enum Parsed {
     },
 }
 
-/// Parses one command from the front of `buf`.
+/// What [`parse_command_into`] found at the front of a buffer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Frame {
+    /// More bytes are needed; nothing was consumed.
+    Incomplete,
+    /// A multibulk command (possibly empty): its arguments were pushed to the caller's
+    /// vector as slices of the buffer, nothing copied.
+    Borrowed {
+        /// Bytes of the buffer the command used.
+        consumed: usize,
+    },
+    /// An inline command, whose arguments are copies (quotes and escapes undone).
+    Owned {
+        /// The arguments, command name first (none for an empty line).
+        args: Vec<Vec<u8>>,
+        /// Bytes of the buffer the command used.
+        consumed: usize,
+    },
+}
+
+/// Parses one command from the front of `buf`, copying its arguments.
 ///
 /// # Errors
 /// [`ProtocolError`] for malformed input or a claim over one of `limits`.
 pub fn parse_command(buf: &[u8], limits: &Limits) -> Result<Parsed, ProtocolError> {
+    let mut borrowed = Vec::new();
+    Ok(match parse_command_into(buf, limits, &mut borrowed)? {
+        Frame::Incomplete => Parsed::Incomplete,
+        Frame::Borrowed { consumed } => Parsed::Command {
+            args: borrowed.iter().map(|a| a.to_vec()).collect(),
+            consumed,
+        },
+        Frame::Owned { args, consumed } => Parsed::Command { args, consumed },
+    })
+}
+
+/// Parses one command from the front of `buf`. A multibulk command's arguments are
+/// pushed to `args` (cleared first) as slices of `buf`; an inline command's come back
+/// owned in [`Frame::Owned`].
+///
+/// # Errors
+/// [`ProtocolError`] for malformed input or a claim over one of `limits`.
+pub fn parse_command_into<'b>(
+    buf: &'b [u8],
+    limits: &Limits,
+    args: &mut Vec<&'b [u8]>,
+) -> Result<Frame, ProtocolError> {
+    args.clear();
     match buf.first() {
-        None => Ok(Parsed::Incomplete),
-        Some(b'*') => parse_multibulk(buf, limits),
+        None => Ok(Frame::Incomplete),
+        Some(b'*') => parse_multibulk(buf, limits, args),
         Some(_) => parse_inline(buf, limits),
     }
 }
@@ -91,24 +134,25 @@ fn header(
     Ok(Some((n, end + 2)))
 }
 
-fn parse_multibulk(buf: &[u8], limits: &Limits) -> Result<Parsed, ProtocolError> {
+fn parse_multibulk<'b>(
+    buf: &'b [u8],
+    limits: &Limits,
+    args: &mut Vec<&'b [u8]>,
+) -> Result<Frame, ProtocolError> {
     let Some((count, mut pos)) = header(buf, 0, limits, "multibulk")? else {
-        return Ok(Parsed::Incomplete);
+        return Ok(Frame::Incomplete);
     };
     if count > 0 && count as u64 > limits.max_args {
         return Err(ProtocolError("invalid multibulk length".to_string()));
     }
     if count <= 0 {
-        return Ok(Parsed::Command {
-            args: Vec::new(),
-            consumed: pos,
-        });
+        return Ok(Frame::Borrowed { consumed: pos });
     }
     // Never trust the count for the allocation: grow as elements arrive.
-    let mut args = Vec::with_capacity((count as usize).min(64));
+    args.reserve((count as usize).min(64));
     for _ in 0..count {
         match buf.get(pos) {
-            None => return Ok(Parsed::Incomplete),
+            None => return Ok(Frame::Incomplete),
             Some(b'$') => {}
             Some(&other) => {
                 return Err(ProtocolError(format!(
@@ -118,7 +162,7 @@ fn parse_multibulk(buf: &[u8], limits: &Limits) -> Result<Parsed, ProtocolError>
             }
         }
         let Some((len, body)) = header(buf, pos, limits, "bulk")? else {
-            return Ok(Parsed::Incomplete);
+            return Ok(Frame::Incomplete);
         };
         if len < 0 || len as u64 > limits.proto_max_bulk_len {
             return Err(ProtocolError("invalid bulk length".to_string()));
@@ -128,28 +172,25 @@ fn parse_multibulk(buf: &[u8], limits: &Limits) -> Result<Parsed, ProtocolError>
             return Err(ProtocolError("invalid bulk length".to_string()));
         };
         if buf.len() < end + 2 {
-            return Ok(Parsed::Incomplete);
+            return Ok(Frame::Incomplete);
         }
         if buf.get(end..end + 2) != Some(b"\r\n".as_slice()) {
             return Err(ProtocolError(
                 "bulk string not terminated by CRLF".to_string(),
             ));
         }
-        args.push(buf.get(body..end).unwrap_or_default().to_vec());
+        args.push(buf.get(body..end).unwrap_or_default());
         pos = end + 2;
     }
-    Ok(Parsed::Command {
-        args,
-        consumed: pos,
-    })
+    Ok(Frame::Borrowed { consumed: pos })
 }
 
-fn parse_inline(buf: &[u8], limits: &Limits) -> Result<Parsed, ProtocolError> {
+fn parse_inline(buf: &[u8], limits: &Limits) -> Result<Frame, ProtocolError> {
     let Some(nl) = buf.iter().position(|&b| b == b'\n') else {
         if buf.len() > limits.max_inline_bytes {
             return Err(ProtocolError("too big inline request".to_string()));
         }
-        return Ok(Parsed::Incomplete);
+        return Ok(Frame::Incomplete);
     };
     if nl > limits.max_inline_bytes {
         return Err(ProtocolError("too big inline request".to_string()));
@@ -161,7 +202,7 @@ fn parse_inline(buf: &[u8], limits: &Limits) -> Result<Parsed, ProtocolError> {
     if args.len() as u64 > limits.max_args {
         return Err(ProtocolError("invalid multibulk length".to_string()));
     }
-    Ok(Parsed::Command {
+    Ok(Frame::Owned {
         args,
         consumed: nl + 1,
     })

@@ -1,5 +1,7 @@
 //! Replies and their encoding in RESP2 or RESP3.
 
+use bytes::Bytes;
+
 /// The protocol a connection negotiated with `HELLO` (RESP2 until then).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Protocol {
@@ -21,8 +23,8 @@ pub enum Reply {
     Error(String),
     /// An integer (`:n`).
     Integer(i64),
-    /// A bulk string.
-    Bulk(Vec<u8>),
+    /// A bulk string; `Bytes` so that a value read from the engine is shared, not copied.
+    Bulk(Bytes),
     /// The null bulk string (RESP2 `$-1`).
     Nil,
     /// The null array (RESP2 `*-1`), as EXEC answers for an aborted transaction.
@@ -44,8 +46,8 @@ impl Reply {
     }
 
     /// A bulk string, or nil for `None`.
-    pub fn bulk_or_nil(v: Option<Vec<u8>>) -> Reply {
-        v.map_or(Reply::Nil, Reply::Bulk)
+    pub fn bulk_or_nil(v: Option<impl Into<Bytes>>) -> Reply {
+        v.map_or(Reply::Nil, |b| Reply::Bulk(b.into()))
     }
 
     /// The reply's text as RESP2 would carry it (for logs and tests).

@@ -40,6 +40,30 @@ fn multibulk_and_pipelines() {
 }
 
 #[test]
+fn multibulk_arguments_are_borrowed_inline_ones_owned() {
+    let mut buf = encode(&args(&["SET", "k", "v"]));
+    buf.extend_from_slice(b"GET k\r\n");
+    let mut borrowed = vec![b"stale".as_slice()];
+    let Ok(Frame::Borrowed { consumed }) =
+        parse_command_into(&buf, &Limits::default(), &mut borrowed)
+    else {
+        panic!("expected a multibulk command")
+    };
+    assert_eq!(borrowed, [b"SET".as_slice(), b"k", b"v"]);
+    // The arguments are the buffer's own bytes.
+    let range = buf.as_ptr_range();
+    assert!(borrowed.iter().all(|a| range.contains(&a.as_ptr())));
+    assert_eq!(
+        parse_command_into(&buf[consumed..], &Limits::default(), &mut borrowed),
+        Ok(Frame::Owned {
+            args: args(&["GET", "k"]),
+            consumed: 7
+        })
+    );
+    assert!(borrowed.is_empty());
+}
+
+#[test]
 fn inline_quotes() {
     let r = parse(b"set \"a b\" 'c\\'d' \"\\x41\\n\"\r\n");
     assert_eq!(
@@ -100,7 +124,7 @@ fn malformed_frames() {
 
 #[test]
 fn replies_in_both_protocols() {
-    let map = Reply::Map(vec![(Reply::Bulk(b"a".to_vec()), Reply::Integer(1))]);
+    let map = Reply::Map(vec![(Reply::Bulk(b"a".to_vec().into()), Reply::Integer(1))]);
     let mut two = Vec::new();
     map.write(Protocol::Resp2, &mut two);
     assert_eq!(two, b"*2\r\n$1\r\na\r\n:1\r\n");

@@ -54,14 +54,9 @@ impl StoredValue {
 
     /// The stored bytes.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.data.len() + 9);
-        match self.expire_at_ms {
-            None => out.push(TAG_STRING),
-            Some(at) => {
-                out.push(TAG_STRING_EXPIRING);
-                out.extend_from_slice(&at.to_be_bytes());
-            }
-        }
+        let header = ValueHeader::new(self.expire_at_ms);
+        let mut out = Vec::with_capacity(self.data.len() + header.as_bytes().len());
+        out.extend_from_slice(header.as_bytes());
         out.extend_from_slice(&self.data);
         out
     }
@@ -86,20 +81,45 @@ impl StoredValue {
     }
 }
 
-impl StoredValue {
-    /// Decodes stored bytes, reusing their buffer for the payload.
-    ///
-    /// # Errors
-    /// As [`StoredValue::decode`].
-    pub fn decode_vec(mut bytes: Vec<u8>) -> Result<Self, ValueError> {
-        let expire_at_ms = expiry_of(&bytes)?;
-        let header = if expire_at_ms.is_some() { 9 } else { 1 };
-        bytes.drain(..header);
-        Ok(StoredValue {
-            expire_at_ms,
-            data: bytes,
-        })
+/// The bytes a stored value starts with (tag and expiry), built without the payload so
+/// that a writer can put header and payload side by side in a batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ValueHeader {
+    bytes: [u8; 9],
+    len: usize,
+}
+
+impl ValueHeader {
+    /// The header of a string expiring at `expire_at_ms` (never, for `None`).
+    pub fn new(expire_at_ms: Option<u64>) -> Self {
+        let mut bytes = [0u8; 9];
+        match expire_at_ms {
+            None => {
+                bytes[0] = TAG_STRING;
+                ValueHeader { bytes, len: 1 }
+            }
+            Some(at) => {
+                bytes[0] = TAG_STRING_EXPIRING;
+                bytes[1..].copy_from_slice(&at.to_be_bytes());
+                ValueHeader { bytes, len: 9 }
+            }
+        }
     }
+
+    /// The encoded header.
+    pub fn as_bytes(&self) -> &[u8] {
+        self.bytes.get(..self.len).unwrap_or_default()
+    }
+}
+
+/// Splits stored bytes into the expiry and the offset where the payload starts, without
+/// copying the payload.
+///
+/// # Errors
+/// As [`StoredValue::decode`].
+pub fn split_header(bytes: &[u8]) -> Result<(Option<u64>, usize), ValueError> {
+    let expire_at_ms = expiry_of(bytes)?;
+    Ok((expire_at_ms, if expire_at_ms.is_some() { 9 } else { 1 }))
 }
 
 fn expiry_field(rest: &[u8]) -> Result<u64, ValueError> {

@@ -17,6 +17,24 @@ fn round_trip_and_layout() {
 }
 
 #[test]
+fn header_and_split_agree_with_encode() {
+    for v in [
+        StoredValue::new(b"hi".to_vec()),
+        StoredValue {
+            expire_at_ms: Some(u64::MAX),
+            data: b"".to_vec(),
+        },
+    ] {
+        let mut joined = ValueHeader::new(v.expire_at_ms).as_bytes().to_vec();
+        joined.extend_from_slice(&v.data);
+        assert_eq!(joined, v.encode());
+        let (at, start) = split_header(&joined).unwrap();
+        assert_eq!((at, &joined[start..]), (v.expire_at_ms, v.data.as_slice()));
+    }
+    assert_eq!(split_header(b"\x01\0"), Err(ValueError::Truncated));
+}
+
+#[test]
 fn bad_bytes_are_errors() {
     assert_eq!(StoredValue::decode(b""), Err(ValueError::Empty));
     assert_eq!(StoredValue::decode(b"\x07"), Err(ValueError::UnknownTag(7)));

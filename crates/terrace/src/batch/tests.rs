@@ -45,6 +45,17 @@ fn layout_matches_leveldb() {
 }
 
 #[test]
+fn put_parts_is_put_of_the_joined_value() {
+    let mut parts = WriteBatch::new();
+    parts.put_parts(b"k", &[b"\x00", b"", b"value"]);
+    parts.put_parts(b"e", &[]);
+    let mut joined = WriteBatch::new();
+    joined.put(b"k", b"\x00value");
+    joined.put(b"e", b"");
+    assert_eq!(parts, joined);
+}
+
+#[test]
 fn build_and_iterate() {
     let b = sample();
     assert_eq!(b.count(), 5);

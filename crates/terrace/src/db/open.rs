@@ -104,7 +104,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
     for f in &opts.compaction_filter_factories {
         filters.register(f.clone());
     }
-    let inner_mem = Arc::new(MemTable::new());
+    let inner_mem = Arc::new(MemTable::with_point_index(opts.write_buffer_size));
     let listeners = opts.listeners.clone();
 
     // Replay the logs into level-0 tables.

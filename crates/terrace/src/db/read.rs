@@ -77,6 +77,61 @@ impl DbInner {
             .collect()
     }
 
+    /// Point reads of `keys` at one snapshot, the memtable searches of all keys
+    /// interleaved (see [`MemTable::get_many`]); keys the memtables do not settle are
+    /// looked up in the tables one by one.
+    pub(crate) fn multi_get_pinned(
+        &self,
+        opts: &ReadOptions,
+        keys: &[&[u8]],
+    ) -> Result<Vec<Option<PinnedValue>>> {
+        let start = Instant::now();
+        let sv = self.super_version();
+        let snap = self.read_seq(opts);
+        let mut out: Vec<Option<PinnedValue>> = vec![None; keys.len()];
+        // Per key: still to resolve, and the newest covering tombstone seen so far.
+        let mut open: Vec<(usize, SeqNo)> = (0..keys.len()).map(|i| (i, 0)).collect();
+        let mut found = Vec::new();
+        let mut pending: Vec<&[u8]> = Vec::new();
+        for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
+            if open.is_empty() {
+                break;
+            }
+            pending.clear();
+            pending.extend(open.iter().filter_map(|&(i, _)| keys.get(i).copied()));
+            found.clear();
+            found.resize(pending.len(), None);
+            mem.get_many(&pending, snap, &mut found);
+            let mut still = Vec::with_capacity(open.len());
+            for ((i, mut max_tombstone), (key, entry)) in
+                open.into_iter().zip(pending.iter().zip(found.drain(..)))
+            {
+                max_tombstone = max_tombstone.max(mem.max_covering_tombstone_seq(key, snap));
+                match entry {
+                    Some(e) => {
+                        if let Some(slot) = out.get_mut(i) {
+                            *slot = resolve(e.kind, e.seq, max_tombstone, e.value).map(PinnedValue);
+                        }
+                    }
+                    None => still.push((i, max_tombstone)),
+                }
+            }
+            open = still;
+        }
+        for (i, mut max_tombstone) in open {
+            let (Some(key), Some(slot)) = (keys.get(i), out.get_mut(i)) else {
+                continue;
+            };
+            *slot = self.get_from_tables(&sv, snap, key, &mut max_tombstone, opts.fill_cache)?;
+        }
+        if !keys.is_empty() {
+            // Each key is charged its share of the batch.
+            let micros = start.elapsed().as_micros() as u64 / keys.len() as u64;
+            self.counters.record_gets(micros, keys.len() as u64);
+        }
+        Ok(out)
+    }
+
     fn get_in(
         &self,
         sv: &SuperVersion,
@@ -91,11 +146,20 @@ impl DbInner {
                 return Ok(resolve(e.kind, e.seq, max_tombstone, e.value).map(PinnedValue));
             }
         }
+        self.get_from_tables(sv, snap, key, &mut max_tombstone, fill_cache)
+    }
+
+    /// The table part of a point read: level 0 newest first, then one file per level.
+    fn get_from_tables(
+        &self,
+        sv: &SuperVersion,
+        snap: SeqNo,
+        key: &[u8],
+        max_tombstone: &mut SeqNo,
+        fill_cache: bool,
+    ) -> Result<Option<PinnedValue>> {
         let seek = key::seek_key(key, snap);
-        if let Lookup::Found(v) = sv
-            .level0
-            .get(key, &seek, snap, &mut max_tombstone, fill_cache)?
-        {
+        if let Lookup::Found(v) = sv.level0.get(key, &seek, snap, max_tombstone, fill_cache)? {
             return Ok(v.map(PinnedValue));
         }
         for level in 1..sv.version.num_levels() {
@@ -106,8 +170,7 @@ impl DbInner {
                 continue;
             }
             let reader = self.tables.open(f)?;
-            if let Lookup::Found(v) =
-                lookup(&reader, key, &seek, snap, &mut max_tombstone, fill_cache)?
+            if let Lookup::Found(v) = lookup(&reader, key, &seek, snap, max_tombstone, fill_cache)?
             {
                 return Ok(v.map(PinnedValue));
             }

@@ -167,6 +167,12 @@ impl Counters {
             h.saturating_record(micros.max(1));
         }
     }
+    /// Records `n` reads of `micros` each.
+    pub(crate) fn record_gets(&self, micros: u64, n: u64) {
+        if let Some(h) = self.get_hist.lock().as_mut() {
+            h.saturating_record_n(micros.max(1), n);
+        }
+    }
     pub(crate) fn record_write(&self, micros: u64) {
         if let Some(h) = self.write_hist.lock().as_mut() {
             h.saturating_record(micros.max(1));

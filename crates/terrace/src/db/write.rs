@@ -211,7 +211,10 @@ impl DbInner {
         self.storage.sync_dir(&self.wal_dir.path)?;
         wal.log = Box::new(FileLogWriter::new(file));
         wal.number = number;
-        let old = std::mem::replace(&mut st.mem, Arc::new(MemTable::new()));
+        let old = std::mem::replace(
+            &mut st.mem,
+            Arc::new(MemTable::with_point_index(self.opts.write_buffer_size)),
+        );
         st.imms.push_back(ImmMemTable {
             mem: old,
             wal_number: st.mem_wal_number,
@@ -231,24 +234,37 @@ pub(crate) fn insert_into_memtable(
     first_seq: u64,
 ) -> Result<u64> {
     let mut bytes = 0u64;
-    for (seq, op) in (first_seq..).zip(batch.iter()) {
-        match op? {
-            BatchOp::Put { key, value } => {
-                mem.add(seq, ValueType::Value, key, value);
-                bytes += (key.len() + value.len()) as u64;
-            }
-            BatchOp::Delete { key } => {
-                mem.add(seq, ValueType::Deletion, key, &[]);
-                bytes += key.len() as u64;
-            }
-            // An empty range deletes nothing: it still takes its sequence number, but no
-            // tombstone is kept (a table could not hold it).
-            BatchOp::DeleteRange { start, end } if start >= end => {}
-            BatchOp::DeleteRange { start, end } => {
-                mem.add(seq, ValueType::RangeDeletion, start, end);
-                bytes += (start.len() + end.len()) as u64;
-            }
+    if batch.count() == 1 {
+        // One operation: no vector, no sort.
+        for (seq, op) in (first_seq..).zip(batch.iter()) {
+            let Some((kind, key, value)) = op_parts(op?) else {
+                continue;
+            };
+            mem.add(seq, kind, key, value);
+            bytes += (key.len() + value.len()) as u64;
         }
+        return Ok(bytes);
     }
+    let mut writes = Vec::with_capacity(batch.count() as usize);
+    for (seq, op) in (first_seq..).zip(batch.iter()) {
+        let Some((kind, key, value)) = op_parts(op?) else {
+            continue;
+        };
+        bytes += (key.len() + value.len()) as u64;
+        writes.push((seq, kind, key, value));
+    }
+    mem.add_batch(&writes);
     Ok(bytes)
+}
+
+/// An operation as the memtable records it: type, key (or range start), value (or end).
+/// `None` for an empty range deletion: it deletes nothing and takes its sequence number,
+/// but no tombstone is kept (a table could not hold it).
+fn op_parts(op: BatchOp<'_>) -> Option<(ValueType, &[u8], &[u8])> {
+    match op {
+        BatchOp::Put { key, value } => Some((ValueType::Value, key, value)),
+        BatchOp::Delete { key } => Some((ValueType::Deletion, key, &[])),
+        BatchOp::DeleteRange { start, end } if start >= end => None,
+        BatchOp::DeleteRange { start, end } => Some((ValueType::RangeDeletion, start, end)),
+    }
 }

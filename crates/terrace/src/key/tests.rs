@@ -44,3 +44,27 @@ fn range_deletion_sentinel_sorts_before_real_entries() {
     let real = internal_key(b"e", 100, ValueType::Value);
     assert_eq!(compare(&sentinel, &real), Ordering::Less);
 }
+
+#[test]
+fn key_prefix_orders_as_bytes() {
+    assert_eq!(key_prefix(b""), [0, 0]);
+    assert_eq!(key_prefix(b"\x01"), [1 << 56, 0]);
+    assert_eq!(
+        key_prefix(b"0123456789abcdefXYZ"),
+        [
+            u64::from_be_bytes(*b"01234567"),
+            u64::from_be_bytes(*b"89abcdef")
+        ]
+    );
+}
+
+proptest::proptest! {
+    #[test]
+    fn compare_bytes_is_slice_order(
+        a in proptest::collection::vec(0u8..3, 0..20),
+        b in proptest::collection::vec(0u8..3, 0..20),
+    ) {
+        proptest::prop_assert_eq!(compare_bytes(&a, &b), a.cmp(&b));
+        proptest::prop_assert_eq!(compare_bytes(&a, &a), Ordering::Equal);
+    }
+}

@@ -2,9 +2,12 @@
 //!
 //! Owns: the node layout, the links between nodes and the search. Nodes are the slots of
 //! an [`Arena`], named by `u32` index; slot 0 is the head. A node holds its internal key
-//! and value in one buffer (one allocation per entry) and its forward links as an inline
-//! array of [`MAX_HEIGHT`] `AtomicU32`s, of which the first `height` are used. Heights are
-//! random with branching factor 4, as in LevelDB's memtable.
+//! and value in one buffer (one allocation per entry), the first [`PREFIX_BYTES`] of its
+//! user key inline (a search compares against them without reading the buffer, which on
+//! a large memtable is a cache miss per visited node), and its forward links as an
+//! inline array of [`MAX_HEIGHT`] `AtomicU32`s, of which the first `height` are used.
+//! Heights are random with branching factor 4, as in LevelDB's memtable. A sorted batch
+//! is inserted with its searches interleaved (`skiplist/batch.rs`).
 //! Must not touch: memory accounting, sequence numbers or tombstones (the memtable's).
 //! Concurrency: `Sync`. Inserts take the writer mutex (one writer at a time, uncontended
 //! in the engine, where the group-commit leader or recovery is the only inserter).
@@ -21,7 +24,14 @@ use parking_lot::Mutex;
 
 use super::arena::Arena;
 use crate::coding::{get_fixed64, put_fixed64};
-use crate::key::TRAILER_LEN;
+use crate::key::{compare_bytes, key_prefix, PREFIX_BYTES, TRAILER_LEN};
+use compare::Target;
+use index::{PointIndex, Probe};
+
+mod batch;
+mod compare;
+mod index;
+pub(super) use batch::SortedEntry;
 
 /// Most links a node can have.
 pub(super) const MAX_HEIGHT: usize = 12;
@@ -39,6 +49,8 @@ pub(super) struct Node {
     data: Bytes,
     /// Length of the user key at the front of `data` (the trailer follows it).
     user_len: usize,
+    /// [`key_prefix`] of the user key.
+    prefix: [u64; 2],
     /// A node holding a later value written under the same internal key, or [`NIL`].
     replaced_by: AtomicU32,
     /// Forward links; levels at and above the node's height stay [`NIL`].
@@ -55,6 +67,7 @@ impl Node {
         Node {
             data: Bytes::from(data),
             user_len: user.len(),
+            prefix: key_prefix(user),
             replaced_by: AtomicU32::new(NIL),
             next: Default::default(),
         }
@@ -104,40 +117,31 @@ impl Node {
             .map_or(NIL, |n| n.load(AtomicOrdering::Acquire))
     }
 
-    /// Orders this node's key against the internal key `(target_user, target_trailer)`,
-    /// as [`crate::key::compare`] does.
+    /// Orders this node's key against the internal key `target`, as
+    /// [`crate::key::compare`] does. The inline prefixes decide most comparisons; the
+    /// entry's buffer is read only when they are equal.
     #[inline]
-    fn cmp_to(&self, target_user: &[u8], target_trailer: u64) -> Ordering {
-        match compare_bytes(self.user_key(), target_user) {
-            Ordering::Equal => target_trailer.cmp(&self.trailer()),
+    fn cmp_to(&self, target: &Target<'_>) -> Ordering {
+        let user = match self.prefix.cmp(&target.prefix) {
+            Ordering::Equal => {
+                if self.user_len.min(target.user.len()) < PREFIX_BYTES {
+                    // Equal padded prefixes and a key shorter than the prefix: that key
+                    // is a prefix of the other, so the shorter one sorts first.
+                    self.user_len.cmp(&target.user.len())
+                } else {
+                    compare_bytes(
+                        self.user_key().get(PREFIX_BYTES..).unwrap_or_default(),
+                        target.user.get(PREFIX_BYTES..).unwrap_or_default(),
+                    )
+                }
+            }
+            o => o,
+        };
+        match user {
+            Ordering::Equal => target.trailer.cmp(&self.trailer()),
             o => o,
         }
     }
-}
-
-/// Bytewise order, as `<[u8]>::cmp`, eight bytes at a time and inline: the user keys of
-/// the hot comparison are short, where a `memcmp` call costs more than the comparison.
-#[inline]
-fn compare_bytes(a: &[u8], b: &[u8]) -> Ordering {
-    for (x, y) in a.chunks_exact(8).zip(b.chunks_exact(8)) {
-        let x = u64::from_be_bytes(x.try_into().unwrap_or_default());
-        let y = u64::from_be_bytes(y.try_into().unwrap_or_default());
-        if x != y {
-            return x.cmp(&y);
-        }
-    }
-    // At least one side ran out of whole words; both consumed the same number.
-    let done = a.len().min(b.len()) & !7;
-    let (rest_a, rest_b) = (
-        a.get(done..).unwrap_or_default(),
-        b.get(done..).unwrap_or_default(),
-    );
-    for (x, y) in rest_a.iter().zip(rest_b) {
-        if x != y {
-            return x.cmp(y);
-        }
-    }
-    rest_a.len().cmp(&rest_b.len())
 }
 
 /// State only the writer touches.
@@ -170,6 +174,8 @@ impl Writer {
 /// The skiplist. See the module docs.
 pub(super) struct SkipList {
     arena: Arena<Node>,
+    /// Each key's newest node, for point reads (`skiplist/index.rs`); optional.
+    index: Option<PointIndex>,
     /// Height of the tallest node; readers may see it before the links it allows.
     height: AtomicUsize,
     writer: Mutex<Writer>,
@@ -177,10 +183,20 @@ pub(super) struct SkipList {
 
 impl SkipList {
     pub(super) fn new() -> Self {
+        Self::build(None)
+    }
+
+    /// A list with a point index of about `slots` slots.
+    pub(super) fn with_index(slots: usize) -> Self {
+        Self::build(Some(PointIndex::new(slots)))
+    }
+
+    fn build(index: Option<PointIndex>) -> Self {
         let arena = Arena::new();
         let _ = arena.set(HEAD, Node::new(&[], 0, &[]));
         SkipList {
             arena,
+            index,
             height: AtomicUsize::new(1),
             writer: Mutex::new(Writer {
                 next_index: HEAD + 1,
@@ -215,24 +231,36 @@ impl SkipList {
     /// value is replaced. Returns false only if the arena is full (2^32 - 1 entries).
     pub(super) fn insert(&self, user: &[u8], trailer: u64, value: &[u8]) -> bool {
         let mut w = self.writer.lock();
-        let index = w.next_index;
-        let Some(after) = index.checked_add(1) else {
-            return false;
-        };
         let mut prev = [HEAD; MAX_HEIGHT];
-        let found = self.find_ge(user, trailer, Some(&mut prev));
-        if let Some(same) = self.node(found).filter(|n| n.cmp_to(user, trailer).is_eq()) {
+        let target = Target::new(user, trailer);
+        let found = self.search_ge(&target, Some(&mut prev));
+        self.link_new(&mut w, &target, value, &prev, found)
+            .is_some()
+    }
+
+    /// Adds `target` with `value` where a search left `prev` (the last node before it at
+    /// each level) and `found` (the first node not before it). Returns the new node's
+    /// index and height (0 when it only replaced the value of an equal key), or `None`
+    /// if the arena is full. The caller holds the writer lock.
+    fn link_new(
+        &self,
+        w: &mut Writer,
+        target: &Target<'_>,
+        value: &[u8],
+        prev: &[u32; MAX_HEIGHT],
+        found: u32,
+    ) -> Option<(u32, usize)> {
+        let index = w.next_index;
+        let after = index.checked_add(1)?;
+        let (user, trailer) = (target.user, target.trailer);
+        if let Some(same) = self.node(found).filter(|n| n.cmp_to(target).is_eq()) {
             let last = self.latest(same);
-            if self
-                .arena
+            self.arena
                 .set(index, Node::new(user, trailer, value))
-                .is_err()
-            {
-                return false;
-            }
+                .ok()?;
             w.next_index = after;
             last.replaced_by.store(index, AtomicOrdering::Release);
-            return true;
+            return Some((index, 0));
         }
 
         let height = w.random_height();
@@ -243,19 +271,60 @@ impl SkipList {
         }
         let node = Node::new(user, trailer, value);
         for (level, (link, p)) in node.next.iter().zip(prev).enumerate().take(height) {
-            let succ = self.arena.get(p).map_or(NIL, |p| p.link(level));
+            let succ = self.arena.get(*p).map_or(NIL, |p| p.link(level));
             link.store(succ, AtomicOrdering::Relaxed);
         }
-        if self.arena.set(index, node).is_err() {
-            return false;
-        }
+        self.arena.set(index, node).ok()?;
         w.next_index = after;
-        for (level, p) in prev.into_iter().enumerate().take(height) {
-            if let Some(link) = self.arena.get(p).and_then(|p| p.next.get(level)) {
+        for (level, p) in prev.iter().enumerate().take(height) {
+            if let Some(link) = self.arena.get(*p).and_then(|p| p.next.get(level)) {
                 link.store(index, AtomicOrdering::Release);
             }
         }
-        true
+        if let Some(points) = &self.index {
+            // Entries of one key sort newest first: the node is its key's newest unless
+            // the node before it holds the same key.
+            let newest = self.node(prev[0]).is_none_or(|p| {
+                p.user_len != user.len() || p.prefix != target.prefix || p.user_key() != user
+            });
+            if newest {
+                points.insert(user, index, |n| self.holds(n, user));
+            }
+        }
+        Some((index, height))
+    }
+
+    /// Whether node `n` holds `user`'s entries.
+    fn holds(&self, n: u32, user: &[u8]) -> bool {
+        self.node(n).is_some_and(|node| node.user_key() == user)
+    }
+
+    /// Bytes the point index has allocated.
+    pub(super) fn index_bytes(&self) -> usize {
+        self.index.as_ref().map_or(0, PointIndex::allocated_bytes)
+    }
+
+    /// What [`SkipList::find_ge`] returns for `(user, trailer)` if it is a node of
+    /// `user` ([`NIL`] otherwise), found through the point index; `None` when the index
+    /// cannot tell (there is none, or it gave up).
+    pub(super) fn find_indexed(&self, user: &[u8], trailer: u64) -> Option<u32> {
+        match self.index.as_ref()?.lookup(user, |n| self.holds(n, user)) {
+            Probe::Unknown => None,
+            Probe::Absent => Some(NIL),
+            Probe::Newest(first) => {
+                // Older entries of the key follow the newest at level 0.
+                let mut i = first;
+                loop {
+                    let Some(node) = self.node(i).filter(|n| n.user_key() == user) else {
+                        return Some(NIL);
+                    };
+                    if node.trailer() <= trailer {
+                        return Some(i);
+                    }
+                    i = node.link(0);
+                }
+            }
+        }
     }
 
     /// The first node `>=` the internal key `(user, trailer)`, or [`NIL`]. Fills `prev`
@@ -264,8 +333,12 @@ impl SkipList {
         &self,
         user: &[u8],
         trailer: u64,
-        mut prev: Option<&mut [u32; MAX_HEIGHT]>,
+        prev: Option<&mut [u32; MAX_HEIGHT]>,
     ) -> u32 {
+        self.search_ge(&Target::new(user, trailer), prev)
+    }
+
+    fn search_ge(&self, target: &Target<'_>, mut prev: Option<&mut [u32; MAX_HEIGHT]>) -> u32 {
         let Some(mut x) = self.arena.get(HEAD) else {
             return NIL;
         };
@@ -277,7 +350,7 @@ impl SkipList {
             let next = x.link(level);
             if next != known_ge {
                 if let Some(n) = self.node(next) {
-                    if n.cmp_to(user, trailer).is_lt() {
+                    if n.cmp_to(target).is_lt() {
                         x = n;
                         x_index = next;
                         continue;
@@ -298,6 +371,7 @@ impl SkipList {
     /// The last node `<` the internal key `(user, trailer)` (`<=` if `or_equal`), or
     /// [`NIL`] if there is none.
     pub(super) fn find_lt(&self, user: &[u8], trailer: u64, or_equal: bool) -> u32 {
+        let target = Target::new(user, trailer);
         let Some(mut x) = self.arena.get(HEAD) else {
             return NIL;
         };
@@ -306,7 +380,7 @@ impl SkipList {
         loop {
             let next = x.link(level);
             if let Some(n) = self.node(next) {
-                let o = n.cmp_to(user, trailer);
+                let o = n.cmp_to(&target);
                 if o.is_lt() || (or_equal && o.is_eq()) {
                     x = n;
                     x_index = next;

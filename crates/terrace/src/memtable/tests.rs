@@ -112,6 +112,46 @@ fn memory_usage_counts_everything() {
 }
 
 #[test]
+fn a_batch_is_recorded_as_its_writes_one_by_one() {
+    let writes: Vec<(SeqNo, ValueType, &[u8], &[u8])> = vec![
+        (10, ValueType::Value, b"m", b"1"),
+        (11, ValueType::Deletion, b"b", b""),
+        (12, ValueType::RangeDeletion, b"c", b"f"),
+        (13, ValueType::Value, b"b", b"2"),
+        (14, ValueType::Value, b"a", b"3"),
+        (15, ValueType::Value, b"z", b""),
+    ];
+    // The same internal key twice: the later value wins, as with `add`.
+    let repeated: Vec<(SeqNo, ValueType, &[u8], &[u8])> = vec![
+        (20, ValueType::Value, b"k", b"old"),
+        (20, ValueType::Value, b"k", b"new"),
+    ];
+    for group in [writes, repeated] {
+        let one = Arc::new(MemTable::new());
+        let all = Arc::new(MemTable::new());
+        one.add(1, ValueType::Value, b"b", b"0");
+        all.add(1, ValueType::Value, b"b", b"0");
+        for &(seq, kind, key, value) in &group {
+            one.add(seq, kind, key, value);
+        }
+        all.add_batch(&group);
+        assert_eq!(scan(&mut all.iter()), scan(&mut one.iter()));
+        assert_eq!(all.range_tombstones(), one.range_tombstones());
+        assert_eq!(
+            all.approximate_memory_usage(),
+            one.approximate_memory_usage()
+        );
+        assert_eq!(
+            (all.len(), all.largest_seq()),
+            (one.len(), one.largest_seq())
+        );
+        for key in [b"a", b"b", b"k", b"m", b"z"] {
+            assert_eq!(all.get(key, MAX_SEQ), one.get(key, MAX_SEQ));
+        }
+    }
+}
+
+#[test]
 fn concurrent_adds_then_ordered_scan() {
     const THREADS: u64 = 4;
     const PER_THREAD: u64 = 5_000;

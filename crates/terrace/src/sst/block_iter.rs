@@ -25,6 +25,11 @@ pub(crate) struct Block {
 }
 
 impl Block {
+    /// Number of restart points.
+    pub(crate) fn num_restarts(&self) -> usize {
+        self.num_restarts
+    }
+
     /// Decodes the restart count and checks that the restart array fits.
     pub fn new(data: Bytes) -> BlockResult<Block> {
         let n = data.len().checked_sub(4).ok_or("block too short")?;
@@ -268,9 +273,20 @@ impl BlockIter {
         target: &[u8],
         cmp: impl Fn(&[u8], &[u8]) -> Ordering,
     ) -> BlockResult<()> {
+        self.seek_between(target, 0, self.block.num_restarts - 1, cmp)
+    }
+
+    /// As [`BlockIter::seek_by`], knowing that the last restart point whose key is
+    /// `< target` is between restart points `lo` and `hi` (or is `lo` when none is).
+    pub(crate) fn seek_between(
+        &mut self,
+        target: &[u8],
+        lo: usize,
+        hi: usize,
+        cmp: impl Fn(&[u8], &[u8]) -> Ordering,
+    ) -> BlockResult<()> {
         // Binary search for the last restart point whose key is < target.
-        let mut lo = 0usize;
-        let mut hi = self.block.num_restarts - 1;
+        let (mut lo, mut hi) = (lo, hi.min(self.block.num_restarts - 1));
         while lo < hi {
             let mid = lo + (hi - lo).div_ceil(2);
             let k = match self.block.restart_key(mid) {

@@ -18,6 +18,7 @@ pub(crate) mod bloom;
 mod builder;
 mod compress;
 mod format;
+mod index_search;
 mod iterator;
 mod properties;
 mod reader;

@@ -17,6 +17,7 @@ use super::compress::decode_block;
 use super::format::{
     BlockHandle, Footer, FOOTER_LEN, META_FILTER, META_PROPERTIES, META_RANGE_DEL,
 };
+use super::index_search::IndexSearch;
 use super::iterator::SstIterator;
 use super::properties::Properties;
 use crate::error::{Error, Result};
@@ -35,6 +36,8 @@ pub struct SstReader {
     /// Offset of the index block, named in errors about it.
     index_offset: u64,
     index: Block,
+    /// The index entries' key prefixes, to narrow point lookups' index seeks.
+    index_search: Option<IndexSearch>,
     filter: Option<BloomFilter>,
     properties: Properties,
     tombstones: Vec<RangeTombstone>,
@@ -82,12 +85,15 @@ impl SstReader {
             blocks_end,
             index_offset: footer.index.offset,
             index: Block::empty(),
+            index_search: None,
             filter: None,
             properties: Properties::default(),
             tombstones: Vec::new(),
         };
         let class = IoClass::Foreground;
         r.index = r.read_uncached_block(footer.index, class)?;
+        r.index_search =
+            IndexSearch::build(&r.index).map_err(|e| r.corrupt(footer.index.offset, e))?;
         let metaindex = r.read_uncached_block(footer.metaindex, class)?;
         let mut it = BlockIter::new(metaindex);
         let mo = footer.metaindex.offset;
@@ -224,9 +230,11 @@ impl SstReader {
             return Ok(None);
         }
         let mut index = BlockIter::new(self.index.clone());
-        index
-            .seek(seek_key)
-            .map_err(|e| self.corrupt(self.index_offset(), e))?;
+        match &self.index_search {
+            Some(search) => search.seek(&mut index, seek_key),
+            None => index.seek(seek_key),
+        }
+        .map_err(|e| self.corrupt(self.index_offset(), e))?;
         let mut first_block = true;
         while index.valid() {
             let h = BlockHandle::decode(index.value())

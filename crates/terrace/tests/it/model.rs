@@ -19,6 +19,8 @@ enum Op {
     DeleteRange(u16, u16),
     Batch(Vec<(u16, Option<u16>)>),
     Get(u16),
+    /// `multi_get_pinned` of the keys, now or at a snapshot.
+    MultiGet(Vec<u16>, Option<usize>),
     TakeSnapshot,
     ReadSnapshot(usize, u16),
     Scan {
@@ -52,6 +54,8 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (k.clone(), 0u16..40).prop_map(|(a, len)| Op::DeleteRange(a, a + len)),
         4 => prop::collection::vec((k.clone(), prop::option::of(any::<u16>())), 1..8).prop_map(Op::Batch),
         10 => k.clone().prop_map(Op::Get),
+        4 => (prop::collection::vec(k.clone(), 0..24), prop::option::of(any::<usize>()))
+            .prop_map(|(keys, snap)| Op::MultiGet(keys, snap)),
         2 => Just(Op::TakeSnapshot),
         4 => (any::<usize>(), k.clone()).prop_map(|(s, k)| Op::ReadSnapshot(s, k)),
         4 => (prop::option::of(k.clone()), prop::option::of(k.clone()), any::<bool>(), prop::option::of(any::<usize>()))
@@ -134,6 +138,25 @@ fn run(ops: Vec<Op>, matrix: bool, separate_wal_dir: bool) -> Result<(), TestCas
                     "get {}",
                     k
                 );
+            }
+            Op::MultiGet(keys, snap) => {
+                let (m, opts) = match snap.filter(|_| !snaps.is_empty()) {
+                    Some(i) => {
+                        let (s, m) = &snaps[i % snaps.len()];
+                        (m, s.read_options())
+                    }
+                    None => (&model, ReadOptions::default()),
+                };
+                let names: Vec<Vec<u8>> = keys.iter().map(|&k| key(k)).collect();
+                let refs: Vec<&[u8]> = names.iter().map(Vec::as_slice).collect();
+                let got: Vec<Option<Vec<u8>>> = d
+                    .multi_get_pinned(&opts, &refs)
+                    .unwrap()
+                    .into_iter()
+                    .map(|v| v.map(|v| v.to_vec()))
+                    .collect();
+                let want: Vec<Option<Vec<u8>>> = names.iter().map(|k| m.get(k).cloned()).collect();
+                prop_assert_eq!(got, want);
             }
             Op::TakeSnapshot => snaps.push((d.snapshot(), model.clone())),
             Op::ReadSnapshot(i, k) => {

@@ -22,6 +22,28 @@ fn forward(l: &SkipList) -> Vec<Vec<u8>> {
 }
 
 #[test]
+fn point_index_finds_newest_entries_and_gives_up_when_full() {
+    let l = SkipList::with_index(8);
+    assert_eq!(l.find_indexed(b"a", u64::MAX), Some(NIL));
+    assert!(l.insert(b"a", crate::key::pack_trailer(5, 1), b"5"));
+    assert!(l.insert(b"a", crate::key::pack_trailer(9, 1), b"9"));
+    assert!(l.insert(b"a", crate::key::pack_trailer(7, 1), b"7"));
+    let value = |n: u32| l.node(n).map(|n| n.value().to_vec());
+    let at = |seq: u64| l.find_indexed(b"a", crate::key::pack_trailer(seq, 1));
+    assert_eq!(at(100).map(value), Some(Some(b"9".to_vec())));
+    assert_eq!(at(8).map(value), Some(Some(b"7".to_vec())));
+    assert_eq!(at(5).map(value), Some(Some(b"5".to_vec())));
+    assert_eq!(at(4), Some(NIL));
+    assert_eq!(l.find_indexed(b"b", u64::MAX), Some(NIL));
+    // Eight slots hold six keys; the index then stops answering.
+    for k in 0..10u8 {
+        assert!(l.insert(&[b'k', k], 1 << 8, b""));
+    }
+    assert_eq!(l.find_indexed(b"a", u64::MAX), None);
+    assert!(l.index_bytes() > 0);
+}
+
+#[test]
 fn empty_list() {
     let l = SkipList::new();
     assert_eq!(l.first(), NIL);
@@ -83,26 +105,58 @@ fn long_keys_and_prefixes_order_bytewise() {
     assert_eq!(got, want);
 }
 
-proptest! {
-    #[test]
-    fn compare_bytes_is_slice_order(
-        a in proptest::collection::vec(0u8..3, 0..20),
-        b in proptest::collection::vec(0u8..3, 0..20),
-    ) {
-        prop_assert_eq!(compare_bytes(&a, &b), a.cmp(&b));
-        prop_assert_eq!(compare_bytes(&a, &a), Ordering::Equal);
+#[test]
+fn keys_around_the_inline_prefix_order_bytewise() {
+    let l = SkipList::new();
+    let keys: [&[u8]; 12] = [
+        b"key:00000",
+        b"key:00000\x00",
+        b"key:000000000000",
+        b"key:000000000000\x00",
+        b"key:0000000000000",
+        b"key:000000000001",
+        b"key:000000000001\x00\x00",
+        b"key:000000000001\x00\x01",
+        b"key:000000000001a",
+        b"key:000000000002",
+        b"key:00000000000\xff",
+        b"key:0000000000\xff",
+    ];
+    for k in keys.iter().rev() {
+        assert!(l.insert(k, 1 << 8, b""));
     }
+    let got: Vec<_> = forward(&l)
+        .iter()
+        .map(|k| crate::key::user_key(k).to_vec())
+        .collect();
+    let want: Vec<_> = keys.iter().map(|k| k.to_vec()).collect();
+    assert!(want.windows(2).all(|w| w[0] < w[1]));
+    assert_eq!(got, want);
+    for k in keys {
+        let found = l.find_ge(k, 1 << 8, None);
+        assert_eq!(
+            l.node(found).map(|n| n.user_key().to_vec()),
+            Some(k.to_vec())
+        );
+    }
+}
+
+proptest! {
 
     // Inserts interleaved with cursor moves: a cursor left on a node stays valid while
     // the list grows, and every search agrees with a sorted map at every step.
     #[test]
     fn searches_match_btreemap_while_growing(
         steps in proptest::collection::vec(
-            (proptest::collection::vec(0u8..3, 0..12), 0u64..8, any::<bool>(), 0u8..4),
+            // Up to 24 bytes: keys shorter than, as long as and longer than the inline
+            // prefix, mostly zeros so that padded prefixes tie.
+            (proptest::collection::vec(0u8..3, 0..24), 0u64..8, any::<bool>(), 0u8..4),
             0..200,
         ),
+        // No point index, one that gives up after a few keys, one that holds them all.
+        index_slots in prop_oneof![Just(0usize), Just(8), Just(4096)],
     ) {
-        let l = SkipList::new();
+        let l = if index_slots == 0 { SkipList::new() } else { SkipList::with_index(index_slots) };
         let mut model: BTreeMap<crate::key::InternalKey, Vec<u8>> = BTreeMap::new();
         let mut cursor = NIL;
         for (i, (user, seq, insert, op)) in steps.iter().enumerate() {
@@ -119,6 +173,11 @@ proptest! {
             let lt = keys.iter().rev().find(|k| compare(k, &ikey).is_lt());
             let le = keys.iter().rev().find(|k| compare(k, &ikey).is_le());
             prop_assert_eq!(key_at(&l, l.find_ge(user, t, None)), ge.map(|k| k.to_vec()));
+            // Through the point index: the same node when it holds `user`, else NIL.
+            if let Some(n) = l.find_indexed(user, t) {
+                let want = ge.filter(|k| crate::key::user_key(k) == user.as_slice());
+                prop_assert_eq!(key_at(&l, n), want.map(|k| k.to_vec()));
+            }
             prop_assert_eq!(key_at(&l, l.find_lt(user, t, false)), lt.map(|k| k.to_vec()));
             prop_assert_eq!(key_at(&l, l.find_lt(user, t, true)), le.map(|k| k.to_vec()));
             prop_assert_eq!(key_at(&l, l.find_last()), keys.last().map(|k| k.to_vec()));
@@ -140,6 +199,60 @@ proptest! {
                 prop_assert_eq!(value.as_ref(), model.get(&crate::key::InternalKey(k)));
             }
             prop_assert_eq!(forward(&l), keys.into_iter().cloned().collect::<Vec<_>>());
+        }
+    }
+
+    // A sorted batch inserted at once leaves the list as inserting its entries one by
+    // one would: same order, every search agreeing with a sorted map.
+    #[test]
+    fn sorted_batch_matches_one_by_one(
+        before in proptest::collection::vec((proptest::collection::vec(0u8..3, 0..20), 0u64..6), 0..150),
+        batch in proptest::collection::vec((proptest::collection::vec(0u8..3, 0..20), 3u64..8), 0..150),
+        index_slots in prop_oneof![Just(0usize), Just(8), Just(4096)],
+    ) {
+        let l = if index_slots == 0 { SkipList::new() } else { SkipList::with_index(index_slots) };
+        let mut model: BTreeMap<crate::key::InternalKey, Vec<u8>> = BTreeMap::new();
+        for (i, (user, seq)) in before.iter().enumerate() {
+            let v = i.to_le_bytes();
+            prop_assert!(l.insert(user, crate::key::pack_trailer(*seq, 1), &v));
+            model.insert(crate::key::InternalKey(internal_key(user, *seq, ValueType::Value)), v.to_vec());
+        }
+        // The batch's last value of each internal key, in internal-key order.
+        let mut latest: BTreeMap<crate::key::InternalKey, Vec<u8>> = BTreeMap::new();
+        for (i, (user, seq)) in batch.iter().enumerate() {
+            let key = crate::key::InternalKey(internal_key(user, *seq, ValueType::Value));
+            latest.insert(key, (1000 + i).to_le_bytes().to_vec());
+        }
+        let entries: Vec<(Vec<u8>, u64, Vec<u8>)> = latest
+            .iter()
+            .map(|(k, v)| (crate::key::user_key(&k.0).to_vec(), crate::key::trailer(&k.0), v.clone()))
+            .collect();
+        model.extend(latest);
+        let sorted: Vec<SortedEntry<'_>> = entries.iter().map(|(u, t, v)| (u.as_slice(), *t, v.as_slice())).collect();
+        prop_assert!(l.insert_sorted(&sorted));
+        let keys: Vec<Vec<u8>> = model.keys().map(|k| k.0.clone()).collect();
+        prop_assert_eq!(forward(&l), keys.clone());
+        // Interleaved searches find what one search at a time finds.
+        let targets: Vec<(&[u8], u64)> = batch
+            .iter()
+            .map(|(u, s)| (u.as_slice(), crate::key::pack_trailer(*s, 1)))
+            .chain(keys.iter().map(|k| (crate::key::user_key(k), crate::key::trailer(k))))
+            .collect();
+        let mut many = vec![NIL; targets.len()];
+        l.find_ge_many(&targets, &mut many);
+        let one: Vec<u32> = targets.iter().map(|(u, t)| l.find_ge(u, *t, None)).collect();
+        prop_assert_eq!(many, one);
+        for k in &keys {
+            let (user, t) = (crate::key::user_key(k), crate::key::trailer(k));
+            let n = l.node(l.find_ge(user, t, None));
+            prop_assert_eq!(n.map(|n| n.key().to_vec()), Some(k.clone()));
+            let value = n.map(|n| l.latest(n).value().to_vec());
+            prop_assert_eq!(value.as_ref(), model.get(&crate::key::InternalKey(k.clone())));
+            let lt = keys.iter().rev().find(|m| compare(m, k).is_lt());
+            prop_assert_eq!(key_at(&l, l.find_lt(user, t, false)), lt.cloned());
+            if let Some(n) = l.find_indexed(user, t) {
+                prop_assert_eq!(key_at(&l, n), Some(k.clone()));
+            }
         }
     }
 }

@@ -242,3 +242,38 @@ fn compression_round_trips_and_falls_back() {
         }
     }
 }
+
+proptest::proptest! {
+    // An index search lands where a seek of the whole block does: keys shorter than,
+    // equal to and longer than the 16-byte prefix, many sharing it, versions of a key.
+    #[test]
+    fn index_search_seeks_like_the_block(
+        keys in proptest::collection::btree_set(
+            (proptest::collection::vec(0u8..3, 0..22), 0u64..4), 1..60),
+        targets in proptest::collection::vec(
+            (proptest::collection::vec(0u8..3, 0..22), 0u64..5), 1..40),
+        interval in 1usize..3,
+    ) {
+        let mut entries: Vec<(Vec<u8>, Vec<u8>)> = keys
+            .iter()
+            .map(|(u, s)| (internal_key(u, *s, ValueType::Value), b"v".to_vec()))
+            .collect();
+        entries.sort_by(|a, b| crate::key::compare(&a.0, &b.0));
+        let block = block_of(&entries, interval);
+        let search = crate::sst::index_search::IndexSearch::build(&block).unwrap();
+        // Only a block whose entries are all restart points gets a search.
+        proptest::prop_assert_eq!(search.is_some(), interval == 1 || entries.len() == 1);
+        let Some(search) = search else { return Ok(()) };
+        for (u, s) in &targets {
+            let target = internal_key(u, *s, ValueType::Value);
+            let mut whole = BlockIter::new(block.clone());
+            whole.seek(&target).unwrap();
+            let mut narrowed = BlockIter::new(block.clone());
+            search.seek(&mut narrowed, &target).unwrap();
+            proptest::prop_assert_eq!(narrowed.valid(), whole.valid());
+            if whole.valid() {
+                proptest::prop_assert_eq!(narrowed.key(), whole.key());
+            }
+        }
+    }
+}

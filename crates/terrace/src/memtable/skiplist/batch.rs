@@ -1,0 +1,155 @@
+//! Inserting a sorted batch: the searches for all its keys run interleaved, one step of
+//! each in turn, so that the processor has several of their cache misses in flight at
+//! once instead of one (a search on a large memtable is a chain of dependent misses);
+//! the nodes are then linked in key order, each one's predecessors corrected for the
+//! nodes of the batch linked before it.
+//!
+//! Same concurrency rule as the skiplist: the writer lock is held throughout, readers
+//! never wait, and each node is complete before the `Release` stores that link it.
+
+use std::sync::atomic::Ordering as AtomicOrdering;
+
+use super::{Node, SkipList, Target, HEAD, MAX_HEIGHT, NIL};
+
+/// One entry of a batch: user key, trailer (sequence and type) and value.
+pub(in crate::memtable) type SortedEntry<'a> = (&'a [u8], u64, &'a [u8]);
+
+/// Searches run side by side: enough to keep the misses of several in flight.
+const LANES: usize = 16;
+
+/// Where one interleaved search stands.
+struct Search<'n> {
+    x: &'n Node,
+    x_index: u32,
+    level: usize,
+    /// The last node found not less than the target: no need to compare it again.
+    known_ge: u32,
+}
+
+impl SkipList {
+    /// Adds `entries`, sorted by internal key and without two equal internal keys, as
+    /// [`SkipList::insert`] would one by one. Returns false if the arena filled up (the
+    /// entries before that point were added).
+    pub(in crate::memtable) fn insert_sorted(&self, entries: &[SortedEntry<'_>]) -> bool {
+        let mut w = self.writer.lock();
+        // The last node linked at each level and the entry it holds.
+        let mut last: [Option<(u32, usize)>; MAX_HEIGHT] = [None; MAX_HEIGHT];
+        let targets: Vec<Target<'_>> = entries
+            .iter()
+            .map(|(user, trailer, _)| Target::new(user, *trailer))
+            .collect();
+        let mut prevs = vec![[HEAD; MAX_HEIGHT]; entries.len()];
+        let mut found = vec![NIL; entries.len()];
+        for ((t, p), f) in targets
+            .chunks(LANES)
+            .zip(prevs.chunks_mut(LANES))
+            .zip(found.chunks_mut(LANES))
+        {
+            self.search_interleaved(t, Some(p), f);
+        }
+        for (i, ((target, (_, _, value)), (prev, found))) in targets
+            .iter()
+            .zip(entries)
+            .zip(prevs.iter_mut().zip(&found))
+            .enumerate()
+        {
+            // A node of this batch linked after the searched predecessor (its key is
+            // between them: the batch is sorted) is the real predecessor at its levels.
+            for (level, slot) in prev.iter_mut().enumerate() {
+                let Some((node, entry)) = last.get(level).copied().flatten() else {
+                    continue;
+                };
+                let searched_first = *slot == HEAD
+                    || self
+                        .node(*slot)
+                        .zip(targets.get(entry))
+                        .is_some_and(|(n, t)| n.cmp_to(t).is_lt());
+                if searched_first {
+                    *slot = node;
+                }
+            }
+            let Some((index, height)) = self.link_new(&mut w, target, value, prev, *found) else {
+                return false;
+            };
+            for slot in last.iter_mut().take(height) {
+                *slot = Some((index, i));
+            }
+        }
+        true
+    }
+
+    /// [`SkipList::find_ge`] for each of `targets` `(user, trailer)`, the searches
+    /// interleaved: fills `found` with the first node not less than each.
+    pub(in crate::memtable) fn find_ge_many(&self, targets: &[(&[u8], u64)], found: &mut [u32]) {
+        let targets: Vec<Target<'_>> = targets
+            .iter()
+            .map(|(user, trailer)| Target::new(user, *trailer))
+            .collect();
+        for (t, f) in targets.chunks(LANES).zip(found.chunks_mut(LANES)) {
+            self.search_interleaved(t, None, f);
+        }
+    }
+
+    /// The search of [`SkipList::search_ge`] for each of `targets`, run in lock step:
+    /// fills `prevs` (if given) and `found` (the first node not less than each target).
+    fn search_interleaved(
+        &self,
+        targets: &[Target<'_>],
+        mut prevs: Option<&mut [[u32; MAX_HEIGHT]]>,
+        found: &mut [u32],
+    ) {
+        let Some(head) = self.arena.get(HEAD) else {
+            return;
+        };
+        let top = self.height.load(AtomicOrdering::Relaxed).max(1) - 1;
+        let mut searches: Vec<Option<Search<'_>>> = targets
+            .iter()
+            .map(|_| {
+                Some(Search {
+                    x: head,
+                    x_index: HEAD,
+                    level: top,
+                    known_ge: NIL,
+                })
+            })
+            .collect();
+        let mut running = searches.len();
+        while running > 0 {
+            for (i, ((lane, target), out)) in searches
+                .iter_mut()
+                .zip(targets)
+                .zip(found.iter_mut())
+                .enumerate()
+            {
+                let Some(s) = lane else {
+                    continue;
+                };
+                let next = s.x.link(s.level);
+                if next != s.known_ge {
+                    if let Some(n) = self.node(next) {
+                        if n.cmp_to(target).is_lt() {
+                            s.x = n;
+                            s.x_index = next;
+                            continue;
+                        }
+                    }
+                }
+                s.known_ge = next;
+                if let Some(slot) = prevs
+                    .as_deref_mut()
+                    .and_then(|p| p.get_mut(i))
+                    .and_then(|p| p.get_mut(s.level))
+                {
+                    *slot = s.x_index;
+                }
+                if s.level == 0 {
+                    *out = next;
+                    *lane = None;
+                    running -= 1;
+                } else {
+                    s.level -= 1;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,157 @@
+//! The skiplist's point index: a hash table from user key to the node holding the key's
+//! newest entry, so that a point read finds it in a cache miss or two instead of a
+//! search through the list (a dozen or more misses on a large memtable).
+//!
+//! Owns: the table. A slot is an `AtomicU64`: a 32-bit fingerprint of the key's hash
+//! above the node's index, 0 when empty (node 0 is the head, never indexed). Open
+//! addressing with linear probing; nothing is ever removed. The capacity is fixed when
+//! the memtable is made, a power of two, allocated in chunks on first use. Once the
+//! table is three quarters full, or an insert finds no slot within [`MAX_PROBES`], the
+//! index gives up for good and every lookup answers [`Probe::Unknown`]: search the list.
+//! Must not touch: the list; the skiplist says which node is a key's newest and checks
+//! that a node holds a key.
+//! Concurrency: one writer (the skiplist's, under its lock), lock-free readers. The
+//! writer stores a node's index only after linking the node, and gives up (a `Release`
+//! store) before the write that could not be indexed is published; a reader that can
+//! see that write therefore sees the index give up, and one that cannot does not need
+//! it. A key's slot only ever moves to newer nodes of the key, so a reader at an older
+//! snapshot walks from the indexed node to older ones.
+
+use std::hash::{BuildHasher, RandomState};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+/// Most slots per chunk (64 KiB).
+const CHUNK_SLOTS: usize = 1 << 13;
+/// Longest probe sequence before a lookup or insert gives up.
+const MAX_PROBES: usize = 32;
+
+/// What the index knows of a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Probe {
+    /// The list holds no entry of the key.
+    Absent,
+    /// The node holding the key's newest entry.
+    Newest(u32),
+    /// The index cannot tell: search the list.
+    Unknown,
+}
+
+/// The point index; see the module docs.
+pub(super) struct PointIndex {
+    chunks: Box<[OnceLock<Box<[AtomicU64]>>]>,
+    /// Slots per chunk: [`CHUNK_SLOTS`], or all of them in a smaller table.
+    chunk_slots: usize,
+    mask: u64,
+    hasher: RandomState,
+    gave_up: AtomicBool,
+    /// Slots in use (the writer's count).
+    used: AtomicUsize,
+    /// Bytes of chunks allocated.
+    bytes: AtomicUsize,
+}
+
+impl PointIndex {
+    /// An index of at least `slots` slots (rounded up to a power of two, at least 8).
+    pub(super) fn new(slots: usize) -> Self {
+        let slots = slots.max(8).next_power_of_two();
+        let chunk_slots = slots.min(CHUNK_SLOTS);
+        PointIndex {
+            chunks: (0..slots / chunk_slots).map(|_| OnceLock::new()).collect(),
+            chunk_slots,
+            mask: (slots - 1) as u64,
+            hasher: RandomState::new(),
+            gave_up: AtomicBool::new(false),
+            used: AtomicUsize::new(0),
+            bytes: AtomicUsize::new(0),
+        }
+    }
+
+    /// Bytes the index has allocated.
+    pub(super) fn allocated_bytes(&self) -> usize {
+        self.bytes.load(Ordering::Relaxed)
+    }
+
+    fn slots(&self) -> usize {
+        self.mask as usize + 1
+    }
+
+    /// The home slot and fingerprint of `key`.
+    fn hash(&self, key: &[u8]) -> (u64, u64) {
+        let h = self.hasher.hash_one(key);
+        (h & self.mask, h >> 32)
+    }
+
+    fn slot(&self, i: u64) -> Option<&AtomicU64> {
+        let i = (i & self.mask) as usize;
+        self.chunks
+            .get(i / self.chunk_slots)?
+            .get()?
+            .get(i % self.chunk_slots)
+    }
+
+    /// The slot, allocating its chunk (the writer's call).
+    fn slot_alloc(&self, i: u64) -> Option<&AtomicU64> {
+        let i = (i & self.mask) as usize;
+        let cell = self.chunks.get(i / self.chunk_slots)?;
+        if cell.get().is_none() {
+            let chunk: Box<[AtomicU64]> =
+                (0..self.chunk_slots).map(|_| AtomicU64::new(0)).collect();
+            if cell.set(chunk).is_ok() {
+                self.bytes.fetch_add(
+                    self.chunk_slots * std::mem::size_of::<AtomicU64>(),
+                    Ordering::Relaxed,
+                );
+            }
+        }
+        cell.get()?.get(i % self.chunk_slots)
+    }
+
+    /// The node of `key`'s newest entry; `holds(n)` says whether node `n` holds `key`.
+    pub(super) fn lookup(&self, key: &[u8], holds: impl Fn(u32) -> bool) -> Probe {
+        if self.gave_up.load(Ordering::Acquire) {
+            return Probe::Unknown;
+        }
+        let (home, fp) = self.hash(key);
+        for i in (0..MAX_PROBES as u64).map(|p| home + p) {
+            let v = self.slot(i).map_or(0, |s| s.load(Ordering::Acquire));
+            if v == 0 {
+                return Probe::Absent;
+            }
+            let node = v as u32;
+            if v >> 32 == fp && holds(node) {
+                return Probe::Newest(node);
+            }
+        }
+        Probe::Unknown
+    }
+
+    /// Records `node` as `key`'s newest entry (the writer's call, after linking it).
+    pub(super) fn insert(&self, key: &[u8], node: u32, holds: impl Fn(u32) -> bool) {
+        if self.gave_up.load(Ordering::Relaxed) {
+            return;
+        }
+        let (home, fp) = self.hash(key);
+        let entry = fp << 32 | u64::from(node);
+        let full = self.used.load(Ordering::Relaxed) >= self.slots() / 4 * 3;
+        for i in (0..MAX_PROBES as u64).map(|p| home + p) {
+            let Some(slot) = self.slot_alloc(i) else {
+                break;
+            };
+            let v = slot.load(Ordering::Relaxed);
+            if v == 0 {
+                if full {
+                    break;
+                }
+                slot.store(entry, Ordering::Release);
+                self.used.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            if v >> 32 == fp && holds(v as u32) {
+                slot.store(entry, Ordering::Release);
+                return;
+            }
+        }
+        self.gave_up.store(true, Ordering::Release);
+    }
+}
