@@ -50,14 +50,15 @@ pub(super) async fn handle(
     let mut out = Vec::with_capacity(16 * 1024);
     loop {
         let next = conn.run_batch(&mut session, &mut buf, &mut out).await;
+        session.count_output(out.len());
+        // Before the replies leave: a client that reads the statistics next sees these.
+        session.publish_stats();
         if !out.is_empty() {
-            session.count_output(out.len());
             if stream.write_all(&out).await.is_err() {
                 return;
             }
             out.clear();
         }
-        session.publish_stats();
         match next {
             Next::Read => {}
             Next::Close => return,
