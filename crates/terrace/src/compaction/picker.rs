@@ -455,34 +455,47 @@ fn finish(
 }
 
 /// A matrix column compaction of `rows` within `[lo, hi)` into `output_level`, with every
-/// file of that level overlapping the range. `None` if one of them is being compacted, or
-/// reaches outside the range (column cuts must fall between output-level files, so that
-/// each file joins exactly one column).
+/// file of that level overlapping the range. `None` if one of them is being compacted.
+///
+/// Column cuts are chosen between output-level files, so that each file joins exactly one
+/// column; but the output level can change between two columns of a group (another level
+/// becomes the base level, or its files move). A file that reaches outside the range then
+/// widens it: below `lo` only the file contributes (the rows start at their trim), and
+/// above `hi` the column grows to the file's end, so no file is ever split.
 pub fn pick_column(
     state: &LevelState<'_>,
     output_level: usize,
-    column: PickedColumn,
+    mut column: PickedColumn,
 ) -> Option<PickedCompaction> {
-    let (lo, hi) = (column.lo.as_deref(), column.hi.as_deref());
     let files = state.levels.get(output_level)?;
+    let overlaps = |f: &Arc<FileMeta>, lo: Option<&[u8]>, hi: Option<&[u8]>| {
+        lo.is_none_or(|l| f.largest_user_key() >= l) && hi.is_none_or(|h| f.smallest_user_key() < h)
+    };
     let output_inputs: Vec<Arc<FileMeta>> = files
         .iter()
-        .filter(|f| {
-            lo.is_none_or(|l| f.largest_user_key() >= l)
-                && hi.is_none_or(|h| f.smallest_user_key() < h)
-        })
+        .filter(|f| overlaps(f, column.lo.as_deref(), column.hi.as_deref()))
         .cloned()
         .collect();
-    let outside = |f: &Arc<FileMeta>| {
-        lo.is_some_and(|l| f.smallest_user_key() < l)
-            || hi.is_some_and(|h| f.largest_user_key() >= h && !ends_exclusive_at(f, h))
-    };
+    if let (Some(first), Some(lo)) = (output_inputs.first(), column.lo.as_deref()) {
+        if first.smallest_user_key() < lo {
+            column.lo = Some(first.smallest_user_key().to_vec());
+        }
+    }
+    if let (Some(last), Some(hi)) = (output_inputs.last(), column.hi.as_deref()) {
+        if last.largest_user_key() >= hi && !ends_exclusive_at(last, hi) {
+            // The first user key after the file's largest.
+            let mut end = last.largest_user_key().to_vec();
+            end.push(0);
+            column.hi = Some(end);
+        }
+    }
     if output_inputs
         .iter()
-        .any(|f| state.being_compacted.contains(&f.number) || outside(f))
+        .any(|f| state.being_compacted.contains(&f.number))
     {
         return None;
     }
+    let (lo, hi) = (column.lo.as_deref(), column.hi.as_deref());
     if column
         .rows
         .iter()

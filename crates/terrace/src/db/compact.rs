@@ -254,11 +254,24 @@ impl DbInner {
             written += r.stats.output_bytes;
             outputs.extend(r.outputs);
         }
+        let mut released = 0u64;
         if let Some(column) = &picked.column {
             for r in &column.rows {
                 match &column.hi {
                     Some(hi) if r.largest_user_key() >= hi.as_slice() => {
                         edit.trimmed_rows.push((r.number, hi.clone()));
+                        // Giving chunks back is optional: a row that cannot say what it
+                        // may release keeps all of them.
+                        match self.level0.releasable(r, hi) {
+                            Ok(Some((chunks, size))) => {
+                                released += u64::from(chunks.saturating_sub(r.released_chunks));
+                                edit.released_rows.push((r.number, chunks, size));
+                            }
+                            Ok(None) => {}
+                            Err(e) => {
+                                tracing::warn!(row = r.number, error = %e, "matrix row keeps its chunks");
+                            }
+                        }
                     }
                     _ => edit.deleted_rows.push(r.number),
                 }
@@ -277,6 +290,7 @@ impl DbInner {
         super::stats::add(&self.counters.compactions, 1);
         if picked.column.is_some() {
             super::stats::add(&self.counters.column_compactions, 1);
+            super::stats::add(&self.counters.row_chunks_released, released);
         }
         super::stats::add(&self.counters.compaction_bytes_read, read);
         super::stats::add(&self.counters.compaction_bytes_written, written);

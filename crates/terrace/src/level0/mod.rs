@@ -174,6 +174,16 @@ pub trait Level0: Send + Sync {
         None
     }
 
+    /// Once everything below the user key `trim` of `row` has moved to level 1: the
+    /// leading data chunks the row can give back in all, and the bytes it then occupies,
+    /// recorded in the same edit as the trim; `None` if no more than already released.
+    ///
+    /// # Errors
+    /// Errors reading the row.
+    fn releasable(&self, _row: &RowMeta, _trim: &[u8]) -> Result<Option<(u32, u64)>> {
+        Ok(None)
+    }
+
     /// The newest sequence number that level 0 (and below) holds durably: WAL records up to
     /// it are no longer needed once the edit installing it is durable.
     fn durable_seq(&self, version: &Version) -> SeqNo;

@@ -26,6 +26,7 @@ const TAG_COMPACT_POINTER: u32 = 6;
 const TAG_NEW_ROW: u32 = 7;
 const TAG_DELETED_ROW: u32 = 8;
 const TAG_TRIMMED_ROW: u32 = 9;
+const TAG_RELEASED_ROW: u32 = 10;
 
 // Sub-fields of a new file.
 const FILE_NUMBER: u32 = 1;
@@ -64,6 +65,9 @@ pub struct VersionEdit {
     pub new_rows: Vec<RowMeta>,
     /// Matrix rows whose entries below a user key were compacted away: `(number, key)`.
     pub trimmed_rows: Vec<(u64, Vec<u8>)>,
+    /// Matrix rows that gave leading data chunks back to the region:
+    /// `(number, released chunks in all, bytes the row still occupies)`.
+    pub released_rows: Vec<(u64, u32, u64)>,
     /// Safe-to-ignore fields of a newer release: `(tag, payload)`.
     pub unknown_fields: Vec<(u32, Vec<u8>)>,
 }
@@ -113,6 +117,13 @@ impl VersionEdit {
             p.extend_from_slice(key);
             put_field(&mut buf, TAG_TRIMMED_ROW, &p);
         }
+        for &(number, chunks, size) in &self.released_rows {
+            let mut p = Vec::with_capacity(24);
+            put_varint64(&mut p, number);
+            put_varint64(&mut p, u64::from(chunks));
+            put_varint64(&mut p, size);
+            put_field(&mut buf, TAG_RELEASED_ROW, &p);
+        }
         for (tag, payload) in &self.unknown_fields {
             put_field(&mut buf, *tag, payload);
         }
@@ -160,6 +171,13 @@ impl VersionEdit {
                 TAG_TRIMMED_ROW => {
                     let number = p.varint64()?;
                     edit.trimmed_rows.push((number, p.rest().to_vec()));
+                }
+                TAG_RELEASED_ROW => {
+                    let number = p.varint64()?;
+                    let chunks = p.varint32()?;
+                    let size = p.varint64()?;
+                    p.finish("released row")?;
+                    edit.released_rows.push((number, chunks, size));
                 }
                 t if t & SAFE_TO_IGNORE != 0 => edit.unknown_fields.push((t, p.rest().to_vec())),
                 t => return Err(p.unknown_tag(t, at, "edit field")),

@@ -25,6 +25,7 @@ const ROW_NUM_DELETIONS: u32 = 12;
 const ROW_NUM_RANGE_DELETIONS: u32 = 13;
 const ROW_TRIM: u32 = 14;
 const ROW_BELOW: u32 = 15;
+const ROW_RELEASED: u32 = 16;
 
 /// Metadata of one matrix row in a version. Serializable, because column compaction
 /// descriptions carry the rows they read.
@@ -65,6 +66,10 @@ pub struct RowMeta {
     /// built); 0 if none. A reader uses the hints only while that row is still directly
     /// below.
     pub below: u64,
+    /// Leading data chunks given back to the persistent-memory region after column
+    /// compaction consumed their entries (all below `trim`); a restart does not claim them.
+    #[serde(default)]
+    pub released_chunks: u32,
 }
 
 impl RowMeta {
@@ -106,6 +111,9 @@ pub(super) fn encode_row_meta(buf: &mut Vec<u8>, m: &RowMeta) {
     }
     if m.below != 0 {
         put_varint_field(buf, ROW_BELOW, m.below);
+    }
+    if m.released_chunks != 0 {
+        put_varint_field(buf, ROW_RELEASED, u64::from(m.released_chunks));
     }
 }
 
@@ -155,6 +163,12 @@ pub(super) fn decode_row_meta(mut d: Decoder<'_>) -> Result<RowMeta> {
             }
             ROW_TRIM => m.trim = Some(p.rest().to_vec()),
             ROW_BELOW => m.below = p.only_varint64("row below")?,
+            ROW_RELEASED => {
+                let n = p.only_varint64("row released chunks")?;
+                m.released_chunks = u32::try_from(n).map_err(|_| {
+                    Error::corruption(d.file(), at, "row released chunk count out of range")
+                })?;
+            }
             t if t & SAFE_TO_IGNORE != 0 => {}
             t => return Err(p.unknown_tag(t, at, "row field")),
         }

@@ -273,6 +273,7 @@ impl VersionSet {
             deleted_files: Vec::new(),
             deleted_rows: Vec::new(),
             trimmed_rows: Vec::new(),
+            released_rows: Vec::new(),
             new_files: version
                 .levels()
                 .iter()

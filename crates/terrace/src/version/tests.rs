@@ -55,6 +55,7 @@ fn edit_with_rows() -> VersionEdit {
         deleted_rows: vec![11],
         new_rows: vec![row(12, 1, b"c", b"x", 8), row(13, 0, b"", b"b", 2)],
         trimmed_rows: vec![(14, b"k".to_vec()), (15, Vec::new())],
+        released_rows: vec![(14, 3, 777)],
         ..full_edit()
     }
 }
@@ -76,6 +77,7 @@ fn row(number: u64, group: u64, lo: &[u8], hi: &[u8], seq: u64) -> RowMeta {
         num_range_deletions: 1,
         trim: number.is_multiple_of(2).then(|| b"d".to_vec()),
         below: number.saturating_sub(1),
+        released_chunks: u32::from(number.is_multiple_of(2)),
     }
 }
 
@@ -102,6 +104,14 @@ fn rows_are_ordered_newest_group_first_and_trimmed_and_deleted() {
     let order: Vec<u64> = v2.rows().iter().map(|r| r.number).collect();
     assert_eq!(order, vec![5, 3]);
     assert_eq!(v2.rows()[1].trim.as_deref(), Some(&b"f"[..]));
+    // A trimmed row gives chunks back: its released count and live size change.
+    let e = VersionEdit {
+        released_rows: vec![(3, 2, 640)],
+        ..VersionEdit::default()
+    };
+    let v3 = v2.apply(&e).unwrap();
+    assert_eq!(v3.rows()[1].released_chunks, 2);
+    assert_eq!(v3.rows()[1].size, 640);
     // The older version is untouched.
     assert_eq!(v.rows()[2].trim, None);
     // Trimming backwards, deleting or trimming a missing row, and reusing a live number
@@ -117,6 +127,15 @@ fn rows_are_ordered_newest_group_first_and_trimmed_and_deleted() {
         },
         VersionEdit {
             trimmed_rows: vec![(9, b"a".to_vec())],
+            ..VersionEdit::default()
+        },
+        // Releasing chunks of a row that was never trimmed, or of a missing row.
+        VersionEdit {
+            released_rows: vec![(5, 1, 10)],
+            ..VersionEdit::default()
+        },
+        VersionEdit {
+            released_rows: vec![(9, 1, 10)],
             ..VersionEdit::default()
         },
         VersionEdit {
@@ -142,6 +161,7 @@ fn rows_survive_recovery_and_rollover() {
     .unwrap();
     set.log_and_apply(VersionEdit {
         trimmed_rows: vec![(n, b"h".to_vec())],
+        released_rows: vec![(n, 1, 500)],
         ..VersionEdit::default()
     })
     .unwrap();

@@ -231,6 +231,20 @@ impl Version {
             m.trim = Some(trim.clone());
             *row = Arc::new(m);
         }
+        for &(number, chunks, size) in &edit.released_rows {
+            let Some(row) = rows.iter_mut().find(|r| r.number == number) else {
+                return Err(invalid(format!("released row {number} is not live")));
+            };
+            if chunks < row.released_chunks || row.trim.is_none() {
+                return Err(invalid(format!(
+                    "row {number} releases chunks backwards or without a trim"
+                )));
+            }
+            let mut m = row.as_ref().clone();
+            m.released_chunks = chunks;
+            m.size = size;
+            *row = Arc::new(m);
+        }
         live.extend(rows.iter().map(|r| r.number));
         for meta in &edit.new_rows {
             if !live.insert(meta.number) {

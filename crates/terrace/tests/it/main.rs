@@ -45,7 +45,7 @@ pub fn matrix_level0(
         capacity,
         page_size: 4096,
         mode,
-        columns: 4,
+        columns: 16,
         ..Default::default()
     };
     opts.params.chunk_bytes = 4096;

@@ -67,6 +67,10 @@ fn rows_freeze_and_compact_in_columns_and_reads_stay_right() {
     assert!(s.column_compactions > 0, "no column compaction ran: {s:?}");
     assert!(s.row_bytes_written > 0);
     assert!(
+        s.row_chunks_released > 0,
+        "column compactions gave no data chunk back: {s:?}"
+    );
+    assert!(
         s.levels[1].files > 0,
         "column compactions wrote no level-1 file"
     );

@@ -242,6 +242,7 @@ fn row_meta(
         num_range_deletions: tombstones.len() as u64,
         trim: None,
         below,
+        released_chunks: 0,
     })
 }
 
@@ -309,6 +310,9 @@ impl Level0 for MatrixLevel0 {
         let Some(st) = guard.as_mut() else {
             return Arc::new(MatrixView::failed(Self::not_open()));
         };
+        if let Err(e) = release_chunks(st, version) {
+            return Arc::new(MatrixView::failed(e));
+        }
         match build_groups(st, version, &self.opts.params) {
             Ok(groups) => {
                 if st
@@ -412,6 +416,21 @@ impl Level0 for MatrixLevel0 {
         Some(self)
     }
 
+    fn releasable(&self, row: &RowMeta, trim: &[u8]) -> Result<Option<(u32, u64)>> {
+        let guard = self.state.lock();
+        let st = guard.as_ref().ok_or_else(Self::not_open)?;
+        let stored = st.rows.get(&row.number).ok_or_else(|| {
+            Error::InvalidArgument(format!("matrix row {} is not loaded", row.number))
+        })?;
+        let n = stored.releasable(trim)?;
+        if n <= row.released_chunks as usize {
+            return Ok(None);
+        }
+        let chunks = u32::try_from(n)
+            .map_err(|_| Error::InvalidArgument("too many matrix row chunks".into()))?;
+        Ok(Some((chunks, stored.release(n)?.size())))
+    }
+
     fn durable_seq(&self, version: &Version) -> SeqNo {
         let files = version.levels().iter().flatten().map(|f| f.largest_seq);
         let rows = version.rows().iter().map(|r| r.largest_seq);
@@ -442,7 +461,11 @@ impl Level0 for MatrixLevel0 {
                 len: r.dir_len,
                 checksum: r.dir_checksum,
             };
-            rows.insert(r.number, Arc::new(load_row(&region, r.number, loc)?));
+            let released = r.released_chunks as usize;
+            rows.insert(
+                r.number,
+                Arc::new(load_row(&region, r.number, loc, released)?),
+            );
         }
         // The newest group takes new rows, unless column compaction already consumed
         // part of it: then it stays frozen and new rows start the next group.
@@ -466,6 +489,21 @@ impl Level0 for MatrixLevel0 {
         *guard = Some(st);
         Ok(())
     }
+}
+
+/// Gives back the data chunks that `version` records as released: each such row's reader
+/// is replaced by one without them. Views still holding the old reader keep the pages
+/// until they are dropped; then the pages return to the region.
+fn release_chunks(st: &mut State, version: &Version) -> Result<()> {
+    for r in version.rows() {
+        let want = r.released_chunks as usize;
+        if let Some(stored) = st.rows.get_mut(&r.number) {
+            if stored.released() < want {
+                *stored = Arc::new(stored.release(want)?);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The oldest group if it is older than the `active` one (the group flushes join): the

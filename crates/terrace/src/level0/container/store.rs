@@ -51,6 +51,42 @@ impl StoredRow {
             .chain(self.reader.data_chunks());
         self.dir.len() + chunks.map(Extent::len).sum::<u64>()
     }
+
+    /// Leading data chunks given back (column compaction consumed their entries).
+    pub(crate) fn released(&self) -> usize {
+        self.reader.released_chunks()
+    }
+
+    /// The data chunks wholly below `trim` (a user key) that this row could give back:
+    /// every chunk before the one holding the row's first entry at or above `trim`.
+    ///
+    /// # Errors
+    /// Errors reading the row.
+    pub(crate) fn releasable(&self, trim: &[u8]) -> Result<usize> {
+        let r = &self.reader;
+        let start = r.lower_bound(
+            &crate::key::seek_key(trim, crate::key::MAX_SEQ),
+            r.first_live(),
+            r.len(),
+        )?;
+        if start >= r.len() {
+            return Ok(r.header().data_chunks.len());
+        }
+        r.data_chunk_of(start)
+    }
+
+    /// This row with its first `released` data chunks given back; their pages return to
+    /// the region when no reader holds the old row any more.
+    ///
+    /// # Errors
+    /// `InvalidArgument` if `released` is below what is released already or past the row.
+    pub(crate) fn release(&self, released: usize) -> Result<StoredRow> {
+        Ok(StoredRow {
+            dir: self.dir.clone(),
+            location: self.location,
+            reader: Arc::new(self.reader.release_data_chunks(released)?),
+        })
+    }
 }
 
 fn copy_in(region: &Arc<PmemRegion>, bytes: &[u8]) -> Result<Extent> {
@@ -195,15 +231,18 @@ fn decode_dir<'a>(
 }
 
 /// Reopens row `number` after a restart: claims its directory and chunks in `region` and
-/// checks them all.
+/// checks them all. The first `released` data chunks were given back by column compaction:
+/// they are neither claimed nor read.
 ///
 /// # Errors
-/// `Corruption` if the directory or a chunk does not check, or the extents overlap ones
-/// already claimed; `Unsupported` for another directory version.
+/// `Corruption` if the directory or a chunk does not check, the extents overlap ones
+/// already claimed, or `released` exceeds the row's data chunks; `Unsupported` for another
+/// directory version.
 pub(crate) fn load_row(
     region: &Arc<PmemRegion>,
     number: u64,
     loc: DirLocation,
+    released: usize,
 ) -> Result<StoredRow> {
     let name = region.path().join(format!("row-{number}"));
     let claim = |off: u64, len: u64| {
@@ -231,12 +270,20 @@ pub(crate) fn load_row(
         .iter()
         .map(|&(o, l)| claim(o, l))
         .collect::<Result<Vec<_>>>()?;
+    if released > d.data.len() {
+        return Err(Error::corruption(
+            name,
+            loc.offset,
+            "the manifest releases more data chunks than the row has",
+        ));
+    }
     let data = d
         .data
         .iter()
+        .skip(released)
         .map(|&(o, l)| claim(o, l))
         .collect::<Result<Vec<_>>>()?;
-    let reader = RowReader::open(d.header, meta, data)?;
+    let reader = RowReader::open_released(d.header, meta, data, released)?;
     Ok(StoredRow {
         dir,
         location: loc,

@@ -46,8 +46,8 @@ impl<E> Clone for GroupRow<E> {
 impl<E: AsRef<[u8]>> GroupRow<E> {
     pub(super) fn new(reader: Arc<RowReader<E>>) -> Self {
         GroupRow {
+            start: reader.first_live(),
             reader,
-            start: 0,
             trim: None,
             linked: false,
         }
@@ -121,7 +121,8 @@ impl<E: AsRef<[u8]>> MatrixGroup<E> {
 
     /// A group of `rows`, newest first (after a restart, say). Segments are cut from the
     /// bottom every `segment_rows` rows; a shorter top segment stays open. Filters are
-    /// built by reading every row's keys.
+    /// built by reading every row's keys still held; a row with released data chunks
+    /// starts at its first held entry.
     ///
     /// # Errors
     /// `InvalidArgument` for bad `params`; errors reading the rows.
@@ -129,7 +130,7 @@ impl<E: AsRef<[u8]>> MatrixGroup<E> {
         let mut g = MatrixGroup::new(params)?;
         let hashes = rows
             .iter()
-            .map(|r| row_hashes(r, 0))
+            .map(|r| row_hashes(r, r.first_live()))
             .collect::<Result<Vec<_>>>()?;
         g.rows = rows.into_iter().map(GroupRow::new).collect();
         let (n, seg) = (g.rows.len(), g.params.segment_rows);
@@ -175,7 +176,7 @@ impl<E: AsRef<[u8]>> MatrixGroup<E> {
     /// Errors reading the new row's keys.
     pub fn with_row_on_top(&self, row: Arc<RowReader<E>>) -> Result<Self> {
         let mut g = self.clone();
-        let hashes = row_hashes(&row, 0)?;
+        let hashes = row_hashes(&row, row.first_live())?;
         let (bits, seg) = (g.params.bloom_bits_per_key, g.params.segment_rows);
         g.rows.insert(0, GroupRow::new(row));
         match g.segments.first_mut() {

@@ -23,7 +23,12 @@ use crate::range_del::{FragmentedTombstones, RangeTombstone};
 pub struct RowReader<E> {
     header: RowHeader,
     meta: Vec<E>,
+    /// The data chunks from `released` on (`data[0]` is chunk `released`).
     data: Vec<E>,
+    /// Leading data chunks given back after column compaction consumed their entries.
+    released: usize,
+    /// The first entry whose data chunk is still held.
+    first_live: usize,
     tombstones: FragmentedTombstones,
     name: PathBuf,
 }
@@ -51,6 +56,22 @@ impl<E: AsRef<[u8]>> RowReader<E> {
     /// # Errors
     /// `Corruption` with the place (`matrix-row-<id>/meta-<i>` or `/data-<i>`) and byte.
     pub fn open(header: &[u8], meta: Vec<E>, data: Vec<E>) -> Result<Self> {
+        Self::open_released(header, meta, data, 0)
+    }
+
+    /// Opens a row whose first `released` data chunks were given back (column compaction
+    /// consumed their entries): `data` holds the chunks from `released` on. The checks of
+    /// [`RowReader::open`] apply to everything still held; of the entries in released
+    /// chunks only the metadata (placement and `next` pointers) is checked.
+    ///
+    /// # Errors
+    /// As [`RowReader::open`]; `Corruption` if `released` exceeds the row's data chunks.
+    pub fn open_released(
+        header: &[u8],
+        meta: Vec<E>,
+        data: Vec<E>,
+        released: usize,
+    ) -> Result<Self> {
         let header = RowHeader::decode(header)?;
         let name = PathBuf::from(format!("matrix-row-{}", header.id));
         let count_err =
@@ -58,7 +79,7 @@ impl<E: AsRef<[u8]>> RowReader<E> {
         if meta.len() != header.meta_chunks.len() {
             return Err(count_err("metadata"));
         }
-        if data.len() != header.data_chunks.len() {
+        if data.len().checked_add(released) != Some(header.data_chunks.len()) {
             return Err(count_err("data"));
         }
         let infos = header
@@ -69,12 +90,13 @@ impl<E: AsRef<[u8]>> RowReader<E> {
         let data_infos = header
             .data_chunks
             .iter()
+            .skip(released)
             .zip(&data)
             .map(|(i, c)| ("data", i, c));
         for (n, (kind, info, chunk)) in infos.chain(data_infos).enumerate() {
             let bytes = chunk.as_ref().get(..info.len as usize);
             if bytes.is_none_or(|b| crc32c::crc32c(b) != info.crc) {
-                let idx = n.checked_sub(meta.len()).unwrap_or(n);
+                let idx = n.checked_sub(meta.len()).map_or(n, |d| d + released);
                 return Err(Error::corruption(
                     name.join(format!("{kind}-{idx}")),
                     0,
@@ -83,15 +105,66 @@ impl<E: AsRef<[u8]>> RowReader<E> {
             }
         }
         let tombstones = FragmentedTombstones::new(&header.tombstones, MAX_SEQ);
-        let row = RowReader {
+        let mut row = RowReader {
             header,
             meta,
             data,
+            released,
+            first_live: 0,
             tombstones,
             name,
         };
         row.check_entries()?;
+        row.first_live = row.first_entry_in(released)?;
         Ok(row)
+    }
+
+    /// The same row with its first `released` data chunks given back (their entries are
+    /// below every reader's trim). Nothing is checked again.
+    ///
+    /// # Errors
+    /// `InvalidArgument` if `released` is below the chunks already released or above the
+    /// row's data chunks.
+    pub fn release_data_chunks(&self, released: usize) -> Result<Self>
+    where
+        E: Clone,
+    {
+        let skip = released
+            .checked_sub(self.released)
+            .filter(|s| *s <= self.data.len());
+        let Some(skip) = skip else {
+            return Err(Error::InvalidArgument(format!(
+                "matrix row {}: cannot release {released} of {} data chunks ({} released)",
+                self.header.id,
+                self.header.data_chunks.len(),
+                self.released
+            )));
+        };
+        let mut row = RowReader {
+            header: self.header.clone(),
+            meta: self.meta.clone(),
+            data: self.data.get(skip..).unwrap_or_default().to_vec(),
+            released,
+            first_live: 0,
+            tombstones: self.tombstones.clone(),
+            name: self.name.clone(),
+        };
+        row.first_live = row.first_entry_in(released)?;
+        Ok(row)
+    }
+
+    /// The first entry whose data chunk is `>= chunk` (`len()` if none).
+    fn first_entry_in(&self, chunk: usize) -> Result<usize> {
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if (self.meta_entry(mid)?.chunk as usize) < chunk {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        Ok(lo)
     }
 
     /// Walks every metadata entry once; see [`RowReader::open`] for the rules.
@@ -114,6 +187,15 @@ impl<E: AsRef<[u8]>> RowReader<E> {
                 return Err(bad("entry runs past its data chunk"));
             }
             offset = end;
+            let next = u64::from(m.next);
+            if next < prev_next || next > below_len {
+                return Err(bad("next pointer out of order or past the row below"));
+            }
+            prev_next = next;
+            if c < self.released {
+                // Released: only the metadata is left to check.
+                continue;
+            }
             let k = self.key(j)?;
             let p = key::try_parse(k).map_err(&bad)?;
             if p.kind == ValueType::RangeDeletion {
@@ -122,32 +204,41 @@ impl<E: AsRef<[u8]>> RowReader<E> {
             if m.prefix != key_prefix(p.user_key) {
                 return Err(bad("key prefix does not match the key"));
             }
-            if j > 0 && key::compare(self.key(j - 1)?, k) != Ordering::Less {
+            let prev_held = j > 0 && self.meta_entry(j - 1)?.chunk as usize >= self.released;
+            if prev_held && key::compare(self.key(j - 1)?, k) != Ordering::Less {
                 return Err(bad("keys out of order"));
             }
             if p.seq < h.smallest_seq || p.seq > h.largest_seq {
                 return Err(bad("sequence number outside the header's range"));
             }
-            let next = u64::from(m.next);
-            if next < prev_next || next > below_len {
-                return Err(bad("next pointer out of order or past the row below"));
-            }
-            prev_next = next;
             deletions += u64::from(p.kind == ValueType::Deletion);
         }
         let ends_chunks = chunk + 1 == h.data_chunks.len() && offset == self.data_len(chunk);
         if !(ends_chunks || h.data_chunks.is_empty()) {
             return Err(self.corrupt_meta(0, "entries do not fill the data chunks"));
         }
-        if deletions != h.num_deletions {
-            return Err(self.corrupt_meta(0, "deletion count differs from the header"));
-        }
-        let (first, last) = match self.len().checked_sub(1) {
-            Some(last) => (self.key(0)?, self.key(last)?),
-            None => (&[][..], &[][..]),
-        };
-        if first != h.smallest_key.as_slice() || last != h.largest_key.as_slice() {
-            return Err(self.corrupt_meta(0, "key bounds differ from the header"));
+        if self.released > 0 {
+            // Counts and the smallest key cover released entries: only the largest key,
+            // when it is still held, can be checked.
+            let last = self.len().checked_sub(1);
+            let held =
+                |j: usize| Ok::<_, Error>(self.meta_entry(j)?.chunk as usize >= self.released);
+            if let Some(last) = last.filter(|&j| held(j).unwrap_or(false)) {
+                if self.key(last)? != h.largest_key.as_slice() {
+                    return Err(self.corrupt_meta(0, "key bounds differ from the header"));
+                }
+            }
+        } else {
+            if deletions != h.num_deletions {
+                return Err(self.corrupt_meta(0, "deletion count differs from the header"));
+            }
+            let (first, last) = match self.len().checked_sub(1) {
+                Some(last) => (self.key(0)?, self.key(last)?),
+                None => (&[][..], &[][..]),
+            };
+            if first != h.smallest_key.as_slice() || last != h.largest_key.as_slice() {
+                return Err(self.corrupt_meta(0, "key bounds differ from the header"));
+            }
         }
         for t in &h.tombstones {
             if t.seq < h.smallest_seq || t.seq > h.largest_seq {
@@ -203,12 +294,22 @@ impl<E: AsRef<[u8]>> RowReader<E> {
         &self.meta
     }
 
-    /// The data chunks, as given to `open` (a relinked row reuses them).
+    /// The data chunks still held, as given to `open` (a relinked row reuses them).
     pub fn data_chunks(&self) -> &[E] {
         &self.data
     }
 
-    /// Gives the chunks back: `(meta, data)`.
+    /// How many leading data chunks were released.
+    pub fn released_chunks(&self) -> usize {
+        self.released
+    }
+
+    /// The first entry still readable: entries before it were in released chunks.
+    pub fn first_live(&self) -> usize {
+        self.first_live
+    }
+
+    /// Gives the chunks back: `(meta, data)`, the data chunks still held.
     pub fn into_chunks(self) -> (Vec<E>, Vec<E>) {
         (self.meta, self.data)
     }
@@ -235,11 +336,20 @@ impl<E: AsRef<[u8]>> RowReader<E> {
     /// `len` bytes at `offset` of data chunk `chunk`.
     #[inline]
     pub(crate) fn data_slice(&self, chunk: u32, offset: usize, len: usize) -> Option<&[u8]> {
-        let c = self.data.get(chunk as usize)?.as_ref();
+        let c = self
+            .data
+            .get((chunk as usize).checked_sub(self.released)?)?
+            .as_ref();
         c.get(offset..offset.checked_add(len)?)
     }
 
     fn entry_at(&self, j: usize, m: &MetaEntry) -> Result<(&[u8], &[u8])> {
+        if (m.chunk as usize) < self.released {
+            return Err(Error::InvalidArgument(format!(
+                "matrix row {}: entry {j} was released by column compaction",
+                self.header.id
+            )));
+        }
         let (o, k, v) = (m.offset as usize, m.key_len as usize, m.value_len as usize);
         match (
             self.data_slice(m.chunk, o, k),

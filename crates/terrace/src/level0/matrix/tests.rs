@@ -2,6 +2,7 @@
 
 mod iter;
 mod merge;
+mod release;
 mod row;
 mod search;
 
