@@ -2,7 +2,8 @@
 //! the first valid cut (see `level0::column_cut`) at which the rows hold about the target
 //! bytes.
 //!
-//! Owns: sampling cut candidates from the rows and estimating bytes between two keys.
+//! Owns: sampling cut candidates from the rows, estimating bytes between two keys, and
+//! narrowing a column to the key span its rows cover.
 //! Must not touch: the version or the rows; it reads them.
 //! Concurrency: a pure function over immutable rows.
 
@@ -70,9 +71,66 @@ pub(super) fn next_column(
         target_bytes,
         bytes_between,
     );
-    Some(PickedColumn {
-        rows,
-        lo: start,
-        hi,
-    })
+    let (lo, hi) = narrow_to_rows(&rows, start, hi);
+    Some(PickedColumn { rows, lo, hi })
+}
+
+/// Narrows the column `[lo, hi)` to the key span the rows cover: base-level files outside
+/// it have nothing to merge with, so they stay where they are (with sequential keys the
+/// first column would otherwise rewrite every file below the rows, and the last every file
+/// above them).
+fn narrow_to_rows(
+    rows: &[Arc<RowMeta>],
+    lo: Option<Vec<u8>>,
+    hi: Option<Vec<u8>>,
+) -> (Option<Vec<u8>>, Option<Vec<u8>>) {
+    let smallest = rows.iter().map(|r| r.smallest_user_key()).min();
+    // The first user key above every row's largest (a tombstone's end included).
+    let end = rows.iter().map(|r| r.largest_user_key()).max().map(|k| {
+        let mut e = k.to_vec();
+        e.push(0);
+        e
+    });
+    let lo = match (lo, smallest) {
+        (Some(l), Some(s)) if s > l.as_slice() => Some(s.to_vec()),
+        (None, Some(s)) => Some(s.to_vec()),
+        (l, _) => l,
+    };
+    let hi = match (hi, end) {
+        (Some(h), Some(e)) if e < h => Some(e),
+        (None, Some(e)) => Some(e),
+        (h, _) => h,
+    };
+    (lo, hi)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::{InternalKey, ValueType};
+
+    fn row(lo: &str, hi: &str) -> Arc<RowMeta> {
+        Arc::new(RowMeta {
+            smallest: InternalKey::new(lo.as_bytes(), 1, ValueType::Value),
+            largest: InternalKey::new(hi.as_bytes(), 1, ValueType::Value),
+            ..RowMeta::default()
+        })
+    }
+
+    fn k(s: &str) -> Option<Vec<u8>> {
+        Some(s.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn columns_shrink_to_the_rows_key_span() {
+        let rows = vec![row("m", "p"), row("k", "q")];
+        // Unbounded ends become the rows' bounds (exclusive end just past "q").
+        assert_eq!(narrow_to_rows(&rows, None, None), (k("k"), k("q\0")));
+        // Bounds inside the span stay.
+        assert_eq!(narrow_to_rows(&rows, k("l"), k("o")), (k("l"), k("o")));
+        // Bounds outside the span are pulled in.
+        assert_eq!(narrow_to_rows(&rows, k("a"), k("z")), (k("k"), k("q\0")));
+        // No rows: nothing changes.
+        assert_eq!(narrow_to_rows(&[], None, k("c")), (None, k("c")));
+    }
 }
