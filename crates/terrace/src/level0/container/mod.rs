@@ -39,6 +39,9 @@ use crate::range_del::RangeTombstone;
 use crate::tables::{Lookup, Tables};
 use crate::version::{RowMeta, Version};
 
+/// The compaction score of a container whose flushes wait for room: above any level's.
+const STALLED_SCORE: f64 = 1000.0;
+
 /// File name of the region inside the database directory when no path is given.
 pub const DEFAULT_REGION_FILE: &str = "MATRIX.pmem";
 
@@ -341,9 +344,17 @@ impl Level0 for MatrixLevel0 {
         version.rows().iter().map(|r| r.size).sum()
     }
 
-    fn backpressure(&self, _version: &Version, _opts: &Options) -> Backpressure {
-        // Stalls come from flushes waiting for room (see `ready_to_flush`).
-        Backpressure::None
+    fn backpressure(&self, version: &Version, opts: &Options) -> Backpressure {
+        // Flushes stop when no row fits (see `ready_to_flush`); before that, writes are
+        // slowed while the room left holds fewer than three memtables, so that compaction
+        // catches up in many short delays instead of one long stop.
+        let used: u64 = version.rows().iter().map(|r| r.size).sum();
+        let margin = 3 * opts.write_buffer_size as u64;
+        if used.saturating_add(margin) > self.opts.capacity && !version.rows().is_empty() {
+            Backpressure::Slowdown
+        } else {
+            Backpressure::None
+        }
     }
 
     fn ready_to_flush(&self, version: &Version, bytes: usize) -> bool {
@@ -352,8 +363,8 @@ impl Level0 for MatrixLevel0 {
 
     fn compaction_score(&self, version: &Version, _busy: &HashSet<u64>, opts: &Options) -> f64 {
         if !self.has_room(version, opts.write_buffer_size) {
-            // Flushes are stalled: compacting is the only way on.
-            return 2.0;
+            // Flushes are stalled: freeing room comes before every other compaction.
+            return STALLED_SCORE;
         }
         let active = self.state.lock().as_ref().map_or(0, |s| s.active_group);
         let frozen = frozen_group(version, active);
