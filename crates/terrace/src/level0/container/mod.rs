@@ -544,10 +544,29 @@ fn build_groups(st: &State, version: &Version, params: &MatrixParams) -> Result<
                 .map(|r| r.reader.clone())
                 .ok_or_else(|| Error::InvalidArgument(format!("matrix row {n} is not loaded")))
         };
-        // One new row on top of an unchanged group: stack it.
+        // One new row on top of an unchanged group: stack it. The same rows with a new
+        // trim (a column compaction): trim the cached group and take the rows' readers,
+        // which may have given chunks back, keeping its filters.
         let stacked = cached.filter(|c| sig.get(1..) == Some(c.rows.as_slice()));
-        let group = match (stacked, sig.first()) {
-            (Some(c), Some((n, None))) => c.group.with_row_on_top(reader(*n)?)?,
+        let same_rows = cached.filter(|c| {
+            c.rows.len() == sig.len() && c.rows.iter().zip(&sig).all(|(a, b)| a.0 == b.0)
+        });
+        let group = match (stacked, same_rows, sig.first()) {
+            (Some(c), _, Some((n, None))) => c.group.with_row_on_top(reader(*n)?)?,
+            (_, Some(c), _) => {
+                let retrimmed = match sig.iter().filter_map(|(_, t)| t.as_deref()).max() {
+                    Some(t) => c.group.trimmed(t)?,
+                    None => (*c.group).clone(),
+                };
+                let readers = sig
+                    .iter()
+                    .map(|(n, _)| reader(*n))
+                    .collect::<Result<Vec<_>>>()?;
+                match retrimmed.with_readers(readers) {
+                    Ok(g) => g,
+                    Err(_) => group_of(st, &sig, params)?,
+                }
+            }
             _ => group_of(st, &sig, params)?,
         };
         out.push(CachedGroup {

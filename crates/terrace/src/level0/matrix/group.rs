@@ -15,7 +15,7 @@ use super::bloom::{row_hashes, SegmentFilter};
 use super::iter::RowIterator;
 use super::row::RowReader;
 use super::MatrixParams;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{self, SeqNo, MAX_SEQ};
 use crate::merge::MergingIterator;
@@ -206,6 +206,34 @@ impl<E: AsRef<[u8]>> MatrixGroup<E> {
                 .reader
                 .lower_bound(&target, row.start, row.reader.len())?;
             row.trim = Some(user_key.into());
+        }
+        Ok(g)
+    }
+
+    /// This group with its rows' readers replaced by `readers` (newest first): the same
+    /// rows, some of which gave data chunks back since. Starts, trims, links and segment
+    /// filters are kept, so nothing is read.
+    ///
+    /// # Errors
+    /// `InvalidArgument` if `readers` are not the same rows, or one no longer holds an
+    /// entry at or after its row's start.
+    pub fn with_readers(&self, readers: Vec<Arc<RowReader<E>>>) -> Result<Self> {
+        if readers.len() != self.rows.len() {
+            return Err(Error::InvalidArgument(
+                "matrix group: reader count differs".into(),
+            ));
+        }
+        let mut g = self.clone();
+        for (row, reader) in g.rows.iter_mut().zip(readers) {
+            let same = reader.id() == row.reader.id() && reader.len() == row.reader.len();
+            if !same || reader.first_live() > row.start {
+                return Err(Error::InvalidArgument(format!(
+                    "matrix group: row {} cannot take the reader of row {}",
+                    row.reader.id(),
+                    reader.id()
+                )));
+            }
+            row.reader = reader;
         }
         Ok(g)
     }

@@ -248,6 +248,17 @@ proptest! {
             let mut g3 = MatrixGroup::from_rows(released, params(segment_rows, bits, chunk)).unwrap();
             g3 = g3.trimmed(t).unwrap();
             check_all(&g3, &rows, Some(t), &snaps);
+            // The trimmed group taking the released readers in place keeps its filters.
+            let released: Vec<_> = g.rows().map(|r| Arc::new(release_below(r, t))).collect();
+            let g4 = g.with_readers(released).unwrap();
+            check_all(&g4, &rows, Some(t), &snaps);
+            // Readers of other rows, or fewer of them, are refused.
+            let mut wrong: Vec<_> = g.rows().cloned().collect();
+            wrong.reverse();
+            if wrong.len() > 1 {
+                prop_assert!(g.with_readers(wrong).is_err());
+            }
+            prop_assert!(g.with_readers(Vec::new()).is_err() || rows.is_empty());
         }
     }
 }
