@@ -1,7 +1,8 @@
 //! Leveled compaction policy as a pure function of the level state: no I/O, no locks.
 //!
-//! Owns: level byte targets (static and dynamic), compaction scores, and the choice of
-//! input files for automatic and manual compactions (docs/techniques/leveled-compaction.md).
+//! Owns: level byte targets (static and dynamic), compaction scores (`score`), and the
+//! choice of input files for automatic and manual compactions and for matrix columns
+//! (`column`) (docs/techniques/leveled-compaction.md).
 //! Must not touch: versions or files; callers pass a consistent view of the levels and
 //! apply the outcome themselves.
 //! Concurrency: pure functions over borrowed state; call them under the version lock so
@@ -11,6 +12,9 @@
 //! Preconditions on the state: level 0 may hold files in any order; every deeper level
 //! holds non-overlapping files sorted by smallest key (adjacent files may share a
 //! boundary user key, as LevelDB allows).
+
+mod column;
+mod score;
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -22,6 +26,9 @@ use crate::compaction::task::{
 use crate::key::{self, InternalKey, SeqNo, ValueType, MAX_SEQ};
 use crate::options::Options;
 use crate::version::{FileMeta, RowMeta};
+
+pub use self::column::pick_column;
+pub use self::score::{base_level, level0_file_count_score, level_targets, scores};
 
 /// The part of a version the picker reads.
 #[derive(Debug, Clone, Copy)]
@@ -38,20 +45,6 @@ pub struct LevelState<'a> {
     /// Level 1's byte target (its base), from the level 0 in use: a larger level 0 may
     /// widen level 1 so that the tree stays shallow.
     pub level1_target_bytes: u64,
-}
-
-/// The classic level-0 score: files not being compacted over
-/// `level0_file_num_compaction_trigger`.
-pub fn level0_file_count_score(
-    level0: &[Arc<FileMeta>],
-    being_compacted: &HashSet<u64>,
-    opts: &Options,
-) -> f64 {
-    let live = level0
-        .iter()
-        .filter(|f| !being_compacted.contains(&f.number))
-        .count();
-    live as f64 / opts.level0_file_num_compaction_trigger.max(1) as f64
 }
 
 /// A chosen compaction: which files move from which level to which.
@@ -134,124 +127,6 @@ impl PickedCompaction {
             }),
         }
     }
-}
-
-fn level_bytes(files: &[Arc<FileMeta>], skip: Option<&HashSet<u64>>) -> u64 {
-    files
-        .iter()
-        .filter(|f| skip.is_none_or(|s| !s.contains(&f.number)))
-        .map(|f| f.size)
-        .sum()
-}
-
-fn to_u64(x: f64) -> u64 {
-    if x >= u64::MAX as f64 {
-        u64::MAX
-    } else {
-        x.max(0.0) as u64
-    }
-}
-
-/// Targets and base level; see [`level_targets`].
-fn targets_and_base(
-    levels: &[Vec<Arc<FileMeta>>],
-    opts: &Options,
-    level1_target_bytes: u64,
-) -> (Vec<u64>, usize) {
-    let n = levels.len();
-    if n < 2 {
-        return (vec![0; n], n.saturating_sub(1));
-    }
-    let last = n - 1;
-    let base = level1_target_bytes.max(1) as f64;
-    let mult = opts.max_bytes_for_level_multiplier.max(1.0);
-    let mut t = vec![0f64; n];
-    if !opts.level_compaction_dynamic_level_bytes {
-        let mut size = base;
-        for target in t.iter_mut().skip(1) {
-            *target = size;
-            size *= mult;
-        }
-        return (t.into_iter().map(to_u64).collect(), 1);
-    }
-    let largest = levels
-        .iter()
-        .skip(1)
-        .map(|l| level_bytes(l, None))
-        .max()
-        .unwrap_or(0);
-    let first_non_empty = (1..n)
-        .find(|&i| levels.get(i).is_some_and(|l| !l.is_empty()))
-        .unwrap_or(last);
-    let mut size = (largest as f64).max(base);
-    for i in (1..=last).rev() {
-        if let Some(target) = t.get_mut(i) {
-            *target = size;
-        }
-        size /= mult;
-    }
-    let mut base_level = last;
-    while base_level > 1 && t.get(base_level).is_some_and(|x| *x > base) {
-        base_level -= 1;
-    }
-    let base_level = base_level.min(first_non_empty);
-    for target in t.iter_mut().take(base_level) {
-        *target = 0.0;
-    }
-    (t.into_iter().map(to_u64).collect(), base_level)
-}
-
-/// Byte target of every level (level 0's is 0: it is scored by file count).
-///
-/// Static: level 1 gets `max_bytes_for_level_base`, each deeper level
-/// `max_bytes_for_level_multiplier` times more. Dynamic (`level_compaction_dynamic_level_bytes`,
-/// RocksDB's semantics simplified): the last level's target is its largest level's size
-/// (at least the base), each level up is a multiplier smaller, and the base level (where
-/// level 0 compacts to) is the deepest level whose target is at most the base, but never
-/// below the first non-empty level; levels above the base level get target 0 and stay empty.
-/// `level1_target_bytes` takes the place of `max_bytes_for_level_base` (see
-/// [`LevelState::level1_target_bytes`]).
-pub fn level_targets(
-    levels: &[Vec<Arc<FileMeta>>],
-    opts: &Options,
-    level1_target_bytes: u64,
-) -> Vec<u64> {
-    targets_and_base(levels, opts, level1_target_bytes).0
-}
-
-/// The level that level 0 compacts into: 1, or deeper with dynamic level bytes.
-pub fn base_level(
-    levels: &[Vec<Arc<FileMeta>>],
-    opts: &Options,
-    level1_target_bytes: u64,
-) -> usize {
-    targets_and_base(levels, opts, level1_target_bytes).1
-}
-
-/// Compaction score of every level: level 0 is its file count over
-/// `level0_file_num_compaction_trigger`, deeper levels their bytes over their target,
-/// both counting only files not being compacted. The last level scores 0 (it has no
-/// level to compact into). A score of 1 or more asks for a compaction.
-pub fn scores(state: &LevelState<'_>, opts: &Options) -> Vec<f64> {
-    let n = state.levels.len();
-    let targets = level_targets(state.levels, opts, state.level1_target_bytes);
-    let mut out = vec![0.0; n];
-    for (i, (files, score)) in state.levels.iter().zip(out.iter_mut()).enumerate() {
-        if i + 1 >= n {
-            break;
-        }
-        if i == 0 {
-            *score = state.level0_score;
-            continue;
-        }
-        let bytes = level_bytes(files, Some(state.being_compacted));
-        *score = match targets.get(i).copied().unwrap_or(0) {
-            0 if bytes > 0 => f64::MAX,
-            0 => 0.0,
-            t => bytes as f64 / t as f64,
-        };
-    }
-    out
 }
 
 /// The most urgent automatic compaction: levels with score >= 1, highest first, skipping
@@ -452,79 +327,6 @@ fn finish(
         bottommost,
         column: None,
     })
-}
-
-/// A matrix column compaction of `rows` within `[lo, hi)` into `output_level`, with every
-/// file of that level overlapping the range. `None` if one of them is being compacted.
-///
-/// Column cuts are chosen between output-level files, so that each file joins exactly one
-/// column; but the output level can change between two columns of a group (another level
-/// becomes the base level, or its files move). A file that reaches outside the range then
-/// widens it: below `lo` only the file contributes (the rows start at their trim), and
-/// above `hi` the column grows to the file's end, so no file is ever split.
-pub fn pick_column(
-    state: &LevelState<'_>,
-    output_level: usize,
-    mut column: PickedColumn,
-) -> Option<PickedCompaction> {
-    let files = state.levels.get(output_level)?;
-    let overlaps = |f: &Arc<FileMeta>, lo: Option<&[u8]>, hi: Option<&[u8]>| {
-        lo.is_none_or(|l| f.largest_user_key() >= l) && hi.is_none_or(|h| f.smallest_user_key() < h)
-    };
-    let output_inputs: Vec<Arc<FileMeta>> = files
-        .iter()
-        .filter(|f| overlaps(f, column.lo.as_deref(), column.hi.as_deref()))
-        .cloned()
-        .collect();
-    if let (Some(first), Some(lo)) = (output_inputs.first(), column.lo.as_deref()) {
-        if first.smallest_user_key() < lo {
-            column.lo = Some(first.smallest_user_key().to_vec());
-        }
-    }
-    if let (Some(last), Some(hi)) = (output_inputs.last(), column.hi.as_deref()) {
-        if last.largest_user_key() >= hi && !ends_exclusive_at(last, hi) {
-            // The first user key after the file's largest.
-            let mut end = last.largest_user_key().to_vec();
-            end.push(0);
-            column.hi = Some(end);
-        }
-    }
-    if output_inputs
-        .iter()
-        .any(|f| state.being_compacted.contains(&f.number))
-    {
-        return None;
-    }
-    let (lo, hi) = (column.lo.as_deref(), column.hi.as_deref());
-    if column
-        .rows
-        .iter()
-        .any(|r| state.being_compacted.contains(&r.number))
-    {
-        return None;
-    }
-    let below_overlaps = state.levels.iter().skip(output_level + 1).any(|l| {
-        l.iter().any(|f| {
-            lo.is_none_or(|x| f.largest_user_key() >= x)
-                && hi.is_none_or(|h| f.smallest_user_key() < h)
-        })
-    });
-    Some(PickedCompaction {
-        level: 0,
-        output_level,
-        inputs: Vec::new(),
-        output_inputs,
-        trivial_move: false,
-        reason: CompactionReason::MatrixColumn,
-        bottommost: !below_overlaps,
-        column: Some(column),
-    })
-}
-
-/// True if `f` ends with a range-tombstone sentinel at user key `h` (it then holds
-/// nothing of `h`).
-fn ends_exclusive_at(f: &FileMeta, h: &[u8]) -> bool {
-    ends_exclusive(f) && f.largest_user_key() == h
 }
 
 #[cfg(test)]

@@ -1,7 +1,8 @@
 //! Running compactions: picking under the state lock, executing the (sub)tasks with the
-//! lock released, and installing the outputs as one version edit.
+//! lock released, and installing the outputs as one version edit (`install`).
 
-use std::collections::HashSet;
+mod install;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -232,87 +233,6 @@ impl DbInner {
                 })
                 .collect()
         })
-    }
-
-    fn install_compaction(
-        &self,
-        st: &mut MutexGuard<'_, DbState>,
-        picked: &PickedCompaction,
-        task: &CompactionTask,
-        results: Vec<CompactionResult>,
-    ) -> Result<()> {
-        let mut edit = VersionEdit::default();
-        for input in &task.inputs {
-            for f in &input.files {
-                edit.deleted_files.push((input.level, f.number));
-            }
-        }
-        let mut outputs = Vec::new();
-        let (mut read, mut written) = (0u64, 0u64);
-        for r in results {
-            read += r.stats.input_bytes;
-            written += r.stats.output_bytes;
-            outputs.extend(r.outputs);
-        }
-        let mut released = 0u64;
-        if let Some(column) = &picked.column {
-            for r in &column.rows {
-                match &column.hi {
-                    Some(hi) if r.largest_user_key() >= hi.as_slice() => {
-                        edit.trimmed_rows.push((r.number, hi.clone()));
-                        // Giving chunks back is optional: a row that cannot say what it
-                        // may release keeps all of them.
-                        match self.level0.releasable(r, hi) {
-                            Ok(Some((chunks, size))) => {
-                                released += u64::from(chunks.saturating_sub(r.released_chunks));
-                                edit.released_rows.push((r.number, chunks, size));
-                            }
-                            Ok(None) => {}
-                            Err(e) => {
-                                tracing::warn!(row = r.number, error = %e, "matrix row keeps its chunks");
-                            }
-                        }
-                    }
-                    _ => edit.deleted_rows.push(r.number),
-                }
-            }
-        }
-        let numbers: HashSet<u64> = outputs.iter().map(|f| f.number).collect();
-        for f in outputs {
-            edit.new_files.push((task.output_level, f));
-        }
-        if let Some(last) = picked.inputs.last() {
-            edit.compact_pointers
-                .push((picked.level as u32, last.largest.clone()));
-        }
-        self.apply_edit(st, edit)?;
-        self.install_super_version(st);
-        super::stats::add(&self.counters.compactions, 1);
-        if picked.column.is_some() {
-            super::stats::add(&self.counters.column_compactions, 1);
-            super::stats::add(&self.counters.row_chunks_released, released);
-        }
-        super::stats::add(&self.counters.compaction_bytes_read, read);
-        super::stats::add(&self.counters.compaction_bytes_written, written);
-        let mut output_files: Vec<u64> = numbers.into_iter().collect();
-        output_files.sort_unstable();
-        let info = CompactionInfo {
-            input_level: picked.level,
-            output_level: picked.output_level,
-            input_files: task
-                .inputs
-                .iter()
-                .flat_map(|i| i.files.iter().map(|f| f.number))
-                .collect(),
-            output_files,
-            bytes_read: read,
-            bytes_written: written,
-            trivial_move: false,
-        };
-        for l in &self.listeners {
-            l.on_compaction_completed(&info);
-        }
-        Ok(())
     }
 
     /// Compacts everything overlapping `[start, end]` down to the last non-empty level.

@@ -15,71 +15,40 @@
 //! and only the manifest makes a row live, so a crash before the edit leaves pages that
 //! the next open treats as free. A column's level-1 outputs and the trims of the rows it
 //! consumed are one edit. At open every live row is claimed and checked again.
+//!
+//! Split: the settings (`options`), building each version's groups and a flushed row's
+//! metadata (`groups`), the readers' view (`view`), rows on the region (`store`) and the
+//! choice of columns (`column`).
 
 mod column;
+mod groups;
+mod options;
 mod store;
+mod view;
 
 use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use self::groups::{build_groups, release_chunks, row_meta, CachedGroup};
+pub use self::options::{MatrixOptions, DEFAULT_REGION_FILE};
 use self::store::{load_row, store_row, DirLocation, StoredRow};
-use super::matrix::{Below, MatrixGroup, MatrixParams, RowBuilder};
+use self::view::MatrixView;
+use super::matrix::{Below, RowBuilder};
 use super::{Backpressure, Level0, Level0Env, Level0Flush, Level0View};
 use crate::compaction::{ColumnSource, PickedColumn};
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
-use crate::key::{InternalKey, SeqNo, ValueType, MAX_SEQ};
+use crate::key::SeqNo;
 use crate::memtable::MemTable;
 use crate::options::Options;
-use crate::pmem::{Extent, PmemMode, PmemOptions, PmemRegion};
-use crate::range_del::RangeTombstone;
-use crate::tables::{Lookup, Tables};
+use crate::pmem::{PmemOptions, PmemRegion};
+use crate::tables::Tables;
 use crate::version::{RowMeta, Version};
 
 /// The compaction score of a container whose flushes wait for room: above any level's.
 const STALLED_SCORE: f64 = 1000.0;
-
-/// File name of the region inside the database directory when no path is given.
-pub const DEFAULT_REGION_FILE: &str = "MATRIX.pmem";
-
-/// Settings of the matrix container.
-#[derive(Debug, Clone)]
-pub struct MatrixOptions {
-    /// The persistent-memory region file (on a DAX mount for real persistent memory);
-    /// `None` puts `MATRIX.pmem` in the database directory.
-    pub region_path: Option<PathBuf>,
-    /// Bytes of row data the container holds (the thesis's matrix capacity).
-    pub capacity: u64,
-    /// Page size of the region.
-    pub page_size: u32,
-    /// `Mapped` for use; `Shadow` makes unpersisted writes vanish on a crash (tests).
-    pub mode: PmemMode,
-    /// Row, segment and table-merge parameters.
-    pub params: MatrixParams,
-    /// Fraction of the capacity at which the rows are frozen for column compaction
-    /// (thesis: 2/3).
-    pub compaction_trigger: f64,
-    /// The capacity divided into this many columns gives a column's target size (the
-    /// thesis's N).
-    pub columns: u32,
-}
-
-impl Default for MatrixOptions {
-    fn default() -> Self {
-        MatrixOptions {
-            region_path: None,
-            capacity: 256 << 20,
-            page_size: 64 << 10,
-            mode: PmemMode::Mapped,
-            params: MatrixParams::default(),
-            compaction_trigger: 2.0 / 3.0,
-            columns: 16,
-        }
-    }
-}
 
 /// A level 0 of matrix rows on persistent memory. Give one instance to one database.
 pub struct MatrixLevel0 {
@@ -108,15 +77,6 @@ struct State {
     /// The newest version seen, and the groups built for it (newest group first).
     version: Arc<Version>,
     groups: Vec<CachedGroup>,
-}
-
-/// A group built for a version, kept to build the next view cheaply.
-#[derive(Clone)]
-struct CachedGroup {
-    id: u64,
-    /// `(number, trim)` of its rows, newest first.
-    rows: Vec<(u64, Option<Vec<u8>>)>,
-    group: Arc<MatrixGroup<Extent>>,
 }
 
 impl MatrixLevel0 {
@@ -185,68 +145,6 @@ fn group_bytes(version: &Version, group: u64) -> u64 {
         .filter(|r| r.group == group)
         .map(|r| r.size)
         .sum()
-}
-
-/// The row metadata of a stored row built from `mem`.
-fn row_meta(
-    number: u64,
-    group: u64,
-    below: u64,
-    stored: &StoredRow,
-    mem: &MemTable,
-    tombstones: &[RangeTombstone],
-) -> Result<RowMeta> {
-    let h = stored.reader.header();
-    let loc: DirLocation = stored.location();
-    let mut smallest: Option<InternalKey> = None;
-    let mut largest: Option<InternalKey> = None;
-    if !stored.reader.is_empty() {
-        smallest = Some(InternalKey(h.smallest_key.clone()));
-        largest = Some(InternalKey(h.largest_key.clone()));
-    }
-    for t in tombstones {
-        let s = InternalKey::new(&t.start, t.seq, ValueType::RangeDeletion);
-        let e = InternalKey::new(&t.end, MAX_SEQ, ValueType::RangeDeletion);
-        if smallest
-            .as_ref()
-            .is_none_or(|k| crate::key::compare(s.encoded(), k.encoded()).is_lt())
-        {
-            smallest = Some(s);
-        }
-        if largest
-            .as_ref()
-            .is_none_or(|k| crate::key::compare(e.encoded(), k.encoded()).is_gt())
-        {
-            largest = Some(e);
-        }
-    }
-    let (Some(smallest), Some(largest)) = (smallest, largest) else {
-        return Err(Error::InvalidArgument(
-            "an empty memtable has no row".into(),
-        ));
-    };
-    let seqs = tombstones.iter().map(|t| t.seq);
-    Ok(RowMeta {
-        number,
-        group,
-        dir_offset: loc.offset,
-        dir_len: loc.len,
-        dir_checksum: loc.checksum,
-        size: stored.size(),
-        smallest,
-        largest,
-        smallest_seq: seqs.clone().chain([h.smallest_seq]).min().unwrap_or(0),
-        largest_seq: seqs
-            .chain([h.largest_seq, mem.largest_seq()])
-            .max()
-            .unwrap_or(0),
-        num_entries: stored.reader.len() as u64,
-        num_deletions: h.num_deletions,
-        num_range_deletions: tombstones.len() as u64,
-        trim: None,
-        below,
-        released_chunks: 0,
-    })
 }
 
 impl Level0 for MatrixLevel0 {
@@ -502,178 +400,9 @@ impl Level0 for MatrixLevel0 {
     }
 }
 
-/// Gives back the data chunks that `version` records as released: each such row's reader
-/// is replaced by one without them. Views still holding the old reader keep the pages
-/// until they are dropped; then the pages return to the region.
-fn release_chunks(st: &mut State, version: &Version) -> Result<()> {
-    for r in version.rows() {
-        let want = r.released_chunks as usize;
-        if let Some(stored) = st.rows.get_mut(&r.number) {
-            if stored.released() < want {
-                *stored = Arc::new(stored.release(want)?);
-            }
-        }
-    }
-    Ok(())
-}
-
 /// The oldest group if it is older than the `active` one (the group flushes join): the
 /// group being compacted into level 1, column by column.
 fn frozen_group(version: &Version, active: u64) -> Option<u64> {
     let oldest = version.rows().iter().map(|r| r.group).min()?;
     (oldest < active).then_some(oldest)
-}
-
-/// The groups of `version`, newest first, reusing the cached ones that did not change.
-fn build_groups(st: &State, version: &Version, params: &MatrixParams) -> Result<Vec<CachedGroup>> {
-    let mut ids: Vec<u64> = version.rows().iter().map(|r| r.group).collect();
-    ids.dedup();
-    let mut out = Vec::with_capacity(ids.len());
-    for id in ids {
-        let metas: Vec<&Arc<RowMeta>> = version.rows().iter().filter(|r| r.group == id).collect();
-        let sig: Vec<(u64, Option<Vec<u8>>)> =
-            metas.iter().map(|r| (r.number, r.trim.clone())).collect();
-        let cached = st.groups.iter().find(|g| g.id == id);
-        if let Some(c) = cached.filter(|c| c.rows == sig) {
-            out.push(c.clone());
-            continue;
-        }
-        let reader = |n: u64| {
-            st.rows
-                .get(&n)
-                .map(|r| r.reader.clone())
-                .ok_or_else(|| Error::InvalidArgument(format!("matrix row {n} is not loaded")))
-        };
-        // One new row on top of an unchanged group: stack it. The same rows with a new
-        // trim (a column compaction): trim the cached group and take the rows' readers,
-        // which may have given chunks back, keeping its filters.
-        let stacked = cached.filter(|c| sig.get(1..) == Some(c.rows.as_slice()));
-        let same_rows = cached.filter(|c| {
-            c.rows.len() == sig.len() && c.rows.iter().zip(&sig).all(|(a, b)| a.0 == b.0)
-        });
-        let group = match (stacked, same_rows, sig.first()) {
-            (Some(c), _, Some((n, None))) => c.group.with_row_on_top(reader(*n)?)?,
-            (_, Some(c), _) => {
-                let retrimmed = match sig.iter().filter_map(|(_, t)| t.as_deref()).max() {
-                    Some(t) => c.group.trimmed(t)?,
-                    None => (*c.group).clone(),
-                };
-                let readers = sig
-                    .iter()
-                    .map(|(n, _)| reader(*n))
-                    .collect::<Result<Vec<_>>>()?;
-                match retrimmed.with_readers(readers) {
-                    Ok(g) => g,
-                    Err(_) => group_of(st, &sig, params)?,
-                }
-            }
-            _ => group_of(st, &sig, params)?,
-        };
-        out.push(CachedGroup {
-            id,
-            rows: sig,
-            group: Arc::new(group),
-        });
-    }
-    Ok(out)
-}
-
-/// The group of the rows `sig` (`(number, trim)`, newest first) from their loaded readers.
-/// Every row of a group is trimmed at the same key (the columns done).
-fn group_of(
-    st: &State,
-    sig: &[(u64, Option<Vec<u8>>)],
-    params: &MatrixParams,
-) -> Result<MatrixGroup<Extent>> {
-    let readers = sig
-        .iter()
-        .map(|(n, _)| {
-            st.rows
-                .get(n)
-                .map(|r| r.reader.clone())
-                .ok_or_else(|| Error::InvalidArgument(format!("matrix row {n} is not loaded")))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    let g = MatrixGroup::from_rows(readers, params.clone())?;
-    match sig.iter().filter_map(|(_, t)| t.as_deref()).max() {
-        Some(t) => g.trimmed(t),
-        None => Ok(g),
-    }
-}
-
-impl ColumnSource for MatrixLevel0 {
-    fn column_iterators(
-        &self,
-        rows: &[RowMeta],
-        out: &mut Vec<Box<dyn InternalIterator>>,
-        tombstones: &mut Vec<RangeTombstone>,
-    ) -> Result<u64> {
-        let guard = self.state.lock();
-        let st = guard.as_ref().ok_or_else(Self::not_open)?;
-        let bytes = rows.iter().map(|r| r.size).sum();
-        // The group the views use, when the rows are exactly its rows.
-        let sig: Vec<(u64, Option<Vec<u8>>)> =
-            rows.iter().map(|r| (r.number, r.trim.clone())).collect();
-        if let Some(c) = st.groups.iter().find(|g| g.rows == sig) {
-            tombstones.extend(c.group.range_tombstones());
-            out.extend(c.group.iterators());
-            return Ok(bytes);
-        }
-        let group = group_of(st, &sig, &self.opts.params)?;
-        tombstones.extend(group.range_tombstones());
-        out.extend(group.iterators());
-        Ok(bytes)
-    }
-}
-
-/// The readers' view: groups newest first.
-struct MatrixView {
-    groups: Vec<Arc<MatrixGroup<Extent>>>,
-    error: Option<Error>,
-}
-
-impl MatrixView {
-    fn failed(e: Error) -> Self {
-        MatrixView {
-            groups: Vec::new(),
-            error: Some(e),
-        }
-    }
-}
-
-impl Level0View for MatrixView {
-    fn get(
-        &self,
-        user_key: &[u8],
-        _seek_key: &[u8],
-        snap: SeqNo,
-        max_tombstone: &mut SeqNo,
-        _fill_cache: bool,
-    ) -> Result<Lookup> {
-        if let Some(e) = &self.error {
-            return Err(e.clone());
-        }
-        for g in &self.groups {
-            if let Lookup::Found(v) = g.get(user_key, snap, max_tombstone)? {
-                return Ok(Lookup::Found(v));
-            }
-        }
-        Ok(Lookup::Missing)
-    }
-
-    fn add_iterators(
-        &self,
-        out: &mut Vec<Box<dyn InternalIterator>>,
-        tombstones: &mut Vec<RangeTombstone>,
-        _fill_cache: bool,
-    ) -> Result<()> {
-        if let Some(e) = &self.error {
-            return Err(e.clone());
-        }
-        for g in &self.groups {
-            tombstones.extend(g.range_tombstones());
-            out.extend(g.iterators());
-        }
-        Ok(())
-    }
 }

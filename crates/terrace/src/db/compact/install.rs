@@ -1,0 +1,102 @@
+//! Installing a finished compaction: one version edit that deletes the inputs, adds the
+//! outputs, trims or deletes the consumed matrix rows (giving back the data chunks a row
+//! may release), and moves the compact pointer; then the counters and listeners.
+//!
+//! Owns: what the edit of a rewritten compaction records (trivial moves are installed
+//! where they are run).
+//! Must not touch: the outputs themselves or the obsolete files; the caller collects the
+//! inputs and reserved numbers after the install.
+//! Concurrency: runs with the state mutex held, on the thread that ran the compaction.
+
+use std::collections::HashSet;
+
+use parking_lot::MutexGuard;
+
+use crate::compaction::{CompactionResult, CompactionTask, PickedCompaction};
+use crate::db::listener::CompactionInfo;
+use crate::db::{stats, DbInner, DbState};
+use crate::error::Result;
+use crate::version::VersionEdit;
+
+impl DbInner {
+    pub(super) fn install_compaction(
+        &self,
+        st: &mut MutexGuard<'_, DbState>,
+        picked: &PickedCompaction,
+        task: &CompactionTask,
+        results: Vec<CompactionResult>,
+    ) -> Result<()> {
+        let mut edit = VersionEdit::default();
+        for input in &task.inputs {
+            for f in &input.files {
+                edit.deleted_files.push((input.level, f.number));
+            }
+        }
+        let mut outputs = Vec::new();
+        let (mut read, mut written) = (0u64, 0u64);
+        for r in results {
+            read += r.stats.input_bytes;
+            written += r.stats.output_bytes;
+            outputs.extend(r.outputs);
+        }
+        let mut released = 0u64;
+        if let Some(column) = &picked.column {
+            for r in &column.rows {
+                match &column.hi {
+                    Some(hi) if r.largest_user_key() >= hi.as_slice() => {
+                        edit.trimmed_rows.push((r.number, hi.clone()));
+                        // Giving chunks back is optional: a row that cannot say what it
+                        // may release keeps all of them.
+                        match self.level0.releasable(r, hi) {
+                            Ok(Some((chunks, size))) => {
+                                released += u64::from(chunks.saturating_sub(r.released_chunks));
+                                edit.released_rows.push((r.number, chunks, size));
+                            }
+                            Ok(None) => {}
+                            Err(e) => {
+                                tracing::warn!(row = r.number, error = %e, "matrix row keeps its chunks");
+                            }
+                        }
+                    }
+                    _ => edit.deleted_rows.push(r.number),
+                }
+            }
+        }
+        let numbers: HashSet<u64> = outputs.iter().map(|f| f.number).collect();
+        for f in outputs {
+            edit.new_files.push((task.output_level, f));
+        }
+        if let Some(last) = picked.inputs.last() {
+            edit.compact_pointers
+                .push((picked.level as u32, last.largest.clone()));
+        }
+        self.apply_edit(st, edit)?;
+        self.install_super_version(st);
+        stats::add(&self.counters.compactions, 1);
+        if picked.column.is_some() {
+            stats::add(&self.counters.column_compactions, 1);
+            stats::add(&self.counters.row_chunks_released, released);
+        }
+        stats::add(&self.counters.compaction_bytes_read, read);
+        stats::add(&self.counters.compaction_bytes_written, written);
+        let mut output_files: Vec<u64> = numbers.into_iter().collect();
+        output_files.sort_unstable();
+        let info = CompactionInfo {
+            input_level: picked.level,
+            output_level: picked.output_level,
+            input_files: task
+                .inputs
+                .iter()
+                .flat_map(|i| i.files.iter().map(|f| f.number))
+                .collect(),
+            output_files,
+            bytes_read: read,
+            bytes_written: written,
+            trivial_move: false,
+        };
+        for l in &self.listeners {
+            l.on_compaction_completed(&info);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,216 @@
+//! Which rows form which group: the row metadata a flush records, the groups built for
+//! each version (reused while their rows and trims do not change), the data chunks given
+//! back once a version records them as released, and the column inputs opened from the
+//! same groups (`ColumnSource`).
+//!
+//! Owns: `CachedGroup` and the building of groups from loaded rows.
+//! Must not touch: the manifest, the region's pages (rows free them when dropped) or the
+//! row format (`level0::matrix`).
+//! Concurrency: called with the container's state mutex held; the groups built are
+//! immutable and shared with views by `Arc`.
+
+use std::sync::Arc;
+
+use super::store::{DirLocation, StoredRow};
+use super::{MatrixLevel0, State};
+use crate::compaction::ColumnSource;
+use crate::error::{Error, Result};
+use crate::iter::InternalIterator;
+use crate::key::{InternalKey, ValueType, MAX_SEQ};
+use crate::level0::matrix::{MatrixGroup, MatrixParams};
+use crate::memtable::MemTable;
+use crate::pmem::Extent;
+use crate::range_del::RangeTombstone;
+use crate::version::{RowMeta, Version};
+
+/// A group built for a version, kept to build the next view cheaply.
+#[derive(Clone)]
+pub(super) struct CachedGroup {
+    pub(super) id: u64,
+    /// `(number, trim)` of its rows, newest first.
+    rows: Vec<(u64, Option<Vec<u8>>)>,
+    pub(super) group: Arc<MatrixGroup<Extent>>,
+}
+
+/// The row metadata of a stored row built from `mem`.
+pub(super) fn row_meta(
+    number: u64,
+    group: u64,
+    below: u64,
+    stored: &StoredRow,
+    mem: &MemTable,
+    tombstones: &[RangeTombstone],
+) -> Result<RowMeta> {
+    let h = stored.reader.header();
+    let loc: DirLocation = stored.location();
+    let mut smallest: Option<InternalKey> = None;
+    let mut largest: Option<InternalKey> = None;
+    if !stored.reader.is_empty() {
+        smallest = Some(InternalKey(h.smallest_key.clone()));
+        largest = Some(InternalKey(h.largest_key.clone()));
+    }
+    for t in tombstones {
+        let s = InternalKey::new(&t.start, t.seq, ValueType::RangeDeletion);
+        let e = InternalKey::new(&t.end, MAX_SEQ, ValueType::RangeDeletion);
+        if smallest
+            .as_ref()
+            .is_none_or(|k| crate::key::compare(s.encoded(), k.encoded()).is_lt())
+        {
+            smallest = Some(s);
+        }
+        if largest
+            .as_ref()
+            .is_none_or(|k| crate::key::compare(e.encoded(), k.encoded()).is_gt())
+        {
+            largest = Some(e);
+        }
+    }
+    let (Some(smallest), Some(largest)) = (smallest, largest) else {
+        return Err(Error::InvalidArgument(
+            "an empty memtable has no row".into(),
+        ));
+    };
+    let seqs = tombstones.iter().map(|t| t.seq);
+    Ok(RowMeta {
+        number,
+        group,
+        dir_offset: loc.offset,
+        dir_len: loc.len,
+        dir_checksum: loc.checksum,
+        size: stored.size(),
+        smallest,
+        largest,
+        smallest_seq: seqs.clone().chain([h.smallest_seq]).min().unwrap_or(0),
+        largest_seq: seqs
+            .chain([h.largest_seq, mem.largest_seq()])
+            .max()
+            .unwrap_or(0),
+        num_entries: stored.reader.len() as u64,
+        num_deletions: h.num_deletions,
+        num_range_deletions: tombstones.len() as u64,
+        trim: None,
+        below,
+        released_chunks: 0,
+    })
+}
+
+/// Gives back the data chunks that `version` records as released: each such row's reader
+/// is replaced by one without them. Views still holding the old reader keep the pages
+/// until they are dropped; then the pages return to the region.
+pub(super) fn release_chunks(st: &mut State, version: &Version) -> Result<()> {
+    for r in version.rows() {
+        let want = r.released_chunks as usize;
+        if let Some(stored) = st.rows.get_mut(&r.number) {
+            if stored.released() < want {
+                *stored = Arc::new(stored.release(want)?);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The groups of `version`, newest first, reusing the cached ones that did not change.
+pub(super) fn build_groups(
+    st: &State,
+    version: &Version,
+    params: &MatrixParams,
+) -> Result<Vec<CachedGroup>> {
+    let mut ids: Vec<u64> = version.rows().iter().map(|r| r.group).collect();
+    ids.dedup();
+    let mut out = Vec::with_capacity(ids.len());
+    for id in ids {
+        let metas: Vec<&Arc<RowMeta>> = version.rows().iter().filter(|r| r.group == id).collect();
+        let sig: Vec<(u64, Option<Vec<u8>>)> =
+            metas.iter().map(|r| (r.number, r.trim.clone())).collect();
+        let cached = st.groups.iter().find(|g| g.id == id);
+        if let Some(c) = cached.filter(|c| c.rows == sig) {
+            out.push(c.clone());
+            continue;
+        }
+        let reader = |n: u64| {
+            st.rows
+                .get(&n)
+                .map(|r| r.reader.clone())
+                .ok_or_else(|| Error::InvalidArgument(format!("matrix row {n} is not loaded")))
+        };
+        // One new row on top of an unchanged group: stack it. The same rows with a new
+        // trim (a column compaction): trim the cached group and take the rows' readers,
+        // which may have given chunks back, keeping its filters.
+        let stacked = cached.filter(|c| sig.get(1..) == Some(c.rows.as_slice()));
+        let same_rows = cached.filter(|c| {
+            c.rows.len() == sig.len() && c.rows.iter().zip(&sig).all(|(a, b)| a.0 == b.0)
+        });
+        let group = match (stacked, same_rows, sig.first()) {
+            (Some(c), _, Some((n, None))) => c.group.with_row_on_top(reader(*n)?)?,
+            (_, Some(c), _) => {
+                let retrimmed = match sig.iter().filter_map(|(_, t)| t.as_deref()).max() {
+                    Some(t) => c.group.trimmed(t)?,
+                    None => (*c.group).clone(),
+                };
+                let readers = sig
+                    .iter()
+                    .map(|(n, _)| reader(*n))
+                    .collect::<Result<Vec<_>>>()?;
+                match retrimmed.with_readers(readers) {
+                    Ok(g) => g,
+                    Err(_) => group_of(st, &sig, params)?,
+                }
+            }
+            _ => group_of(st, &sig, params)?,
+        };
+        out.push(CachedGroup {
+            id,
+            rows: sig,
+            group: Arc::new(group),
+        });
+    }
+    Ok(out)
+}
+
+/// The group of the rows `sig` (`(number, trim)`, newest first) from their loaded readers.
+/// Every row of a group is trimmed at the same key (the columns done).
+fn group_of(
+    st: &State,
+    sig: &[(u64, Option<Vec<u8>>)],
+    params: &MatrixParams,
+) -> Result<MatrixGroup<Extent>> {
+    let readers = sig
+        .iter()
+        .map(|(n, _)| {
+            st.rows
+                .get(n)
+                .map(|r| r.reader.clone())
+                .ok_or_else(|| Error::InvalidArgument(format!("matrix row {n} is not loaded")))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let g = MatrixGroup::from_rows(readers, params.clone())?;
+    match sig.iter().filter_map(|(_, t)| t.as_deref()).max() {
+        Some(t) => g.trimmed(t),
+        None => Ok(g),
+    }
+}
+
+impl ColumnSource for MatrixLevel0 {
+    fn column_iterators(
+        &self,
+        rows: &[RowMeta],
+        out: &mut Vec<Box<dyn InternalIterator>>,
+        tombstones: &mut Vec<RangeTombstone>,
+    ) -> Result<u64> {
+        let guard = self.state.lock();
+        let st = guard.as_ref().ok_or_else(Self::not_open)?;
+        let bytes = rows.iter().map(|r| r.size).sum();
+        // The group the views use, when the rows are exactly its rows.
+        let sig: Vec<(u64, Option<Vec<u8>>)> =
+            rows.iter().map(|r| (r.number, r.trim.clone())).collect();
+        if let Some(c) = st.groups.iter().find(|g| g.rows == sig) {
+            tombstones.extend(c.group.range_tombstones());
+            out.extend(c.group.iterators());
+            return Ok(bytes);
+        }
+        let group = group_of(st, &sig, &self.opts.params)?;
+        tombstones.extend(group.range_tombstones());
+        out.extend(group.iterators());
+        Ok(bytes)
+    }
+}

@@ -1,0 +1,50 @@
+//! Settings of the matrix container: where its region lives, how large it is, and when
+//! its rows freeze for column compaction.
+//!
+//! Owns: [`MatrixOptions`] and their defaults, and the default region file name.
+//! Must not touch: the region or the rows; `MatrixLevel0::new` checks the values.
+//! Concurrency: plain data, cloned into the container.
+
+use std::path::PathBuf;
+
+use crate::level0::matrix::MatrixParams;
+use crate::pmem::PmemMode;
+
+/// File name of the region inside the database directory when no path is given.
+pub const DEFAULT_REGION_FILE: &str = "MATRIX.pmem";
+
+/// Settings of the matrix container.
+#[derive(Debug, Clone)]
+pub struct MatrixOptions {
+    /// The persistent-memory region file (on a DAX mount for real persistent memory);
+    /// `None` puts `MATRIX.pmem` in the database directory.
+    pub region_path: Option<PathBuf>,
+    /// Bytes of row data the container holds (the thesis's matrix capacity).
+    pub capacity: u64,
+    /// Page size of the region.
+    pub page_size: u32,
+    /// `Mapped` for use; `Shadow` makes unpersisted writes vanish on a crash (tests).
+    pub mode: PmemMode,
+    /// Row, segment and table-merge parameters.
+    pub params: MatrixParams,
+    /// Fraction of the capacity at which the rows are frozen for column compaction
+    /// (thesis: 2/3).
+    pub compaction_trigger: f64,
+    /// The capacity divided into this many columns gives a column's target size (the
+    /// thesis's N).
+    pub columns: u32,
+}
+
+impl Default for MatrixOptions {
+    fn default() -> Self {
+        MatrixOptions {
+            region_path: None,
+            capacity: 256 << 20,
+            page_size: 64 << 10,
+            mode: PmemMode::Mapped,
+            params: MatrixParams::default(),
+            compaction_trigger: 2.0 / 3.0,
+            columns: 16,
+        }
+    }
+}
