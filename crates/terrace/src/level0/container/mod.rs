@@ -62,6 +62,11 @@ pub struct MatrixOptions {
     /// The capacity divided into this many columns gives a column's target size (the
     /// thesis's N).
     pub columns: u32,
+    /// For fault-injection tests only: the region's persists return `Ok` but make nothing
+    /// durable (`PmemRegion::set_skip_persists`), so in `Shadow` mode a crash loses the
+    /// rows, as if the container had forgotten to persist them.
+    #[doc(hidden)]
+    pub skip_persists: bool,
 }
 
 impl Default for MatrixOptions {
@@ -74,6 +79,7 @@ impl Default for MatrixOptions {
             params: MatrixParams::default(),
             compaction_trigger: 2.0 / 3.0,
             columns: 16,
+            skip_persists: false,
         }
     }
 }
@@ -454,6 +460,7 @@ impl Level0 for MatrixLevel0 {
                 mode: self.opts.mode,
             },
         )?;
+        region.set_skip_persists(self.opts.skip_persists);
         let mut rows = HashMap::new();
         for r in version.rows() {
             let loc = DirLocation {
