@@ -49,7 +49,8 @@ impl Pages {
         unsafe { self.region.data_map().slice_mut(off, len) }.unwrap_or_default()
     }
 
-    /// Makes `range` (relative to the run) durable in the file.
+    /// Makes `range` (relative to the run) durable in the file, unless the region skips
+    /// persists (fault injection).
     #[allow(unsafe_code)]
     fn persist(&mut self, range: Range<usize>) -> Result<()> {
         let (off, len) = self.span();
@@ -60,6 +61,9 @@ impl Pages {
         }
         let region = &self.region;
         region.count_persist((range.end - range.start) as u64);
+        if region.skips_persists() {
+            return Ok(());
+        }
         let io = |e| Error::io(&region.path, e);
         let (at, n) = (off + range.start, range.end - range.start);
         if let Some(shadow) = &region.shadow {

@@ -3,7 +3,8 @@
 //!
 //! Owns: the region file (docs/formats/pmem.md): its header, its mapping, the volatile
 //! free-page set, persistence (cache-line write-back and fence on a synchronous DAX
-//! mapping, `msync` otherwise), and the [`PmemMode::Shadow`] emulation of power failure.
+//! mapping, `msync` otherwise), the [`PmemMode::Shadow`] emulation of power failure, and
+//! a fault switch for crash tests that makes persists do nothing.
 //! Must not touch: what the bytes of an extent mean, or which extents are live. Callers
 //! (the matrix container of level 0) record sealed extents durably in their own metadata
 //! and [`PmemRegion::claim`] them again after a restart; the region trusts no allocator
@@ -29,7 +30,7 @@ mod map;
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -110,6 +111,8 @@ pub struct PmemRegion {
     bytes_written: AtomicU64,
     bytes_persisted: AtomicU64,
     persist_calls: AtomicU64,
+    /// Fault injection: persists return `Ok` without making anything durable.
+    skip_persists: AtomicBool,
     /// Holds the file's exclusive lock; declared last so it is closed after the unmapping.
     _file: File,
 }
@@ -195,6 +198,7 @@ impl PmemRegion {
             bytes_written: AtomicU64::new(0),
             bytes_persisted: AtomicU64::new(0),
             persist_calls: AtomicU64::new(0),
+            skip_persists: AtomicBool::new(false),
             _file: file,
         }))
     }
@@ -249,6 +253,17 @@ impl PmemRegion {
             bytes_persisted: self.bytes_persisted.load(Ordering::Relaxed),
             persist_calls: self.persist_calls.load(Ordering::Relaxed),
         }
+    }
+
+    /// For fault-injection tests only: while `skip` is on, `ExtentWriter::persist` and
+    /// `ExtentWriter::seal` still check their range, count in [`PmemStats`] and return `Ok`,
+    /// but make nothing durable. In [`PmemMode::Shadow`] the range is not copied to the
+    /// file, so dropping the region loses it: a program that forgot to persist. (In
+    /// `Mapped` mode the bytes are already in the file mapping; only the write-back is
+    /// skipped.) Affects persists that start after the call.
+    #[doc(hidden)]
+    pub fn set_skip_persists(&self, skip: bool) {
+        self.skip_persists.store(skip, Ordering::Relaxed);
     }
 
     /// Hands out a writable extent of `bytes` rounded up to whole pages: the lowest free
@@ -336,6 +351,11 @@ impl PmemRegion {
     fn count_persist(&self, len: u64) {
         self.persist_calls.fetch_add(1, Ordering::Relaxed);
         self.bytes_persisted.fetch_add(len, Ordering::Relaxed);
+    }
+
+    /// Whether persists are skipped (see [`PmemRegion::set_skip_persists`]).
+    fn skips_persists(&self) -> bool {
+        self.skip_persists.load(Ordering::Relaxed)
     }
 
     /// Makes `off..off + len` of the file mapping durable in the file.

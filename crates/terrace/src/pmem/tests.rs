@@ -354,6 +354,69 @@ fn shadow_loses_unpersisted_writes() {
     );
 }
 
+/// The fault switch of the crash tests' negative control: while persists are skipped,
+/// `persist` and `seal` return `Ok` and count, yet a shadow region loses the bytes, as if
+/// the program had never persisted them; persists before and after the switch survive.
+#[test]
+fn skipped_persists_are_lost_in_shadow_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = region_path(&dir);
+    let page = PAGE as usize;
+    let r = open(&path, 8 * P, PmemMode::Shadow);
+    let mut kept = r.alloc(P).unwrap();
+    kept.write(0, &pattern(1, page)).unwrap();
+    kept.persist(0..page / 2).unwrap();
+
+    r.set_skip_persists(true);
+    kept.persist(page / 2..page).unwrap();
+    let mut skipped = r.alloc(2 * P).unwrap();
+    skipped.write(0, &pattern(2, 2 * page)).unwrap();
+    let skipped = skipped.seal().unwrap();
+    assert_eq!(
+        skipped.bytes(),
+        &pattern(2, 2 * page)[..],
+        "reads see the writes"
+    );
+    let err = kept.persist(0..page + 1).unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+    assert_eq!(r.stats().persist_calls, 3, "skipped persists still count");
+
+    r.set_skip_persists(false);
+    let mut late = r.alloc(P).unwrap();
+    late.write(0, &pattern(3, page)).unwrap();
+    let late = late.seal().unwrap();
+    let file = std::fs::read(&path).unwrap();
+    let at = skipped.offset() as usize;
+    assert!(file[at..at + 2 * page].iter().all(|&b| b == 0));
+
+    let spans = [
+        (kept.offset(), kept.len()),
+        (skipped.offset(), skipped.len()),
+        (late.offset(), late.len()),
+    ];
+    drop((kept, skipped, late, r));
+    let r = open(&path, 8 * P, PmemMode::Shadow);
+    let [kept, skipped, late] = spans.map(|(o, l)| r.claim(o, l).unwrap());
+    assert_eq!(
+        &kept.bytes()[..page / 2],
+        &pattern(1, page)[..page / 2],
+        "persisted before the switch"
+    );
+    assert!(
+        kept.bytes()[page / 2..].iter().all(|&b| b == 0),
+        "skipped persist of a range is lost"
+    );
+    assert!(
+        skipped.bytes().iter().all(|&b| b == 0),
+        "skipped seal is lost"
+    );
+    assert_eq!(
+        late.bytes(),
+        &pattern(3, page)[..],
+        "persisted after the switch"
+    );
+}
+
 /// The `msync` path of a mapped region on an ordinary file (not DAX).
 #[test]
 fn mapped_persist_on_an_ordinary_file() {

@@ -2,19 +2,24 @@
 //! unsynced bytes in its own memory) and reports each acknowledged write; the parent kills
 //! it with SIGKILL at a random moment, reopens the database and checks what survived.
 //!
+//! The database runs with the classic level 0, or with the matrix container on a region in
+//! `PmemMode::Shadow` (whose unpersisted writes die with the process) and memtables small
+//! enough that rows, freezes and column compactions happen within a few cycles.
+//!
 //! Seeds are printed; rerun one with `TERRACE_CRASH_SEED=<seed>`. Cycles per test come from
 //! `TERRACE_CRASH_CYCLES` (default 6).
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rand::{Rng, SeedableRng};
+use terrace::pmem::PmemMode;
 use terrace::storage::{FaultStorage, FsStorage};
-use terrace::{Db, Options, WriteBatch, WriteOptions};
+use terrace::{Options, WriteBatch, WriteOptions};
 
 const CHILD_ENV: &str = "TERRACE_CRASH_CHILD";
 
@@ -38,6 +43,31 @@ impl Mode {
     }
 }
 
+/// Which level 0 the database uses.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Level0Kind {
+    Classic,
+    /// The matrix container, its region file next to the database directory.
+    Matrix,
+}
+
+impl Level0Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Level0Kind::Classic => "classic",
+            Level0Kind::Matrix => "matrix",
+        }
+    }
+
+    fn parse(name: &str) -> Level0Kind {
+        match name {
+            "classic" => Level0Kind::Classic,
+            "matrix" => Level0Kind::Matrix,
+            other => panic!("unknown level 0 {other:?}"),
+        }
+    }
+}
+
 fn key(cycle: u32, i: u64) -> Vec<u8> {
     format!("c{cycle:03}-{i:09}").into_bytes()
 }
@@ -48,9 +78,19 @@ fn value(cycle: u32, i: u64) -> Vec<u8> {
     v
 }
 
-fn child_options(fault: bool) -> Options {
+/// The database directory inside a run's temporary directory `root`.
+fn db_dir(root: &Path) -> PathBuf {
+    root.join("db")
+}
+
+fn child_options(fault: bool, root: &Path, l0: Level0Kind) -> Options {
     let mut o = crate::small_options();
     o.write_buffer_size = 64 << 10;
+    if l0 == Level0Kind::Matrix {
+        // A row every ~60 writes; the rows freeze for column compaction at ~8 rows.
+        o.write_buffer_size = 8 << 10;
+        o.level0 = crate::matrix_level0(root, 96 << 10, PmemMode::Shadow);
+    }
     if fault {
         o.storage = Arc::new(FaultStorage::new(Arc::new(FsStorage::new())));
     }
@@ -64,11 +104,12 @@ fn crash_child() {
     let Ok(spec) = std::env::var(CHILD_ENV) else {
         return;
     };
-    let mut parts = spec.splitn(3, ':');
+    let mut parts = spec.splitn(4, ':');
     let mode = parts.next().unwrap().to_string();
+    let l0 = Level0Kind::parse(parts.next().unwrap());
     let cycle: u32 = parts.next().unwrap().parse().unwrap();
-    let dir = parts.next().unwrap().to_string();
-    let db = Db::open(&dir, child_options(true)).unwrap();
+    let root = PathBuf::from(parts.next().unwrap());
+    let db = crate::open_retrying_lock(&db_dir(&root), child_options(true, &root, l0)).unwrap();
     let sync = mode == "sync";
     let mut out = std::io::stdout().lock();
     use std::io::Write;
@@ -90,14 +131,15 @@ fn crash_child() {
 
 /// Runs `cycles` kill/reopen cycles; returns the number of cycles in which acknowledged
 /// writes were found missing (for the negative control) and panics on any other violation.
-fn run_cycles(mode: Mode, cycles: u32) -> u32 {
+fn run_cycles(mode: Mode, l0: Level0Kind, cycles: u32) -> u32 {
     let seed: u64 = std::env::var("TERRACE_CRASH_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| rand::thread_rng().gen());
     eprintln!(
-        "crash test mode={} seed={seed} (TERRACE_CRASH_SEED={seed} to repeat)",
-        mode.name()
+        "crash test mode={} level0={} seed={seed} (TERRACE_CRASH_SEED={seed} to repeat)",
+        mode.name(),
+        l0.name()
     );
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let dir = tempfile::tempdir().unwrap();
@@ -115,7 +157,12 @@ fn run_cycles(mode: Mode, cycles: u32) -> u32 {
             ])
             .env(
                 CHILD_ENV,
-                format!("{}:{cycle}:{}", mode.name(), dir.path().display()),
+                format!(
+                    "{}:{}:{cycle}:{}",
+                    mode.name(),
+                    l0.name(),
+                    dir.path().display()
+                ),
             )
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -149,8 +196,9 @@ fn run_cycles(mode: Mode, cycles: u32) -> u32 {
         }
         let _ = reader.join();
         let acked_now = last.map_or(0, |n| n + 1);
+        eprintln!("cycle {cycle}: {acked_now} writes acknowledged in {run_for:?}");
         acked.push(acked_now);
-        let lost = verify(dir.path(), mode, &acked, cycle, seed);
+        let lost = verify(dir.path(), mode, l0, &acked, cycle, seed);
         if lost {
             cycles_with_loss += 1;
         }
@@ -160,8 +208,8 @@ fn run_cycles(mode: Mode, cycles: u32) -> u32 {
 
 /// Checks every cycle's writes; returns true if an acknowledged write is missing
 /// (allowed only for the modes that do not promise durability).
-fn verify(dir: &Path, mode: Mode, acked: &[u64], upto: u32, seed: u64) -> bool {
-    let db = Db::open(dir, child_options(false))
+fn verify(root: &Path, mode: Mode, l0: Level0Kind, acked: &[u64], upto: u32, seed: u64) -> bool {
+    let db = crate::open_retrying_lock(&db_dir(root), child_options(false, root, l0))
         .unwrap_or_else(|e| panic!("reopen failed (seed {seed}): {e}"));
     let mut lost = false;
     for cycle in 0..=upto {
@@ -201,6 +249,12 @@ fn verify(dir: &Path, mode: Mode, acked: &[u64], upto: u32, seed: u64) -> bool {
         }
         // Keys past what the child acknowledged may exist (written, not yet reported).
     }
+    let s = db.stats();
+    let files: Vec<usize> = s.levels.iter().map(|l| l.files).collect();
+    eprintln!(
+        "after cycle {upto}: level 0 rows {}, files per level {files:?}",
+        s.levels[0].rows
+    );
     db.close().unwrap();
     lost
 }
@@ -214,18 +268,29 @@ fn cycles() -> u32 {
 
 #[test]
 fn synced_writes_survive_sigkill() {
-    run_cycles(Mode::Sync, cycles());
+    run_cycles(Mode::Sync, Level0Kind::Classic, cycles());
 }
 
 #[test]
 fn unsynced_writes_recover_to_a_prefix() {
-    run_cycles(Mode::NoSync, cycles());
+    run_cycles(Mode::NoSync, Level0Kind::Classic, cycles());
 }
 
 #[test]
 fn negative_control_detects_loss_of_unsynced_acknowledged_writes() {
     // The same check as the sync test, on writes acknowledged before they were durable:
     // the checker must notice the loss, or it would be unable to catch a real bug.
-    let lossy = run_cycles(Mode::AckBeforeSync, cycles().max(3));
+    let lossy = run_cycles(Mode::AckBeforeSync, Level0Kind::Classic, cycles().max(3));
+    assert!(lossy > 0, "the crash checker did not detect any lost write");
+}
+
+#[test]
+fn with_a_matrix_level0_synced_writes_survive_sigkill() {
+    run_cycles(Mode::Sync, Level0Kind::Matrix, cycles());
+}
+
+#[test]
+fn with_a_matrix_level0_negative_control_detects_loss_of_unsynced_acknowledged_writes() {
+    let lossy = run_cycles(Mode::AckBeforeSync, Level0Kind::Matrix, cycles().max(3));
     assert!(lossy > 0, "the crash checker did not detect any lost write");
 }

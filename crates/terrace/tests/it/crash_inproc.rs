@@ -9,6 +9,10 @@
 //! threads finish. Seeds are printed; rerun one with `TERRACE_CRASH_SEED=<seed>`. Cycles
 //! per test come from `TERRACE_INPROC_CRASH_CYCLES` (default 30). `Layout::SeparateWalDir`
 //! keeps the logs in their own `wal_dir` (tests/it/wal_dir.rs runs it).
+//!
+//! Negative controls prove the checker can fail: [`Check::ClaimAllDurable`] counts every
+//! write as durable, and [`Check::SkipPersists`] makes the matrix level 0's region skip
+//! its persists, so the rows it flushed vanish with the crash.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -64,7 +68,27 @@ pub enum Layout {
     MatrixLevel0,
 }
 
-fn options(fault: &FaultStorage, dir: &Path, layout: Layout, rng: &mut StdRng) -> Options {
+/// What a run holds the database to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Check {
+    /// Every cycle must recover an allowed prefix; anything else panics.
+    Honest,
+    /// Negative control: every write is treated as durable, so a checker that works must
+    /// find violations after power losses.
+    ClaimAllDurable,
+    /// Negative control (matrix level 0 only): the region's persists do nothing, so the
+    /// rows flushed to it are lost with the crash; reopening must fail, or the recovered
+    /// state must miss durable writes.
+    SkipPersists,
+}
+
+fn options(
+    fault: &FaultStorage,
+    dir: &Path,
+    layout: Layout,
+    check: Check,
+    rng: &mut StdRng,
+) -> Options {
     let mut o = crate::small_options();
     o.storage = Arc::new(fault.clone());
     o.write_buffer_size = 8 << 10;
@@ -76,7 +100,9 @@ fn options(fault: &FaultStorage, dir: &Path, layout: Layout, rng: &mut StdRng) -
     o.volumes = vec![dir.join("vol1")];
     o.level_volumes = vec![0, 1, 1, 1, 1, 1, 1];
     if layout == Layout::MatrixLevel0 {
-        o.level0 = crate::matrix_level0(dir, 96 << 10, terrace::pmem::PmemMode::Shadow);
+        let mut m = crate::matrix_options(dir, 96 << 10, terrace::pmem::PmemMode::Shadow);
+        m.skip_persists = check == Check::SkipPersists;
+        o.level0 = Arc::new(terrace::level0::MatrixLevel0::new(m).unwrap());
     }
     if layout == Layout::SeparateWalDir {
         o.wal_dir = Some(dir.join("wal"));
@@ -86,19 +112,51 @@ fn options(fault: &FaultStorage, dir: &Path, layout: Layout, rng: &mut StdRng) -
 
 /// What a run found.
 pub struct Outcome {
-    /// Cycles whose recovered state was no allowed prefix.
+    /// Cycles whose recovered state was no allowed prefix (or, under
+    /// `Check::SkipPersists`, could not be read).
     pub violations: u32,
+    /// Reopens that failed (only `Check::SkipPersists` survives one, and stops there).
+    pub open_errors: u32,
 }
 
-/// Runs `cycles` crash cycles. With `claim_all_durable` (the negative control) every write
-/// is treated as durable, so a checker that works must find violations after power losses.
-pub fn run(cycles: u32, claim_all_durable: bool, layout: Layout) -> Outcome {
+impl Outcome {
+    /// Whether the checker noticed anything: what a negative control must see.
+    pub fn detected(&self) -> bool {
+        self.violations > 0 || self.open_errors > 0
+    }
+}
+
+/// Every key and value of `db`, or the first error reading them.
+fn try_scan(db: &Db) -> terrace::Result<Model> {
+    let mut it = db.iter(terrace::ReadOptions::default())?;
+    it.seek_to_first()?;
+    Ok(it.collect_remaining()?.into_iter().collect())
+}
+
+/// Opens the database (`what` names the attempt): `None` when that fails under
+/// [`Check::SkipPersists`], which expects it; a panic when it fails otherwise.
+fn reopen(dir: &Path, opts: Options, check: Check, what: &str) -> Option<Db> {
+    match crate::open_retrying_lock(dir, opts) {
+        Ok(db) => Some(db),
+        Err(e) if check == Check::SkipPersists => {
+            eprintln!("{what} failed, as the negative control expects: {e}");
+            None
+        }
+        Err(e) => panic!("{what} failed: {e}"),
+    }
+}
+
+/// Runs `cycles` crash cycles held to `check`. An honest run panics on the first
+/// violation; a negative control counts them. A failed reopen or scan panics too, except
+/// under [`Check::SkipPersists`], where it is what the control expects: it is counted and
+/// the run stops.
+pub fn run(cycles: u32, check: Check, layout: Layout) -> Outcome {
     let seed: u64 = std::env::var("TERRACE_CRASH_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| rand::thread_rng().gen());
     eprintln!(
-        "in-process crash test seed={seed} negative_control={claim_all_durable} {layout:?} \
+        "in-process crash test seed={seed} {check:?} {layout:?} \
          (TERRACE_CRASH_SEED={seed} to repeat)"
     );
     let mut rng = StdRng::seed_from_u64(seed);
@@ -108,9 +166,18 @@ pub fn run(cycles: u32, claim_all_durable: bool, layout: Layout) -> Outcome {
     let mut baseline = Model::new();
     let mut next_value = 0u64;
     let mut violations = 0;
+    let mut open_errors = 0;
     for cycle in 0..cycles {
-        let opts = options(&fault, tmp.path(), layout, &mut rng);
-        let db = Db::open(&dir, opts).unwrap_or_else(|e| panic!("open (seed {seed}): {e}"));
+        let opts = options(&fault, tmp.path(), layout, check, &mut rng);
+        let Some(db) = reopen(
+            &dir,
+            opts,
+            check,
+            &format!("cycle {cycle}: open (seed {seed})"),
+        ) else {
+            open_errors += 1;
+            break;
+        };
         let mut ops: Vec<Op> = Vec::new();
         let mut durable = 0usize;
         let n_ops = rng.gen_range(50..600);
@@ -174,13 +241,25 @@ pub fn run(cycles: u32, claim_all_durable: bool, layout: Layout) -> Outcome {
         drop(db);
         fault.set_fail_syncs(false);
         fault.simulate_crash().unwrap();
-        if claim_all_durable {
+        if check == Check::ClaimAllDurable {
             durable = ops.len();
         }
 
-        let db = Db::open(&dir, options(&fault, tmp.path(), layout, &mut rng))
-            .unwrap_or_else(|e| panic!("cycle {cycle}: reopen failed (seed {seed}): {e}"));
-        let got: Model = crate::scan_all(&db).into_iter().collect();
+        let opts = options(&fault, tmp.path(), layout, check, &mut rng);
+        let what = format!("cycle {cycle}: reopen after the crash (seed {seed})");
+        let Some(db) = reopen(&dir, opts, check, &what) else {
+            open_errors += 1;
+            break;
+        };
+        let got = match try_scan(&db) {
+            Ok(got) => got,
+            Err(e) if check == Check::SkipPersists => {
+                eprintln!("cycle {cycle}: scan failed, as the negative control expects: {e}");
+                violations += 1;
+                break;
+            }
+            Err(e) => panic!("cycle {cycle}: scan failed (seed {seed}): {e}"),
+        };
         let mut state = baseline.clone();
         let mut matched = (durable == 0 && state == got).then_some(0);
         for (i, op) in ops.iter().enumerate() {
@@ -206,7 +285,8 @@ pub fn run(cycles: u32, claim_all_durable: bool, layout: Layout) -> Outcome {
                 );
                 baseline = got;
             }
-            None if claim_all_durable => {
+            None if check != Check::Honest => {
+                eprintln!("cycle {cycle}: no allowed prefix, as the negative control expects");
                 violations += 1;
                 baseline = got;
             }
@@ -217,7 +297,10 @@ pub fn run(cycles: u32, claim_all_durable: bool, layout: Layout) -> Outcome {
             ),
         }
     }
-    Outcome { violations }
+    Outcome {
+        violations,
+        open_errors,
+    }
 }
 
 pub fn cycles() -> u32 {
@@ -229,17 +312,21 @@ pub fn cycles() -> u32 {
 
 #[test]
 fn recovered_state_is_a_prefix_holding_every_durable_write() {
-    run(cycles(), false, Layout::OneDir);
+    run(cycles(), Check::Honest, Layout::OneDir);
 }
 
 #[test]
 fn with_a_matrix_level0_recovered_state_is_a_prefix_holding_every_durable_write() {
-    run(cycles(), false, Layout::MatrixLevel0);
+    run(cycles(), Check::Honest, Layout::MatrixLevel0);
 }
 
 #[test]
 fn with_a_matrix_level0_negative_control_notices_unsynced_writes_claimed_durable() {
-    let out = run(cycles().max(10) / 2, true, Layout::MatrixLevel0);
+    let out = run(
+        cycles().max(10) / 2,
+        Check::ClaimAllDurable,
+        Layout::MatrixLevel0,
+    );
     assert!(
         out.violations > 0,
         "the checker accepted every cycle although unsynced writes were claimed durable"
@@ -248,9 +335,22 @@ fn with_a_matrix_level0_negative_control_notices_unsynced_writes_claimed_durable
 
 #[test]
 fn negative_control_notices_unsynced_writes_claimed_durable() {
-    let out = run(cycles().max(10), true, Layout::OneDir);
+    let out = run(cycles().max(10), Check::ClaimAllDurable, Layout::OneDir);
     assert!(
         out.violations > 0,
         "the checker accepted every cycle although unsynced writes were claimed durable"
+    );
+}
+
+#[test]
+fn with_a_matrix_level0_negative_control_notices_rows_that_were_never_persisted() {
+    let out = run(
+        cycles().max(10) / 2,
+        Check::SkipPersists,
+        Layout::MatrixLevel0,
+    );
+    assert!(
+        out.detected(),
+        "the checker accepted every cycle although the matrix rows were never persisted"
     );
 }

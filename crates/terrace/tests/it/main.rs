@@ -33,13 +33,13 @@ pub fn small_options() -> Options {
     }
 }
 
-/// A matrix-container level 0 with its region file in `dir`, small enough that rows,
-/// freezes and column compactions happen within a few hundred kilobytes of writes.
-pub fn matrix_level0(
+/// Options of a matrix-container level 0 with its region file in `dir`, small enough that
+/// rows, freezes and column compactions happen within a few hundred kilobytes of writes.
+pub fn matrix_options(
     dir: &Path,
     capacity: u64,
     mode: terrace::pmem::PmemMode,
-) -> std::sync::Arc<dyn terrace::level0::Level0> {
+) -> terrace::level0::MatrixOptions {
     let mut opts = terrace::level0::MatrixOptions {
         region_path: Some(dir.join("region.pmem")),
         capacity,
@@ -50,6 +50,16 @@ pub fn matrix_level0(
     };
     opts.params.chunk_bytes = 4096;
     opts.params.segment_rows = 3;
+    opts
+}
+
+/// A matrix-container level 0 made from [`matrix_options`].
+pub fn matrix_level0(
+    dir: &Path,
+    capacity: u64,
+    mode: terrace::pmem::PmemMode,
+) -> std::sync::Arc<dyn terrace::level0::Level0> {
+    let opts = matrix_options(dir, capacity, mode);
     std::sync::Arc::new(terrace::level0::MatrixLevel0::new(opts).unwrap())
 }
 
@@ -63,6 +73,21 @@ pub fn scan_all(db: &Db) -> Vec<(Vec<u8>, Vec<u8>)> {
 /// Opens `dir` with `opts`, panicking with the error on failure.
 pub fn open(dir: &Path, opts: Options) -> Db {
     Db::open(dir, opts).unwrap()
+}
+
+/// Opens `dir` with `opts`, retrying for up to two seconds while it is `Locked`: a child
+/// process that another test is spawning holds a copy of every descriptor of this
+/// process between its fork and its exec, the lock of a database just closed included.
+pub fn open_retrying_lock(dir: &Path, opts: Options) -> terrace::Result<Db> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    loop {
+        match Db::open(dir, opts.clone()) {
+            Err(terrace::Error::Locked(_)) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            r => return r,
+        }
+    }
 }
 
 /// The proptest case count: `PROPTEST_CASES` or `default`.

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use terrace::storage::{FaultStorage, FsStorage};
 use terrace::{Db, Error, Options, WriteOptions};
 
-use crate::crash_inproc::{self, Layout};
+use crate::crash_inproc::{self, Check, Layout};
 use crate::{open, scan_all, small_options};
 
 fn logs_in(dir: &Path) -> Vec<PathBuf> {
@@ -253,12 +253,20 @@ fn synced_writes_in_the_first_log_survive_a_crash() {
 
 #[test]
 fn crash_with_wal_dir_keeps_a_prefix_holding_every_durable_write() {
-    crash_inproc::run(crash_inproc::cycles(), false, Layout::SeparateWalDir);
+    crash_inproc::run(
+        crash_inproc::cycles(),
+        Check::Honest,
+        Layout::SeparateWalDir,
+    );
 }
 
 #[test]
 fn crash_with_wal_dir_negative_control_notices_unsynced_writes_claimed_durable() {
-    let out = crash_inproc::run(crash_inproc::cycles().max(10), true, Layout::SeparateWalDir);
+    let out = crash_inproc::run(
+        crash_inproc::cycles().max(10),
+        Check::ClaimAllDurable,
+        Layout::SeparateWalDir,
+    );
     assert!(
         out.violations > 0,
         "the checker accepted every cycle although unsynced writes were claimed durable"

@@ -363,6 +363,7 @@ impl Level0 for MatrixLevel0 {
                 mode: self.opts.mode,
             },
         )?;
+        region.set_skip_persists(self.opts.skip_persists);
         let mut rows = HashMap::new();
         for r in version.rows() {
             let loc = DirLocation {

@@ -33,6 +33,11 @@ pub struct MatrixOptions {
     /// The capacity divided into this many columns gives a column's target size (the
     /// thesis's N).
     pub columns: u32,
+    /// For fault-injection tests only: the region's persists return `Ok` but make nothing
+    /// durable (`PmemRegion::set_skip_persists`), so in `Shadow` mode a crash loses the
+    /// rows, as if the container had forgotten to persist them.
+    #[doc(hidden)]
+    pub skip_persists: bool,
 }
 
 impl Default for MatrixOptions {
@@ -45,6 +50,7 @@ impl Default for MatrixOptions {
             params: MatrixParams::default(),
             compaction_trigger: 2.0 / 3.0,
             columns: 16,
+            skip_persists: false,
         }
     }
 }
