@@ -407,3 +407,6 @@ fn frozen_group(version: &Version, active: u64) -> Option<u64> {
     let oldest = version.rows().iter().map(|r| r.group).min()?;
     (oldest < active).then_some(oldest)
 }
+
+#[cfg(test)]
+mod tests;

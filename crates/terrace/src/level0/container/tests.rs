@@ -1,0 +1,64 @@
+//! The container's backpressure and compaction score against the room its rows leave.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use super::*;
+use crate::key::{InternalKey, ValueType};
+use crate::storage::Storage;
+use crate::version::{VersionEdit, VersionSet};
+
+fn row(number: u64, size: u64) -> RowMeta {
+    RowMeta {
+        number,
+        dir_offset: 4096 * number,
+        dir_len: 100,
+        size,
+        smallest: InternalKey::new(b"a", number, ValueType::Value),
+        largest: InternalKey::new(b"z", number, ValueType::Value),
+        smallest_seq: number,
+        largest_seq: number,
+        ..RowMeta::default()
+    }
+}
+
+#[test]
+fn writes_slow_down_before_the_container_is_full_and_a_stall_comes_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage: Arc<dyn Storage> = Arc::new(crate::storage::FsStorage::new());
+    let mut vs = VersionSet::create(storage, dir.path(), 7, 1 << 20).unwrap();
+    let l0 = MatrixLevel0::new(MatrixOptions {
+        capacity: 1 << 20,
+        page_size: 4096,
+        ..MatrixOptions::default()
+    })
+    .unwrap();
+    let opts = Options {
+        write_buffer_size: 64 << 10,
+        ..Options::default()
+    };
+    let busy = HashSet::new();
+    // Empty: full speed, and nothing to compact.
+    assert_eq!(l0.backpressure(&vs.current(), &opts), Backpressure::None);
+    assert!(l0.ready_to_flush(&vs.current(), opts.write_buffer_size));
+    // 700 KiB used: more than three memtables still fit.
+    let mut e = VersionEdit::default();
+    e.new_rows.push(row(10, 700 << 10));
+    vs.log_and_apply(e).unwrap();
+    assert_eq!(l0.backpressure(&vs.current(), &opts), Backpressure::None);
+    // 900 KiB used: fewer than three fit, writes are delayed, a row still fits.
+    let mut e = VersionEdit::default();
+    e.new_rows.push(row(11, 200 << 10));
+    vs.log_and_apply(e).unwrap();
+    let v = vs.current();
+    assert_eq!(l0.backpressure(&v, &opts), Backpressure::Slowdown);
+    assert!(l0.ready_to_flush(&v, opts.write_buffer_size));
+    assert!(l0.compaction_score(&v, &busy, &opts) < STALLED_SCORE);
+    // 1000 KiB used: no row fits; flushes wait and compaction goes before any level.
+    let mut e = VersionEdit::default();
+    e.new_rows.push(row(12, 100 << 10));
+    vs.log_and_apply(e).unwrap();
+    let v = vs.current();
+    assert!(!l0.ready_to_flush(&v, opts.write_buffer_size));
+    assert_eq!(l0.compaction_score(&v, &busy, &opts), STALLED_SCORE);
+}
