@@ -45,7 +45,8 @@ pub(super) struct MergeDone {
 /// Runs the table merge `group` has due, if any. `metas` are the group's rows in the
 /// version (newest first, as in `group`); outputs and the relinked row take numbers from
 /// `new_number` and keep every version `snapshots` read. `Ok(None)` if no merge is due,
-/// the group has trimmed rows, or the region has no room for the outputs.
+/// the group has trimmed rows, or the region has no room for the outputs next to the
+/// inputs (held until the edit) and `reserve` bytes (the flushed row still to come).
 ///
 /// # Errors
 /// `InvalidArgument` if `metas` are not the group's rows; errors reading or storing rows.
@@ -55,6 +56,7 @@ pub(super) fn run_merge(
     metas: &[Arc<RowMeta>],
     snapshots: &[SeqNo],
     new_number: &dyn Fn() -> u64,
+    reserve: u64,
 ) -> Result<Option<MergeDone>> {
     if metas.len() != group.len() {
         return Err(Error::InvalidArgument(
@@ -73,7 +75,7 @@ pub(super) fn run_merge(
     }
     let inputs = metas.get(plan.rows.clone()).unwrap_or_default();
     let input_bytes: u64 = inputs.iter().map(|m| m.size).sum();
-    if region.free_bytes() < input_bytes + input_bytes / 4 {
+    if region.free_bytes() < input_bytes + input_bytes / 4 + reserve {
         return Ok(None);
     }
     let smallest_seq = inputs.iter().map(|m| m.smallest_seq).min().unwrap_or(0);

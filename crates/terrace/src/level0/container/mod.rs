@@ -204,7 +204,10 @@ impl Level0 for MatrixLevel0 {
         };
         let merged = match (merge_base, env.new_number) {
             (Some((g, metas)), Some(new_number)) => {
-                merge::run_merge(&region, &g, &metas, env.snapshots, new_number)?
+                // Room for the flushed row as `has_room` counts it, twice over.
+                let page = u64::from(self.opts.page_size);
+                let reserve = 2 * (mem.approximate_memory_usage() as u64 + 4 * page);
+                merge::run_merge(&region, &g, &metas, env.snapshots, new_number, reserve)?
             }
             _ => None,
         };
