@@ -217,7 +217,7 @@ Usage: terrace bench [--name=value ...]   (db_bench's flag names and defaults)
   --block_size --max_background_jobs --subcompactions --batch_size --seek_nexts
   --benchmark_write_rate_limit --sync --disable_wal --use_existing_db --seed --histogram
   --l0=classic|matrix --pmem_path=DIR --matrix_capacity=BYTES --matrix_columns=N
-  --matrix_segment_rows=N --matrix_trigger=FRACTION
+  --matrix_segment_rows=N --matrix_merge_segments=N --matrix_trigger=FRACTION
                      level 0 as table files, or as the matrix container on the
                      persistent-memory tier (its region file MATRIX.pmem goes in --pmem_path)
   --storage_rate_limit=BYTES_PER_SEC --storage_iops_limit=IOPS --storage_io_unit=BYTES

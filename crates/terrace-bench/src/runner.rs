@@ -221,6 +221,15 @@ fn print_stats(db: &Db, out: &mut dyn Write) -> std::io::Result<()> {
         "Write amplification: {:.3}  flushes: {}  compactions: {} ({} trivial moves)",
         s.write_amplification, s.flushes, s.compactions, s.trivial_moves
     )?;
+    if s.row_bytes_written > 0 {
+        writeln!(
+            out,
+            "Matrix: {} column compactions  {} table merges  {:.1} MB written to rows",
+            s.column_compactions,
+            s.row_merges,
+            s.row_bytes_written as f64 / 1_048_576.0
+        )?;
+    }
     writeln!(
         out,
         "Stalls: {:.3} seconds in {} writes  block cache: {} hits {} misses\n",

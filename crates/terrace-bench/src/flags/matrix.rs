@@ -37,6 +37,8 @@ pub struct MatrixFlags {
     pub columns: u32,
     /// `--matrix_segment_rows`: rows per segment bloom filter.
     pub segment_rows: usize,
+    /// `--matrix_merge_segments`: segments one table merge rewrites into fewer rows.
+    pub merge_segments: usize,
     /// `--matrix_trigger`: fraction of the capacity that freezes the rows for column
     /// compaction.
     pub trigger: f64,
@@ -51,6 +53,7 @@ impl Default for MatrixFlags {
             capacity: d.capacity,
             columns: d.columns,
             segment_rows: d.params.segment_rows,
+            merge_segments: d.params.merge_segments,
             trigger: d.compaction_trigger,
         }
     }
@@ -78,6 +81,7 @@ impl MatrixFlags {
             "matrix_capacity" => num(name, v).map(|n| self.capacity = n),
             "matrix_columns" => num(name, v).map(|n| self.columns = n),
             "matrix_segment_rows" => num(name, v).map(|n| self.segment_rows = n),
+            "matrix_merge_segments" => num(name, v).map(|n| self.merge_segments = n),
             "matrix_trigger" => num(name, v).map(|n| self.trigger = n),
             _ => return None,
         };
@@ -100,6 +104,7 @@ impl MatrixFlags {
                     ..MatrixOptions::default()
                 };
                 opts.params.segment_rows = self.segment_rows;
+                opts.params.merge_segments = self.merge_segments;
                 let l0 =
                     MatrixLevel0::new(opts).map_err(|e| bad("l0", "matrix", &e.to_string()))?;
                 Ok(Arc::new(l0))

@@ -169,6 +169,8 @@ pub fn print_statistics(out: &mut dyn Write, s: &DbStats) -> std::io::Result<()>
         ("flush.count", s.flushes),
         ("compaction.count", s.compactions),
         ("compaction.trivial.moves", s.trivial_moves),
+        ("matrix.column.compactions", s.column_compactions),
+        ("matrix.row.merges", s.row_merges),
         ("stall.micros", s.stall_micros),
         ("stall.count", s.stall_count),
         ("throttle.wait.micros", s.throttle_wait_micros),

@@ -404,6 +404,8 @@ impl DbInner {
             storage: self.storage.as_ref(),
             opts: &self.opts,
             tables: &self.tables,
+            snapshots: &[],
+            new_number: None,
         }
     }
 

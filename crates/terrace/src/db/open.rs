@@ -114,6 +114,8 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
         storage: storage.as_ref(),
         opts: &opts,
         tables: &tables,
+        snapshots: &[],
+        new_number: None,
     };
     level0.recover(&env, &versions.current())?;
     let logs = wal_dir.logs_to_replay(storage.as_ref(), versions.log_number())?;

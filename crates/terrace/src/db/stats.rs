@@ -65,6 +65,9 @@ pub struct DbStats {
     pub trivial_moves: u64,
     /// Matrix column compactions (level-0 columns into the base level).
     pub column_compactions: u64,
+    /// Matrix table merges: runs of old rows merged into fewer, larger rows inside the
+    /// container (their bytes count in `row_bytes_written`).
+    pub row_merges: u64,
     /// Data chunks of matrix rows given back to the persistent-memory region because
     /// column compactions consumed every entry in them.
     pub row_chunks_released: u64,
@@ -108,6 +111,7 @@ pub(crate) struct Counters {
     pub(crate) compactions: AtomicU64,
     pub(crate) trivial_moves: AtomicU64,
     pub(crate) column_compactions: AtomicU64,
+    pub(crate) row_merges: AtomicU64,
     pub(crate) row_chunks_released: AtomicU64,
     pub(crate) stall_micros: AtomicU64,
     pub(crate) stall_count: AtomicU64,
@@ -135,6 +139,7 @@ impl Default for Counters {
             compactions: AtomicU64::new(0),
             trivial_moves: AtomicU64::new(0),
             column_compactions: AtomicU64::new(0),
+            row_merges: AtomicU64::new(0),
             row_chunks_released: AtomicU64::new(0),
             stall_micros: AtomicU64::new(0),
             stall_count: AtomicU64::new(0),
@@ -244,6 +249,7 @@ impl super::DbInner {
             compactions: load(&self.counters.compactions),
             trivial_moves: load(&self.counters.trivial_moves),
             column_compactions: load(&self.counters.column_compactions),
+            row_merges: load(&self.counters.row_merges),
             row_chunks_released: load(&self.counters.row_chunks_released),
             stall_micros: load(&self.counters.stall_micros),
             stall_count: load(&self.counters.stall_count),

@@ -74,7 +74,7 @@ impl Level0 for ClassicLevel0 {
         Ok(Level0Flush {
             bytes_written: written.as_ref().map_or(0, |f| f.size),
             new_files: written.into_iter().collect(),
-            new_rows: Vec::new(),
+            ..Level0Flush::default()
         })
     }
 

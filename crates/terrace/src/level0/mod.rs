@@ -3,8 +3,8 @@
 //!
 //! Owns: the [`Level0`] and [`Level0View`] traits, [`Backpressure`], and the classic
 //! implementation ([`ClassicLevel0`]: level-0 table files recorded in the manifest), and
-//! the matrix container's data structure ([`matrix`]: rows, search, filters, table merge;
-//! not yet a `Level0`).
+//! the matrix container's data structure ([`matrix`]: rows, search, filters, table merge)
+//! and its `Level0` ([`MatrixLevel0`]).
 //! Must not touch: the write path, the memtable switch or the manifest writer; a level 0
 //! returns the version-edit changes it needs and the database applies them.
 //! Concurrency: implementations are `Send + Sync`; a view is immutable and shared by the
@@ -12,7 +12,10 @@
 //!
 //! Contract for implementations:
 //! - `flush` makes the memtable's entries durable and returns what the version edit must
-//!   record; until that edit is durable the entries are also in the WAL.
+//!   record; until that edit is durable the entries are also in the WAL. A flush may also
+//!   rewrite older level-0 data (the matrix container's table merge), returning the
+//!   replaced rows to delete in the same edit; it must keep every version a snapshot in
+//!   `Level0Env::snapshots` can read.
 //! - A view answers reads for exactly the state it was made from, for as long as a reader
 //!   holds it, whatever flushes and compactions do meanwhile. State consumed by a
 //!   compaction is released only once the edit replacing it is durable and no view uses it.
@@ -68,6 +71,14 @@ pub struct Level0Env<'a> {
     pub opts: &'a Options,
     /// The table files and their volumes.
     pub tables: &'a Arc<Tables>,
+    /// The live snapshots, ascending: what a level 0 that rewrites its own data (the
+    /// matrix container's table merge) must keep readable. A snapshot taken later reads
+    /// at or above every sequence number level 0 already holds.
+    pub snapshots: &'a [SeqNo],
+    /// Reserves another number from the database's file-number space. `None` where a
+    /// flush may use only the number it is given (log replay at open): a level 0 then
+    /// does not rewrite its own data.
+    pub new_number: Option<&'a (dyn Fn() -> u64 + Sync)>,
 }
 
 /// What a flush produced: the changes the version edit must record.
@@ -77,7 +88,11 @@ pub struct Level0Flush {
     pub new_files: Vec<FileMeta>,
     /// New level-0 rows (a matrix level 0).
     pub new_rows: Vec<RowMeta>,
-    /// Bytes written to storage.
+    /// Level-0 rows replaced in the same edit (the inputs of a matrix table merge).
+    pub deleted_rows: Vec<u64>,
+    /// Table merges level 0 ran inside this flush.
+    pub row_merges: u64,
+    /// Bytes written to storage (a table merge's output rows included).
     pub bytes_written: u64,
 }
 

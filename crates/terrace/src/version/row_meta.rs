@@ -49,9 +49,12 @@ pub struct RowMeta {
     pub smallest: InternalKey,
     /// Largest internal key (a range tombstone end counts, as a sentinel).
     pub largest: InternalKey,
-    /// Smallest sequence number in the row.
+    /// A lower bound of the row's sequence numbers (a table merge's outputs take their
+    /// inputs' smallest).
     pub smallest_seq: SeqNo,
-    /// Largest sequence number in the row.
+    /// An upper bound of the row's sequence numbers: a flushed row's is its memtable's
+    /// largest, and a table merge's outputs take their inputs' largest, so that a version
+    /// (ordering a group's rows by it, then by number) stacks them as the merge did.
     pub largest_seq: SeqNo,
     /// Point entries.
     pub num_entries: u64,

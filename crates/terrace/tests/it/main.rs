@@ -34,7 +34,7 @@ pub fn small_options() -> Options {
 }
 
 /// Options of a matrix-container level 0 with its region file in `dir`, small enough that
-/// rows, freezes and column compactions happen within a few hundred kilobytes of writes.
+/// rows, freezes, table merges and column compactions happen within a few hundred kilobytes of writes.
 pub fn matrix_options(
     dir: &Path,
     capacity: u64,
@@ -50,6 +50,8 @@ pub fn matrix_options(
     };
     opts.params.chunk_bytes = 4096;
     opts.params.segment_rows = 3;
+    // Table merges of two segments happen once a group holds three closed ones.
+    opts.params.merge_segments = 2;
     opts
 }
 

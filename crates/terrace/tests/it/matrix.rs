@@ -1,6 +1,6 @@
-//! The matrix-container level 0 through the public API: rows, freezes and column
-//! compactions under a random workload checked against a model, reopen, manual
-//! compaction, and damaged or missing region files.
+//! The matrix-container level 0 through the public API: rows, freezes, table merges and
+//! column compactions under a random workload checked against a model, snapshots across
+//! merges, reopen, manual compaction, and damaged or missing region files.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -98,6 +98,65 @@ fn rows_freeze_and_compact_in_columns_and_reads_stay_right() {
     check(&db, &model);
     db.close().unwrap();
     let db = Db::open(&dir, options(tmp.path(), PmemMode::Mapped)).unwrap();
+    check(&db, &model);
+}
+
+/// Reads at `snap` see exactly `model`.
+fn check_snapshot(db: &Db, snap: &terrace::Snapshot, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
+    let mut it = db.iter(snap.read_options()).unwrap();
+    it.seek_to_first().unwrap();
+    let want: Vec<(Vec<u8>, Vec<u8>)> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    assert_eq!(it.collect_remaining().unwrap(), want);
+    for i in (0..2000).step_by(13) {
+        let k = key(i);
+        assert_eq!(
+            db.get_opt(&snap.read_options(), &k).unwrap().as_deref(),
+            model.get(&k).map(Vec::as_slice)
+        );
+    }
+}
+
+#[test]
+fn table_merges_keep_what_snapshots_read_and_survive_reopen() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    // A large container and short segments: groups grow long enough for many merges.
+    let mut m = crate::matrix_options(tmp.path(), 384 << 10, PmemMode::Mapped);
+    m.params.segment_rows = 2;
+    let options = || {
+        let mut o = crate::small_options();
+        o.write_buffer_size = 8 << 10;
+        o.level0 = std::sync::Arc::new(terrace::level0::MatrixLevel0::new(m.clone()).unwrap());
+        o
+    };
+    let mut rng = StdRng::seed_from_u64(11);
+    let mut model = BTreeMap::new();
+    let db = Db::open(&dir, options()).unwrap();
+    churn(&db, &mut model, &mut rng, 1500);
+    db.flush().unwrap();
+    // The snapshot's versions are in the oldest rows, the first a merge rewrites.
+    let snap = db.snapshot();
+    let at_snap = model.clone();
+    churn(&db, &mut model, &mut rng, 8000);
+    db.wait_for_compactions().unwrap();
+    let s = db.stats();
+    assert!(s.row_merges > 0, "no table merge ran: {s:?}");
+    check(&db, &model);
+    check_snapshot(&db, &snap, &at_snap);
+    drop(snap);
+    churn(&db, &mut model, &mut rng, 3000);
+    check(&db, &model);
+    db.close().unwrap();
+
+    // The merged rows, their outputs' order and the relinked rows come back from the
+    // manifest and the region.
+    let db = Db::open(&dir, options()).unwrap();
+    check(&db, &model);
+    churn(&db, &mut model, &mut rng, 4000);
+    db.wait_for_compactions().unwrap();
+    check(&db, &model);
+    db.close().unwrap();
+    let db = Db::open(&dir, options()).unwrap();
     check(&db, &model);
 }
 

@@ -16,7 +16,7 @@ use super::{MatrixLevel0, State};
 use crate::compaction::ColumnSource;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
-use crate::key::{InternalKey, ValueType, MAX_SEQ};
+use crate::key::{InternalKey, SeqNo, ValueType, MAX_SEQ};
 use crate::level0::matrix::{MatrixGroup, MatrixParams};
 use crate::memtable::MemTable;
 use crate::pmem::Extent;
@@ -32,6 +32,17 @@ pub(super) struct CachedGroup {
     pub(super) group: Arc<MatrixGroup<Extent>>,
 }
 
+impl CachedGroup {
+    /// Group `id` of the rows `numbers` (newest first, none trimmed).
+    pub(super) fn untrimmed(id: u64, numbers: Vec<u64>, group: MatrixGroup<Extent>) -> Self {
+        CachedGroup {
+            id,
+            rows: numbers.into_iter().map(|n| (n, None)).collect(),
+            group: Arc::new(group),
+        }
+    }
+}
+
 /// The row metadata of a stored row built from `mem`.
 pub(super) fn row_meta(
     number: u64,
@@ -40,6 +51,30 @@ pub(super) fn row_meta(
     stored: &StoredRow,
     mem: &MemTable,
     tombstones: &[RangeTombstone],
+) -> Result<RowMeta> {
+    stored_row_meta(
+        number,
+        group,
+        below,
+        stored,
+        tombstones,
+        None,
+        mem.largest_seq(),
+    )
+}
+
+/// The row metadata of `stored`, a row of `group` whose hints point into row `below`, with
+/// range `tombstones`. Its sequence bounds are the header's widened to `smallest_seq` (if
+/// given) and `largest_seq`: a flushed row's largest is its memtable's, and a table
+/// merge's outputs take their inputs' bounds, so that they sort together in a version.
+pub(super) fn stored_row_meta(
+    number: u64,
+    group: u64,
+    below: u64,
+    stored: &StoredRow,
+    tombstones: &[RangeTombstone],
+    smallest_seq: Option<SeqNo>,
+    largest_seq: SeqNo,
 ) -> Result<RowMeta> {
     let h = stored.reader.header();
     let loc: DirLocation = stored.location();
@@ -67,7 +102,7 @@ pub(super) fn row_meta(
     }
     let (Some(smallest), Some(largest)) = (smallest, largest) else {
         return Err(Error::InvalidArgument(
-            "an empty memtable has no row".into(),
+            "an empty row has no metadata".into(),
         ));
     };
     let seqs = tombstones.iter().map(|t| t.seq);
@@ -80,11 +115,13 @@ pub(super) fn row_meta(
         size: stored.size(),
         smallest,
         largest,
-        smallest_seq: seqs.clone().chain([h.smallest_seq]).min().unwrap_or(0),
-        largest_seq: seqs
-            .chain([h.largest_seq, mem.largest_seq()])
-            .max()
+        smallest_seq: seqs
+            .clone()
+            .chain([h.smallest_seq])
+            .chain(smallest_seq)
+            .min()
             .unwrap_or(0),
+        largest_seq: seqs.chain([h.largest_seq, largest_seq]).max().unwrap_or(0),
         num_entries: stored.reader.len() as u64,
         num_deletions: h.num_deletions,
         num_range_deletions: tombstones.len() as u64,
@@ -123,7 +160,9 @@ pub(super) fn build_groups(
         let sig: Vec<(u64, Option<Vec<u8>>)> =
             metas.iter().map(|r| (r.number, r.trim.clone())).collect();
         let cached = st.groups.iter().find(|g| g.id == id);
-        if let Some(c) = cached.filter(|c| c.rows == sig) {
+        // The group as it was, or as a flush's table merge left it.
+        let mut ready = cached.into_iter().chain(st.prepared.as_ref());
+        if let Some(c) = ready.find(|c| c.id == id && c.rows == sig) {
             out.push(c.clone());
             continue;
         }

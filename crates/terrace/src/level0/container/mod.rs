@@ -4,7 +4,8 @@
 //!
 //! Owns: [`MatrixLevel0`] (the `Level0` implementation), its [`MatrixOptions`], the
 //! persistent-memory region it maps, which rows form which group, the freeze that starts
-//! column compaction, and the choice of each column (`column`).
+//! column compaction, the choice of each column (`column`) and when a table merge runs
+//! (`merge`: inside a flush, on the active group).
 //! Must not touch: the manifest (the database records rows and trims in version edits),
 //! the row format (`level0::matrix`) or the compaction executor.
 //! Concurrency: one mutex guards the container's state; flushes run one at a time; views
@@ -14,14 +15,18 @@
 //! Crash consistency: a row's chunks and directory are persisted before the flush returns,
 //! and only the manifest makes a row live, so a crash before the edit leaves pages that
 //! the next open treats as free. A column's level-1 outputs and the trims of the rows it
-//! consumed are one edit. At open every live row is claimed and checked again.
+//! consumed are one edit. A table merge's outputs, the relinked row above (sharing the old
+//! row's data extents) and the deletion of the rows they replace are the flush's edit. At
+//! open every live row is claimed and checked again.
 //!
 //! Split: the settings (`options`), building each version's groups and a flushed row's
-//! metadata (`groups`), the readers' view (`view`), rows on the region (`store`) and the
-//! choice of columns (`column`).
+//! metadata (`groups`), the readers' view (`view`), rows on the region (`store`), the
+//! choice of columns (`column`) and the table merge run by a flush (`merge`). This file
+//! is past 400 lines because the flush and the `Level0` methods share its private state.
 
 mod column;
 mod groups;
+mod merge;
 mod options;
 mod store;
 mod view;
@@ -77,6 +82,9 @@ struct State {
     /// The newest version seen, and the groups built for it (newest group first).
     version: Arc<Version>,
     groups: Vec<CachedGroup>,
+    /// The active group as the pending flush's table merge left it, for the version that
+    /// installs the flush (building it from its rows would read them all again).
+    prepared: Option<CachedGroup>,
 }
 
 impl MatrixLevel0 {
@@ -152,15 +160,15 @@ impl Level0 for MatrixLevel0 {
         "matrix"
     }
 
-    fn flush(&self, _env: &Level0Env<'_>, mem: &Arc<MemTable>, number: u64) -> Result<Level0Flush> {
+    fn flush(&self, env: &Level0Env<'_>, mem: &Arc<MemTable>, number: u64) -> Result<Level0Flush> {
         let tombstones = mem.range_tombstones();
         let mut iter = mem.iter();
         iter.seek_to_first()?;
         if !iter.valid() && tombstones.is_empty() {
             return Ok(Level0Flush::default());
         }
-        // Decide the row's group and find the row below it.
-        let (region, group, below) = {
+        // Decide the row's group, find the row below it, and the group a merge may rewrite.
+        let (region, group, top, merge_base) = {
             let mut guard = self.state.lock();
             let st = guard.as_mut().ok_or_else(Self::not_open)?;
             let frozen = st.version.rows().iter().any(|r| r.group < st.active_group);
@@ -175,13 +183,46 @@ impl Level0 for MatrixLevel0 {
                 .rows()
                 .iter()
                 .find(|r| r.group == st.active_group)
-                .and_then(|r| st.rows.get(&r.number).cloned());
+                .and_then(|r| st.rows.get(&r.number).map(|s| (r.number, s.reader.clone())));
+            let merge_base = st
+                .groups
+                .iter()
+                .find(|g| g.id == st.active_group)
+                .filter(|_| env.new_number.is_some())
+                .map(|g| {
+                    let metas: Vec<Arc<RowMeta>> = st
+                        .version
+                        .rows()
+                        .iter()
+                        .filter(|r| r.group == st.active_group)
+                        .cloned()
+                        .collect();
+                    (g.group.clone(), metas)
+                });
             st.pending = Some(number);
-            (st.region.clone(), st.active_group, top)
+            (st.region.clone(), st.active_group, top, merge_base)
+        };
+        let merged = match (merge_base, env.new_number) {
+            (Some((g, metas)), Some(new_number)) => {
+                // Room for the flushed row as `has_room` counts it, twice over.
+                let page = u64::from(self.opts.page_size);
+                let reserve = 2 * (mem.approximate_memory_usage() as u64 + 4 * page);
+                merge::run_merge(&region, &g, &metas, env.snapshots, new_number, reserve)?
+            }
+            _ => None,
+        };
+        // After a merge the new row goes on the merged group's top row.
+        let top = match &merged {
+            Some(m) => m
+                .group
+                .row(0)
+                .cloned()
+                .and_then(|r| m.numbers.first().map(|n| (*n, r))),
+            None => top,
         };
         let mut b = RowBuilder::new(
             number,
-            below.as_ref().map(|r| Below::new(&r.reader, 0)),
+            top.as_ref().map(|(_, r)| Below::new(r, 0)),
             self.opts.params.chunk_bytes,
         )?;
         while iter.valid() {
@@ -193,17 +234,33 @@ impl Level0 for MatrixLevel0 {
         }
         let built = b.finish()?;
         let stored = Arc::new(store_row(&region, number, &built)?);
-        let below_number = below.map_or(0, |r| r.reader.id());
+        let below_number = top.map_or(0, |(n, _)| n);
         let meta = row_meta(number, group, below_number, &stored, mem, &tombstones)?;
-        let bytes = meta.size;
-        if let Some(st) = self.state.lock().as_mut() {
-            st.rows.insert(number, stored);
-        }
-        Ok(Level0Flush {
-            new_files: Vec::new(),
+        let mut out = Level0Flush {
+            bytes_written: meta.size,
             new_rows: vec![meta],
-            bytes_written: bytes,
-        })
+            ..Level0Flush::default()
+        };
+        let prepared = match &merged {
+            Some(m) => {
+                let g = m.group.with_row_on_top(stored.reader.clone())?;
+                let numbers = std::iter::once(number).chain(m.numbers.iter().copied());
+                Some(CachedGroup::untrimmed(group, numbers.collect(), g))
+            }
+            None => None,
+        };
+        let mut guard = self.state.lock();
+        let st = guard.as_mut().ok_or_else(Self::not_open)?;
+        st.rows.insert(number, stored);
+        if let Some(m) = merged {
+            st.rows.extend(m.stored);
+            st.prepared = prepared;
+            out.new_rows.extend(m.new_rows);
+            out.deleted_rows = m.deleted_rows;
+            out.row_merges = 1;
+            out.bytes_written += m.bytes;
+        }
+        Ok(out)
     }
 
     fn view(&self, _tables: &Arc<Tables>, version: &Arc<Version>) -> Arc<dyn Level0View> {
@@ -221,6 +278,7 @@ impl Level0 for MatrixLevel0 {
                     .is_some_and(|p| version.rows().iter().any(|r| r.number == p))
                 {
                     st.pending = None;
+                    st.prepared = None;
                 }
                 st.version = version.clone();
                 st.groups = groups.clone();
@@ -392,6 +450,7 @@ impl Level0 for MatrixLevel0 {
             pending: None,
             version: Arc::new(Version::new(version.num_levels())),
             groups: Vec::new(),
+            prepared: None,
         };
         let v = Arc::new(version.clone());
         st.groups = build_groups(&st, &v, &self.opts.params)?;

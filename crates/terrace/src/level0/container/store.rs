@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use crate::coding::{get_fixed32, get_fixed64};
 use crate::error::{Error, Result};
-use crate::level0::matrix::{BuiltRow, RowReader};
+use crate::level0::matrix::{BuiltRow, RelinkedMeta, RowReader};
 use crate::pmem::{Extent, PmemRegion};
 
 const DIR_MAGIC: u32 = 0x4458_4d54; // "TMXD" little-endian
@@ -115,14 +115,46 @@ pub(crate) fn store_row(
         .iter()
         .map(|c| copy_in(region, c))
         .collect::<Result<Vec<_>>>()?;
-    let dir_bytes = encode_dir(number, region.creation_id(), &row.header, &meta, &data);
+    finish_row(region, number, &row.header, meta, data)
+}
+
+/// Stores row `number` over the data extents `data` of an existing row, with the new
+/// header and metadata chunks of `relinked` (a table merge rebuilt its `next` pointers).
+/// The old row must leave the manifest in the edit that records this one, so that no
+/// two live rows name the same extent.
+///
+/// # Errors
+/// As [`store_row`].
+pub(crate) fn store_relinked(
+    region: &Arc<PmemRegion>,
+    number: u64,
+    relinked: &RelinkedMeta,
+    data: Vec<Extent>,
+) -> Result<StoredRow> {
+    let meta = relinked
+        .meta_chunks
+        .iter()
+        .map(|c| copy_in(region, c))
+        .collect::<Result<Vec<_>>>()?;
+    finish_row(region, number, &relinked.header, meta, data)
+}
+
+/// Writes the directory of row `number` over sealed chunk extents and opens the row.
+fn finish_row(
+    region: &Arc<PmemRegion>,
+    number: u64,
+    header: &[u8],
+    meta: Vec<Extent>,
+    data: Vec<Extent>,
+) -> Result<StoredRow> {
+    let dir_bytes = encode_dir(number, region.creation_id(), header, &meta, &data);
     let dir = copy_in(region, &dir_bytes)?;
     let location = DirLocation {
         offset: dir.offset(),
         len: dir_bytes.len() as u64,
         checksum: crc32c::crc32c(&dir_bytes),
     };
-    let reader = RowReader::open(&row.header, meta, data)?;
+    let reader = RowReader::open(header, meta, data)?;
     Ok(StoredRow {
         dir,
         location,
