@@ -11,7 +11,9 @@
 # Usage: bench/matrixkv.sh [NUM] [VALUE_SIZE]     (defaults: 1300000 entries of 1024 B)
 # Environment: WORK (scratch directory, default a temporary one; put PMEM_DIR on tmpfs or
 # a DAX mount), PMEM_DIR, RATE (bytes/s of the SSD tier, default 100 MB/s),
-# MEMTABLE (default 4 MiB), CAPACITY (matrix bytes, default 128 MiB).
+# MEMTABLE (default 4 MiB), CAPACITY (matrix bytes, default 128 MiB), SEGMENT_ROWS and
+# MERGE_SEGMENTS (defaults 4 and 2: small enough that table merges happen in a 32-row
+# container; the thesis's 50 and 5 would never merge at this scale).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 . "$ROOT/bench/common.sh"
@@ -20,6 +22,8 @@ VALUE="${2:-1024}"
 RATE="${RATE:-100000000}"
 MEMTABLE="${MEMTABLE:-4194304}"
 CAPACITY="${CAPACITY:-134217728}"
+SEGMENT_ROWS="${SEGMENT_ROWS:-4}"
+MERGE_SEGMENTS="${MERGE_SEGMENTS:-2}"
 WORK="${WORK:-$(mktemp -d)}"
 PMEM_DIR="${PMEM_DIR:-$WORK/pmem}"
 BIN="$(terrace_bin)"
@@ -45,5 +49,6 @@ run() { # name, extra flags...
 run classic-ssd --max_bytes_for_level_base="$base" --storage_rate_limit="$RATE"
 run classic-nvm --max_bytes_for_level_base="$base"
 run matrix --l0=matrix --pmem_path="$PMEM_DIR" --wal_dir="$PMEM_DIR/wal" \
-  --matrix_capacity="$CAPACITY" --storage_rate_limit="$RATE"
+  --matrix_capacity="$CAPACITY" --matrix_segment_rows="$SEGMENT_ROWS" \
+  --matrix_merge_segments="$MERGE_SEGMENTS" --storage_rate_limit="$RATE"
 echo "reports and CSVs in $WORK"
