@@ -1,4 +1,5 @@
-//! Background threads: flush workers and compaction workers.
+//! Background threads: flush workers, compaction workers, and the level-0 rewrite worker
+//! of a level 0 that rewrites its own data (`db::rewrite`).
 //!
 //! Each worker sleeps on `bg_work` until there is something for it, runs it with the
 //! state lock released during I/O, and records any failure as the database's background
@@ -16,19 +17,25 @@ use crate::error::Result;
 enum Kind {
     Flush,
     Compaction,
+    Rewrite,
 }
 
 /// Starts the configured flush and compaction threads.
 pub(crate) fn spawn(inner: &Arc<DbInner>) -> Result<Vec<JoinHandle<()>>> {
     let mut out = Vec::new();
-    let kinds = std::iter::repeat_n(Kind::Flush, inner.opts.max_background_flushes).chain(
-        std::iter::repeat_n(Kind::Compaction, inner.opts.max_background_compactions),
-    );
+    let rewrites = usize::from(inner.level0.rewrites_in_background());
+    let kinds = std::iter::repeat_n(Kind::Flush, inner.opts.max_background_flushes)
+        .chain(std::iter::repeat_n(
+            Kind::Compaction,
+            inner.opts.max_background_compactions,
+        ))
+        .chain(std::iter::repeat_n(Kind::Rewrite, rewrites));
     for (i, kind) in kinds.enumerate() {
         let db = inner.clone();
         let name = match kind {
             Kind::Flush => format!("terrace-flush-{i}"),
             Kind::Compaction => format!("terrace-compact-{i}"),
+            Kind::Rewrite => format!("terrace-l0-rewrite-{i}"),
         };
         let h = std::thread::Builder::new()
             .name(name)
@@ -52,6 +59,7 @@ fn worker(db: &DbInner, kind: Kind) {
         let did = match kind {
             Kind::Flush => db.run_flush(&mut st),
             Kind::Compaction => run_compaction_step(db, &mut st),
+            Kind::Rewrite => db.run_level0_rewrite(&mut st),
         };
         match did {
             Ok(true) => continue,
@@ -82,7 +90,11 @@ impl DbInner {
             if st.shutting_down {
                 return Err(crate::Error::Closed);
             }
-            if st.imms.is_empty() && st.running_compactions == 0 && !self.needs_compaction(&st) {
+            if st.imms.is_empty()
+                && st.running_compactions == 0
+                && !st.running_rewrite
+                && !self.needs_compaction(&st)
+            {
                 return Ok(());
             }
             self.bg_work.notify_all();

@@ -7,7 +7,6 @@ use parking_lot::MutexGuard;
 use super::listener::FlushInfo;
 use super::{DbInner, DbState};
 use crate::error::{Error, Result};
-use crate::level0::Level0Env;
 use crate::version::VersionEdit;
 
 impl DbInner {
@@ -42,15 +41,7 @@ impl DbInner {
         }
         let number = st.versions.new_file_number();
         st.pending_outputs.insert(number);
-        // A level 0 that merges its own rows during the flush keeps what live snapshots
-        // read, and takes further numbers (called while the state lock is not held).
-        let snapshots = self.snapshots.all();
-        let new_number = || self.state.lock().versions.new_file_number();
-        let env = Level0Env {
-            snapshots: &snapshots,
-            new_number: Some(&new_number),
-            ..self.level0_env()
-        };
+        let env = self.level0_env();
         let built = MutexGuard::unlocked(st, || self.level0.flush(&env, &mem, number));
         st.pending_outputs.remove(&number);
         let flushed = match built {
@@ -85,7 +76,6 @@ impl DbInner {
             super::stats::add(&self.counters.row_bytes, bytes);
         }
         super::stats::add(&self.counters.flushes, 1);
-        super::stats::add(&self.counters.row_merges, flushed.row_merges);
         let info = FlushInfo {
             file_number: flushed.new_files.first().map(|m| m.number),
             bytes_written: bytes,

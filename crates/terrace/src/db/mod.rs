@@ -16,6 +16,7 @@ mod iterator;
 mod listener;
 mod open;
 mod read;
+mod rewrite;
 mod snapshot;
 mod stats;
 mod wal_dir;
@@ -77,6 +78,8 @@ pub(crate) struct DbState {
     /// Input files of running compactions.
     pub(crate) being_compacted: HashSet<u64>,
     pub(crate) running_compactions: usize,
+    /// A background rewrite of level 0 (a matrix table merge) is running.
+    pub(crate) running_rewrite: bool,
     pub(crate) manual_compactions: usize,
     pub(crate) bg_error: Option<Error>,
     pub(crate) shutting_down: bool,

@@ -168,6 +168,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
         pending_outputs: HashSet::new(),
         being_compacted: HashSet::new(),
         running_compactions: 0,
+        running_rewrite: false,
         manual_compactions: 0,
         bg_error: None,
         shutting_down: false,

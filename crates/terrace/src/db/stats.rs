@@ -46,7 +46,8 @@ pub struct DbStats {
     pub user_bytes_written: u64,
     /// Bytes written to the write-ahead log.
     pub wal_bytes_written: u64,
-    /// Bytes written by flushes (table files, or matrix rows on persistent memory).
+    /// Bytes written by flushes (table files, or matrix rows on persistent memory, the
+    /// rows of matrix table merges included).
     pub flush_bytes_written: u64,
     /// The part of `flush_bytes_written` that went to matrix rows on the
     /// persistent-memory tier rather than to table files.

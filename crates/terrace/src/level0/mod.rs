@@ -12,10 +12,12 @@
 //!
 //! Contract for implementations:
 //! - `flush` makes the memtable's entries durable and returns what the version edit must
-//!   record; until that edit is durable the entries are also in the WAL. A flush may also
-//!   rewrite older level-0 data (the matrix container's table merge), returning the
-//!   replaced rows to delete in the same edit; it must keep every version a snapshot in
-//!   `Level0Env::snapshots` can read.
+//!   record; until that edit is durable the entries are also in the WAL.
+//! - A level 0 may rewrite its own older data in the background (the matrix container's
+//!   table merge): `rewrite` runs on a thread of its own while flushes go on, keeps every
+//!   version a snapshot in `Level0Env::snapshots` can read, and returns the new and the
+//!   replaced rows; `accept_rewrite`, under the database's lock, says whether they still
+//!   apply, and the database records them in one edit.
 //! - A view answers reads for exactly the state it was made from, for as long as a reader
 //!   holds it, whatever flushes and compactions do meanwhile. State consumed by a
 //!   compaction is released only once the edit replacing it is durable and no view uses it.
@@ -75,13 +77,14 @@ pub struct Level0Env<'a> {
     /// matrix container's table merge) must keep readable. A snapshot taken later reads
     /// at or above every sequence number level 0 already holds.
     pub snapshots: &'a [SeqNo],
-    /// Reserves another number from the database's file-number space. `None` where a
-    /// flush may use only the number it is given (log replay at open): a level 0 then
-    /// does not rewrite its own data.
+    /// Reserves another number from the database's file-number space, for a background
+    /// rewrite (`Level0::rewrite`). `None` where a level 0 may use only the number it is
+    /// given (flushes, log replay at open): it then does not rewrite its own data.
     pub new_number: Option<&'a (dyn Fn() -> u64 + Sync)>,
 }
 
-/// What a flush produced: the changes the version edit must record.
+/// What a flush (or a background rewrite) produced: the changes the version edit must
+/// record.
 #[derive(Debug, Clone, Default)]
 pub struct Level0Flush {
     /// New level-0 table files.
@@ -90,7 +93,7 @@ pub struct Level0Flush {
     pub new_rows: Vec<RowMeta>,
     /// Level-0 rows replaced in the same edit (the inputs of a matrix table merge).
     pub deleted_rows: Vec<u64>,
-    /// Table merges level 0 ran inside this flush.
+    /// Table merges that produced these changes.
     pub row_merges: u64,
     /// Bytes written to storage (a table merge's output rows included).
     pub bytes_written: u64,
@@ -197,6 +200,32 @@ pub trait Level0: Send + Sync {
     /// Errors reading the row.
     fn releasable(&self, _row: &RowMeta, _trim: &[u8]) -> Result<Option<(u32, u64)>> {
         Ok(None)
+    }
+
+    /// True if this level 0 rewrites its own data in the background: the database then
+    /// runs a thread that calls `rewrite`.
+    fn rewrites_in_background(&self) -> bool {
+        false
+    }
+
+    /// Runs one background rewrite of level-0 data if one is due (the matrix container's
+    /// table merge), without the database's lock; returns the changes to record, or `None`
+    /// when nothing is due. What it wrote stays unused until `accept_rewrite` takes it.
+    ///
+    /// # Errors
+    /// I/O errors and `Corruption`; nothing is installed on error.
+    fn rewrite(&self, _env: &Level0Env<'_>) -> Result<Option<Level0Flush>> {
+        Ok(None)
+    }
+
+    /// Called with the database's lock held, right before the edit recording the last
+    /// `rewrite`'s changes is applied on top of `version`: true if they still apply (level
+    /// 0 has then taken them into its state), false if the database must drop them.
+    ///
+    /// # Errors
+    /// Errors reading the rewritten data.
+    fn accept_rewrite(&self, _version: &Version) -> Result<bool> {
+        Ok(false)
     }
 
     /// The newest sequence number that level 0 (and below) holds durably: WAL records up to

@@ -41,6 +41,11 @@ impl CachedGroup {
             group: Arc::new(group),
         }
     }
+
+    /// The numbers of its rows, newest first.
+    pub(super) fn numbers(&self) -> impl Iterator<Item = u64> + '_ {
+        self.rows.iter().map(|(n, _)| *n)
+    }
 }
 
 /// The row metadata of a stored row built from `mem`.
@@ -160,7 +165,7 @@ pub(super) fn build_groups(
         let sig: Vec<(u64, Option<Vec<u8>>)> =
             metas.iter().map(|r| (r.number, r.trim.clone())).collect();
         let cached = st.groups.iter().find(|g| g.id == id);
-        // The group as it was, or as a flush's table merge left it.
+        // The group as it was, or as a table merge about to be recorded left it.
         let mut ready = cached.into_iter().chain(st.prepared.as_ref());
         if let Some(c) = ready.find(|c| c.id == id && c.rows == sig) {
             out.push(c.clone());

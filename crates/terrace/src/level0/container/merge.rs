@@ -1,13 +1,18 @@
-//! The table merge as the container runs it: inside a flush, on the group new rows join,
-//! before the flushed row is built (docs/techniques/matrixkv.md, "Table merge").
+//! The table merge as the container runs it: in the background, on the group new rows
+//! join, while flushes go on stacking rows on top (docs/techniques/matrixkv.md, "Table
+//! merge").
 //!
-//! Owns: when a merge runs (a flush into the active group, never the frozen one that
-//! column compaction consumes, never during log replay), storing its outputs and the
-//! relinked row above, their row metadata, and the rows the flush's edit deletes.
-//! Must not touch: the manifest (the flush's edit records the outputs and deletes the
-//! inputs atomically), the merge itself (`level0::matrix::merge`) or other groups.
-//! Concurrency: runs without the container's lock on a group shared by `Arc`; only the
-//! flush in progress changes the active group, and it holds `State::pending` meanwhile.
+//! Owns: when a merge runs (on the active group, never the frozen one that column
+//! compaction consumes, never during log replay), storing its outputs and the relinked
+//! row above, their row metadata, the rows its edit deletes, and taking the merge into
+//! the container's groups once the database is about to record it (`accept`).
+//! Must not touch: the manifest (the database records the outputs and deletes the inputs
+//! in one edit), the merge itself (`level0::matrix::merge`) or other groups.
+//! Concurrency: `run_merge` reads a group shared by `Arc` without the container's lock;
+//! flushes meanwhile add rows on top. The merge never includes or relinks the top row, so
+//! a row flushed meanwhile keeps pointing into a row the merge leaves alone. `accept`
+//! runs under the database's lock, so no edit lands between it and the merge's edit, and
+//! refuses a merge whose group was frozen meanwhile (column compaction owns it then).
 //!
 //! Rows in a version sort by group, then largest sequence number, then number, newest
 //! first. A merge's outputs all take their inputs' sequence bounds and ascending numbers
@@ -18,40 +23,122 @@
 
 use std::sync::Arc;
 
-use super::groups::stored_row_meta;
+use super::groups::{stored_row_meta, CachedGroup};
 use super::store::{store_relinked, store_row, StoredRow};
+use super::{MatrixLevel0, State};
 use crate::error::{Error, Result};
 use crate::key::SeqNo;
-use crate::level0::matrix::MatrixGroup;
+use crate::level0::matrix::{MatrixGroup, MergePlan};
+use crate::level0::{Level0Env, Level0Flush};
 use crate::pmem::{Extent, PmemRegion};
-use crate::version::RowMeta;
+use crate::version::{RowMeta, Version};
 
-/// A table merge stored on the region, waiting for the flush's edit.
+impl MatrixLevel0 {
+    /// Runs the table merge the active group has due, if any, and keeps it for
+    /// `accept` (see `Level0::rewrite`).
+    ///
+    /// # Errors
+    /// Errors reading or storing rows.
+    pub(super) fn background_merge(&self, env: &Level0Env<'_>) -> Result<Option<Level0Flush>> {
+        let Some(new_number) = env.new_number else {
+            return Ok(None);
+        };
+        let (region, group_id, group, metas) = {
+            let mut guard = self.state.lock();
+            let st = guard.as_mut().ok_or_else(Self::not_open)?;
+            if st.merging || st.merge_done.is_some() {
+                return Ok(None);
+            }
+            let active = st.active_group;
+            let Some(g) = st.groups.iter().find(|g| g.id == active) else {
+                return Ok(None);
+            };
+            if g.group.plan_merge().is_none() {
+                return Ok(None);
+            }
+            let group = g.group.clone();
+            let metas: Vec<Arc<RowMeta>> = st
+                .version
+                .rows()
+                .iter()
+                .filter(|r| r.group == active)
+                .cloned()
+                .collect();
+            st.merging = true;
+            (st.region.clone(), active, group, metas)
+        };
+        // Room for the rows flushed while the merge runs, with a margin.
+        let reserve = 3 * self.row_bytes(env.opts.write_buffer_size);
+        let result = run_merge(
+            &region,
+            group_id,
+            &group,
+            &metas,
+            env.snapshots,
+            new_number,
+            reserve,
+        );
+        let mut guard = self.state.lock();
+        let st = guard.as_mut().ok_or_else(Self::not_open)?;
+        st.merging = false;
+        let Some(done) = result? else {
+            return Ok(None);
+        };
+        let out = Level0Flush {
+            new_rows: done.new_rows.clone(),
+            deleted_rows: done.deleted_rows.clone(),
+            row_merges: 1,
+            bytes_written: done.bytes,
+            ..Level0Flush::default()
+        };
+        st.merge_done = Some(done);
+        Ok(Some(out))
+    }
+
+    /// False while a table merge holds region space that no version counts yet and the
+    /// region has no room left for a row from a memtable of `bytes`: the flush then waits
+    /// for the merge to be recorded or dropped.
+    pub(super) fn merge_leaves_room(&self, bytes: usize) -> bool {
+        let guard = self.state.lock();
+        let Some(st) = guard.as_ref() else {
+            return true;
+        };
+        if !st.merging && st.merge_done.is_none() {
+            return true;
+        }
+        st.region.free_bytes() >= self.row_bytes(bytes)
+    }
+}
+
+/// A table merge stored on the region, waiting for the database to record it.
 pub(super) struct MergeDone {
-    /// The group after the merge, without the flushed row.
-    pub(super) group: MatrixGroup<Extent>,
-    /// Row numbers of `group`, newest first.
-    pub(super) numbers: Vec<u64>,
+    /// The group merged.
+    group_id: u64,
+    plan: MergePlan,
+    /// The outputs by number, top first.
+    outputs: Vec<(u64, Arc<StoredRow>)>,
+    /// The row above the merged range: its old number, its new one and the relinked row.
+    above: Option<(u64, u64, Arc<StoredRow>)>,
     /// Metadata of the outputs and the relinked row above.
     pub(super) new_rows: Vec<RowMeta>,
     /// The merged rows and the old row above.
     pub(super) deleted_rows: Vec<u64>,
-    /// The new rows by number, to load into the container's state.
-    pub(super) stored: Vec<(u64, Arc<StoredRow>)>,
     /// Bytes written: the outputs, the relinked metadata and the directories.
     pub(super) bytes: u64,
 }
 
-/// Runs the table merge `group` has due, if any. `metas` are the group's rows in the
-/// version (newest first, as in `group`); outputs and the relinked row take numbers from
-/// `new_number` and keep every version `snapshots` read. `Ok(None)` if no merge is due,
-/// the group has trimmed rows, or the region has no room for the outputs next to the
-/// inputs (held until the edit) and `reserve` bytes (the flushed row still to come).
+/// Runs the table merge group `group_id` (`group`) has due, if any. `metas` are the
+/// group's rows in the version (newest first, as in `group`); outputs and the relinked
+/// row take numbers from `new_number` and keep every version `snapshots` read. `Ok(None)`
+/// if no merge is due, the due merge would relink the top row (flushes stack rows on it
+/// meanwhile), the group has trimmed rows, or the region has no room for the outputs next
+/// to the inputs (held until the edit) and `reserve` bytes (rows flushed meanwhile).
 ///
 /// # Errors
 /// `InvalidArgument` if `metas` are not the group's rows; errors reading or storing rows.
 pub(super) fn run_merge(
     region: &Arc<PmemRegion>,
+    group_id: u64,
     group: &MatrixGroup<Extent>,
     metas: &[Arc<RowMeta>],
     snapshots: &[SeqNo],
@@ -66,10 +153,14 @@ pub(super) fn run_merge(
     let Some(plan) = group.plan_merge() else {
         return Ok(None);
     };
+    // The row above the range is relinked: it must not be the top row.
+    if plan.rows.start < 2 {
+        return Ok(None);
+    }
     // Only an untrimmed group is merged (the active group always is).
     if metas
         .iter()
-        .any(|m| m.trim.is_some() || m.released_chunks != 0)
+        .any(|m| m.trim.is_some() || m.released_chunks != 0 || m.group != group_id)
     {
         return Ok(None);
     }
@@ -83,28 +174,27 @@ pub(super) fn run_merge(
     if !keeps_stack_order(metas, plan.rows.start, largest_seq) {
         return Ok(None);
     }
-    let group_id = inputs.first().map_or(0, |m| m.group);
     let out = group.merge_rows(&plan, snapshots, &mut || new_number())?;
 
-    let mut stored = Vec::with_capacity(out.rows.len() + 1);
+    let mut outputs = Vec::with_capacity(out.rows.len());
     for built in &out.rows {
         let id = crate::level0::matrix::RowHeader::decode(&built.header)?.id;
         match store_row(region, id, built) {
-            Ok(s) => stored.push((id, Arc::new(s))),
+            Ok(s) => outputs.push((id, Arc::new(s))),
             Err(Error::NoSpace { .. }) => return Ok(None),
             Err(e) => return Err(e),
         }
     }
     // Numbers below each output: the next output down, then the row below the range.
     let below_range = metas.get(plan.rows.end).map_or(0, |m| m.number);
-    let belows: Vec<u64> = stored
+    let belows: Vec<u64> = outputs
         .iter()
         .skip(1)
         .map(|(n, _)| *n)
         .chain([below_range])
         .collect();
-    let mut new_rows = Vec::with_capacity(stored.len() + 1);
-    for ((n, s), below) in stored.iter().zip(&belows) {
+    let mut new_rows = Vec::with_capacity(outputs.len() + 1);
+    for ((n, s), below) in outputs.iter().zip(&belows) {
         let tombstones = s.reader.range_tombstones();
         new_rows.push(stored_row_meta(
             *n,
@@ -117,10 +207,10 @@ pub(super) fn run_merge(
         )?);
     }
     let mut deleted_rows: Vec<u64> = inputs.iter().map(|m| m.number).collect();
-    let mut above_reader = None;
-    let mut above_number = None;
-    let above_at = plan.rows.start.checked_sub(1);
-    if let (Some(relinked), Some(i)) = (&out.above, above_at) {
+    let mut above = None;
+    let mut bytes: u64 = new_rows.iter().map(|m| m.size).sum();
+    if let Some(relinked) = &out.above {
+        let i = plan.rows.start - 1;
         let (Some(old), Some(old_meta)) = (group.row(i), metas.get(i)) else {
             return Err(Error::InvalidArgument("matrix merge: no row above".into()));
         };
@@ -137,48 +227,75 @@ pub(super) fn run_merge(
         meta.dir_len = loc.len;
         meta.dir_checksum = loc.checksum;
         meta.size = s.size();
-        meta.below = stored.first().map_or(below_range, |(n, _)| *n);
+        meta.below = outputs.first().map_or(below_range, |(n, _)| *n);
+        // Relinked metadata and the directory; the shared data chunks were written before.
+        let shared: u64 = s.reader.data_chunks().iter().map(Extent::len).sum();
+        bytes += meta.size.saturating_sub(shared);
         new_rows.push(meta);
         deleted_rows.push(old_meta.number);
-        above_reader = Some(s.reader.clone());
-        above_number = Some(number);
-        stored.push((number, s));
+        above = Some((old_meta.number, number, s));
     }
-    let outputs = stored
+    Ok(Some(MergeDone {
+        group_id,
+        plan,
+        outputs,
+        above,
+        new_rows,
+        deleted_rows,
+        bytes,
+    }))
+}
+
+/// Takes `done` into the container's groups for the edit that records it, about to be
+/// applied on top of `version` (the database's lock is held). Returns false, and drops the
+/// merge (its pages return to the region), if its group was frozen meanwhile, or its
+/// inputs changed: the merge is then simply not recorded.
+///
+/// # Errors
+/// Errors reading the output rows' keys for the group's filters.
+pub(super) fn accept(st: &mut State, done: MergeDone, version: &Version) -> Result<bool> {
+    if done.group_id != st.active_group {
+        return Ok(false);
+    }
+    let unchanged = done.deleted_rows.iter().all(|n| {
+        version
+            .rows()
+            .iter()
+            .any(|r| r.number == *n && r.trim.is_none() && r.released_chunks == 0)
+    });
+    let current = st.groups.iter().find(|g| g.id == done.group_id);
+    let in_version = version
+        .rows()
         .iter()
-        .take(out.rows.len())
-        .map(|(_, s)| s.reader.clone())
-        .collect();
-    let merged = group.apply_merge(&plan, outputs, above_reader)?;
-    let mut numbers: Vec<u64> = Vec::with_capacity(merged.len());
-    for (i, m) in metas.iter().enumerate() {
-        if Some(i) == above_at && above_number.is_some() {
-            numbers.extend(above_number);
-        } else if i == plan.rows.start {
-            numbers.extend(stored.iter().take(out.rows.len()).map(|(n, _)| *n));
-        } else if !plan.rows.contains(&i) {
-            numbers.push(m.number);
+        .filter(|r| r.group == done.group_id)
+        .map(|r| r.number);
+    let Some(current) = current.filter(|c| unchanged && c.numbers().eq(in_version)) else {
+        return Ok(false);
+    };
+    let outputs = done.outputs.iter().map(|(_, s)| s.reader.clone()).collect();
+    let above = done.above.as_ref().map(|(_, _, s)| s.reader.clone());
+    let Ok(merged) = current.group.apply_merge(&done.plan, outputs, above) else {
+        return Ok(false);
+    };
+    let first_input = done.deleted_rows.first().copied();
+    let mut numbers = Vec::with_capacity(merged.len());
+    for n in current.numbers() {
+        match &done.above {
+            Some((old, new, _)) if *old == n => numbers.push(*new),
+            _ if Some(n) == first_input => numbers.extend(done.outputs.iter().map(|(m, _)| *m)),
+            _ if done.deleted_rows.contains(&n) => {}
+            _ => numbers.push(n),
         }
     }
-    // Relinked metadata, outputs and directories; the shared data chunks were written before.
-    let bytes = new_rows
-        .iter()
-        .map(|m| m.size)
-        .sum::<u64>()
-        .saturating_sub(above_reader_data_bytes(&stored, above_number));
     if numbers.len() != merged.len() {
         return Err(Error::InvalidArgument(
             "matrix merge: row numbers differ from the merged group".into(),
         ));
     }
-    Ok(Some(MergeDone {
-        group: merged,
-        numbers,
-        new_rows,
-        deleted_rows,
-        stored,
-        bytes,
-    }))
+    st.rows.extend(done.outputs);
+    st.rows.extend(done.above.map(|(_, n, s)| (n, s)));
+    st.prepared = Some(CachedGroup::untrimmed(done.group_id, numbers, merged));
+    Ok(true)
 }
 
 /// True if the rows a merge of `metas[start..]` with inputs' largest sequence number
@@ -192,12 +309,4 @@ fn keeps_stack_order(metas: &[Arc<RowMeta>], start: usize, largest_seq: SeqNo) -
     };
     let over = start.checked_sub(2).and_then(|i| metas.get(i));
     above.largest_seq > largest_seq && over.is_none_or(|o| o.largest_seq > above.largest_seq)
-}
-
-/// Bytes of the data extents the relinked row shares with the row it replaces.
-fn above_reader_data_bytes(stored: &[(u64, Arc<StoredRow>)], above: Option<u64>) -> u64 {
-    let Some(n) = above else { return 0 };
-    stored.iter().find(|(m, _)| *m == n).map_or(0, |(_, s)| {
-        s.reader.data_chunks().iter().map(Extent::len).sum()
-    })
 }

@@ -82,8 +82,12 @@ struct State {
     /// The newest version seen, and the groups built for it (newest group first).
     version: Arc<Version>,
     groups: Vec<CachedGroup>,
-    /// The active group as the pending flush's table merge left it, for the version that
-    /// installs the flush (building it from its rows would read them all again).
+    /// A table merge is running in the background.
+    merging: bool,
+    /// A table merge done, waiting for the database to record it.
+    merge_done: Option<merge::MergeDone>,
+    /// The active group as the table merge being recorded left it, for the version that
+    /// records it (building it from its rows would read them all again).
     prepared: Option<CachedGroup>,
 }
 
@@ -127,9 +131,13 @@ impl MatrixLevel0 {
     /// container always takes one, whatever its size).
     fn has_room(&self, version: &Version, bytes: usize) -> bool {
         let used: u64 = version.rows().iter().map(|r| r.size).sum();
-        // A row takes about its memtable's bytes plus page rounding of its chunks.
-        let need = bytes as u64 + bytes as u64 / 8 + 4 * u64::from(self.opts.page_size);
-        used + need <= self.opts.capacity || version.rows().is_empty()
+        used + self.row_bytes(bytes) <= self.opts.capacity || version.rows().is_empty()
+    }
+
+    /// The region bytes a row from a memtable of `bytes` may take: about its memtable's
+    /// bytes plus page rounding of its chunks.
+    fn row_bytes(&self, bytes: usize) -> u64 {
+        bytes as u64 + bytes as u64 / 8 + 4 * u64::from(self.opts.page_size)
     }
 
     fn trigger_bytes(&self) -> u64 {
@@ -160,15 +168,15 @@ impl Level0 for MatrixLevel0 {
         "matrix"
     }
 
-    fn flush(&self, env: &Level0Env<'_>, mem: &Arc<MemTable>, number: u64) -> Result<Level0Flush> {
+    fn flush(&self, _env: &Level0Env<'_>, mem: &Arc<MemTable>, number: u64) -> Result<Level0Flush> {
         let tombstones = mem.range_tombstones();
         let mut iter = mem.iter();
         iter.seek_to_first()?;
         if !iter.valid() && tombstones.is_empty() {
             return Ok(Level0Flush::default());
         }
-        // Decide the row's group, find the row below it, and the group a merge may rewrite.
-        let (region, group, top, merge_base) = {
+        // Decide the row's group and find the row below it.
+        let (region, group, top) = {
             let mut guard = self.state.lock();
             let st = guard.as_mut().ok_or_else(Self::not_open)?;
             let frozen = st.version.rows().iter().any(|r| r.group < st.active_group);
@@ -184,41 +192,8 @@ impl Level0 for MatrixLevel0 {
                 .iter()
                 .find(|r| r.group == st.active_group)
                 .and_then(|r| st.rows.get(&r.number).map(|s| (r.number, s.reader.clone())));
-            let merge_base = st
-                .groups
-                .iter()
-                .find(|g| g.id == st.active_group)
-                .filter(|_| env.new_number.is_some())
-                .map(|g| {
-                    let metas: Vec<Arc<RowMeta>> = st
-                        .version
-                        .rows()
-                        .iter()
-                        .filter(|r| r.group == st.active_group)
-                        .cloned()
-                        .collect();
-                    (g.group.clone(), metas)
-                });
             st.pending = Some(number);
-            (st.region.clone(), st.active_group, top, merge_base)
-        };
-        let merged = match (merge_base, env.new_number) {
-            (Some((g, metas)), Some(new_number)) => {
-                // Room for the flushed row as `has_room` counts it, twice over.
-                let page = u64::from(self.opts.page_size);
-                let reserve = 2 * (mem.approximate_memory_usage() as u64 + 4 * page);
-                merge::run_merge(&region, &g, &metas, env.snapshots, new_number, reserve)?
-            }
-            _ => None,
-        };
-        // After a merge the new row goes on the merged group's top row.
-        let top = match &merged {
-            Some(m) => m
-                .group
-                .row(0)
-                .cloned()
-                .and_then(|r| m.numbers.first().map(|n| (*n, r))),
-            None => top,
+            (st.region.clone(), st.active_group, top)
         };
         let mut b = RowBuilder::new(
             number,
@@ -236,31 +211,14 @@ impl Level0 for MatrixLevel0 {
         let stored = Arc::new(store_row(&region, number, &built)?);
         let below_number = top.map_or(0, |(n, _)| n);
         let meta = row_meta(number, group, below_number, &stored, mem, &tombstones)?;
-        let mut out = Level0Flush {
-            bytes_written: meta.size,
-            new_rows: vec![meta],
-            ..Level0Flush::default()
-        };
-        let prepared = match &merged {
-            Some(m) => {
-                let g = m.group.with_row_on_top(stored.reader.clone())?;
-                let numbers = std::iter::once(number).chain(m.numbers.iter().copied());
-                Some(CachedGroup::untrimmed(group, numbers.collect(), g))
-            }
-            None => None,
-        };
         let mut guard = self.state.lock();
         let st = guard.as_mut().ok_or_else(Self::not_open)?;
         st.rows.insert(number, stored);
-        if let Some(m) = merged {
-            st.rows.extend(m.stored);
-            st.prepared = prepared;
-            out.new_rows.extend(m.new_rows);
-            out.deleted_rows = m.deleted_rows;
-            out.row_merges = 1;
-            out.bytes_written += m.bytes;
-        }
-        Ok(out)
+        Ok(Level0Flush {
+            bytes_written: meta.size,
+            new_rows: vec![meta],
+            ..Level0Flush::default()
+        })
     }
 
     fn view(&self, _tables: &Arc<Tables>, version: &Arc<Version>) -> Arc<dyn Level0View> {
@@ -278,15 +236,16 @@ impl Level0 for MatrixLevel0 {
                     .is_some_and(|p| version.rows().iter().any(|r| r.number == p))
                 {
                     st.pending = None;
-                    st.prepared = None;
                 }
+                st.prepared = None;
                 st.version = version.clone();
                 st.groups = groups.clone();
                 // Forget rows that left the version (their pages free once no view holds
-                // them) and rows of failed flushes (older than a live row).
+                // them), keeping the row of the flush in progress.
                 let live: HashSet<u64> = version.rows().iter().map(|r| r.number).collect();
-                let newest = live.iter().copied().max().unwrap_or(0);
-                st.rows.retain(|n, _| live.contains(n) || *n > newest);
+                let pending = st.pending;
+                st.rows
+                    .retain(|n, _| live.contains(n) || Some(*n) == pending);
                 Arc::new(MatrixView {
                     groups: groups.into_iter().map(|g| g.group).collect(),
                     error: None,
@@ -314,7 +273,7 @@ impl Level0 for MatrixLevel0 {
     }
 
     fn ready_to_flush(&self, version: &Version, bytes: usize) -> bool {
-        self.has_room(version, bytes)
+        self.has_room(version, bytes) && self.merge_leaves_room(bytes)
     }
 
     fn compaction_score(&self, version: &Version, _busy: &HashSet<u64>, opts: &Options) -> f64 {
@@ -398,6 +357,23 @@ impl Level0 for MatrixLevel0 {
         Ok(Some((chunks, stored.release(n)?.size())))
     }
 
+    fn rewrites_in_background(&self) -> bool {
+        true
+    }
+
+    fn rewrite(&self, env: &Level0Env<'_>) -> Result<Option<Level0Flush>> {
+        self.background_merge(env)
+    }
+
+    fn accept_rewrite(&self, version: &Version) -> Result<bool> {
+        let mut guard = self.state.lock();
+        let st = guard.as_mut().ok_or_else(Self::not_open)?;
+        match st.merge_done.take() {
+            Some(done) => merge::accept(st, done, version),
+            None => Ok(false),
+        }
+    }
+
     fn durable_seq(&self, version: &Version) -> SeqNo {
         let files = version.levels().iter().flatten().map(|f| f.largest_seq);
         let rows = version.rows().iter().map(|r| r.largest_seq);
@@ -448,6 +424,8 @@ impl Level0 for MatrixLevel0 {
             rows,
             active_group,
             pending: None,
+            merging: false,
+            merge_done: None,
             version: Arc::new(Version::new(version.num_levels())),
             groups: Vec::new(),
             prepared: None,
