@@ -5,7 +5,7 @@
 //! Owns: [`MatrixLevel0`] (the `Level0` implementation), its [`MatrixOptions`], the
 //! persistent-memory region it maps, which rows form which group, the freeze that starts
 //! column compaction, the choice of each column (`column`) and when a table merge runs
-//! (`merge`: inside a flush, on the active group).
+//! (`merge`: on a background thread, on the active group).
 //! Must not touch: the manifest (the database records rows and trims in version edits),
 //! the row format (`level0::matrix`) or the compaction executor.
 //! Concurrency: one mutex guards the container's state; flushes run one at a time; views
@@ -16,12 +16,12 @@
 //! and only the manifest makes a row live, so a crash before the edit leaves pages that
 //! the next open treats as free. A column's level-1 outputs and the trims of the rows it
 //! consumed are one edit. A table merge's outputs, the relinked row above (sharing the old
-//! row's data extents) and the deletion of the rows they replace are the flush's edit. At
+//! row's data extents) and the deletion of the rows they replace are one edit. At
 //! open every live row is claimed and checked again.
 //!
 //! Split: the settings (`options`), building each version's groups and a flushed row's
 //! metadata (`groups`), the readers' view (`view`), rows on the region (`store`), the
-//! choice of columns (`column`) and the table merge run by a flush (`merge`). This file
+//! choice of columns (`column`) and the background table merge (`merge`). This file
 //! is past 400 lines because the flush and the `Level0` methods share its private state.
 
 mod column;
