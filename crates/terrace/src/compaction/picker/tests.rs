@@ -1,5 +1,6 @@
 use super::*;
 
+mod min_overlap;
 mod simulator;
 
 fn meta(number: u64, lo: &[u8], hi: &[u8], size: u64, seq: u64) -> Arc<FileMeta> {
@@ -22,8 +23,11 @@ fn f(number: u64, lo: &str, hi: &str, size: u64) -> Arc<FileMeta> {
     meta(number, lo.as_bytes(), hi.as_bytes(), size, number)
 }
 
+/// Small targets; round robin, which the tests in this file were written for
+/// (`min_overlap` tests the other policy).
 fn opts(dynamic: bool) -> Options {
     Options {
+        compaction_pri: CompactionPri::RoundRobin,
         max_bytes_for_level_base: 100,
         max_bytes_for_level_multiplier: 10.0,
         level0_file_num_compaction_trigger: 2,

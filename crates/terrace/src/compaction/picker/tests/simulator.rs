@@ -1,6 +1,6 @@
 //! A compaction simulator in the spirit of mini-lsm's: synthetic flushes go through
 //! `pick`, compactions are applied to the level state without any I/O, and the level
-//! invariants are checked after every step.
+//! invariants are checked after every step, under each `CompactionPri`.
 //!
 //! Owns: the simulated levels and their invariants.
 //! Must not touch: anything but the picker's pure functions.
@@ -26,8 +26,9 @@ fn unkey(k: &[u8]) -> u32 {
 }
 
 impl Sim {
-    fn new(dynamic: bool) -> Self {
+    fn new(dynamic: bool, compaction_pri: CompactionPri) -> Self {
         let opts = Options {
+            compaction_pri,
             max_bytes_for_level_base: 4 << 20,
             max_bytes_for_level_multiplier: 4.0,
             level0_file_num_compaction_trigger: 4,
@@ -110,6 +111,18 @@ impl Sim {
             assert!(p.all_files().all(|f| {
                 self.fx.levels[p.level].contains(f) || self.fx.levels[p.output_level].contains(f)
             }));
+            if self.opts.compaction_pri == CompactionPri::MinOverlappingRatio
+                && p.level > 0
+                && !p.trivial_move
+            {
+                // Ratio 0 goes first: no file of the level could have moved down instead
+                // (simulated levels never share a user key between files, so a file with
+                // no overlap is always a trivial move).
+                let below = &self.fx.levels[p.level + 1];
+                assert!(self.fx.levels[p.level].iter().all(|f| below
+                    .iter()
+                    .any(|g| g.overlaps(Some(f.smallest_user_key()), Some(f.largest_user_key())))));
+            }
             self.apply(&p);
             self.check_invariants();
         }
@@ -117,8 +130,8 @@ impl Sim {
     }
 }
 
-fn run(dynamic: bool) {
-    let mut sim = Sim::new(dynamic);
+fn run(dynamic: bool, pri: CompactionPri) {
+    let mut sim = Sim::new(dynamic, pri);
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
     for _ in 0..300 {
         // xorshift: deterministic synthetic flushes of random key ranges.
@@ -138,7 +151,7 @@ fn run(dynamic: bool) {
         .map(|l| l.iter().map(|f| f.size).sum::<u64>() >> 20)
         .collect();
     println!(
-        "dynamic={dynamic}: write amplification {:.2} ({} compactions, {} trivial moves), level MiB {:?}",
+        "{pri:?}, dynamic={dynamic}: write amplification {:.2} ({} compactions, {} trivial moves), level MiB {:?}",
         (sim.flushed + sim.written) as f64 / sim.flushed as f64,
         sim.compactions,
         sim.trivial_moves,
@@ -148,10 +161,20 @@ fn run(dynamic: bool) {
 
 #[test]
 fn static_levels_stay_sorted_and_level0_drains() {
-    run(false);
+    run(false, CompactionPri::RoundRobin);
 }
 
 #[test]
 fn dynamic_levels_stay_sorted_and_level0_drains() {
-    run(true);
+    run(true, CompactionPri::RoundRobin);
+}
+
+#[test]
+fn static_levels_stay_sorted_and_level0_drains_min_overlap() {
+    run(false, CompactionPri::MinOverlappingRatio);
+}
+
+#[test]
+fn dynamic_levels_stay_sorted_and_level0_drains_min_overlap() {
+    run(true, CompactionPri::MinOverlappingRatio);
 }
