@@ -45,12 +45,12 @@ pub enum CompactionPri {
     /// The first file after the level's compact pointer (the largest key of the last
     /// compaction out of the level), wrapping around: LevelDB's policy, RocksDB's
     /// `kRoundRobin`. Every key range gets its turn.
-    #[default]
     RoundRobin,
     /// The file whose overlapping bytes in level n+1, divided by its own bytes, are the
     /// smallest (ties: the smallest key first): RocksDB's `kMinOverlappingRatio`, its
     /// default since 6.0. Rewrites the fewest bytes of level n+1 per byte moved down, which
     /// lowers write amplification; a file overlapping nothing moves down without a rewrite.
+    #[default]
     MinOverlappingRatio,
 }
 
@@ -94,7 +94,7 @@ pub struct Options {
     /// Size the last level drives the targets of the others (RocksDB's dynamic level bytes).
     pub level_compaction_dynamic_level_bytes: bool,
     /// How a level n >= 1 chooses the file it compacts into level n+1 (RocksDB's
-    /// `compaction_pri`; default `RoundRobin`).
+    /// `compaction_pri`; default `MinOverlappingRatio`, as in RocksDB).
     pub compaction_pri: CompactionPri,
     /// Target size of a compaction output file.
     pub target_file_size_base: u64,
