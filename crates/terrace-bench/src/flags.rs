@@ -1,24 +1,29 @@
 //! db_bench-compatible flags: the same names, meanings and defaults, parsed from the
 //! command line gflags style (`--name=value`, `--name value`, `--flag`, `--noflag`).
 //!
-//! Owns: `Flags`, its defaults and parsing, and the mapping to `terrace::Options`
-//! (`flags/engine.rs`, with the storage throttle of `--storage_rate_limit`).
+//! Owns: `Flags`, its defaults and parsing (value parsers in `values`, `--help` in `help`),
+//! and the mapping to `terrace::Options` (`engine`, with `--storage_rate_limit`'s throttle).
 //! Must not touch: the database; flags only describe a run.
 //! Concurrency: plain data, cloned into each worker thread.
 
 use std::path::PathBuf;
 
-use terrace::Compression;
+use terrace::{CompactionPri, Compression};
 
+pub use help::HELP;
 pub use matrix::{L0Kind, MatrixFlags};
 
 use crate::error::{BenchError, Result};
 use crate::resp_client::Target;
 
 mod engine;
+mod help;
 mod matrix;
 #[cfg(test)]
 mod tests;
+mod values;
+
+use values::{bad, compaction_pri, compression, num, parse_bool};
 
 /// Every setting of a benchmark run. Defaults are db_bench's (RocksDB 7.8), except
 /// `compression_type`, which is `none` because Terrace has no snappy.
@@ -59,6 +64,8 @@ pub struct Flags {
     pub max_bytes_for_level_multiplier: f64,
     /// Size level targets from the last level down (RocksDB's dynamic level bytes).
     pub level_compaction_dynamic_level_bytes: bool,
+    /// Which file of a level n >= 1 a compaction takes (RocksDB's `compaction_pri`).
+    pub compaction_pri: CompactionPri,
     /// Number of levels.
     pub num_levels: usize,
     /// Level-0 files that trigger a compaction.
@@ -153,6 +160,7 @@ impl Default for Flags {
             max_bytes_for_level_base: 256 << 20,
             max_bytes_for_level_multiplier: 10.0,
             level_compaction_dynamic_level_bytes: false,
+            compaction_pri: CompactionPri::MinOverlappingRatio,
             num_levels: 7,
             level0_file_num_compaction_trigger: 4,
             level0_slowdown_writes_trigger: 20,
@@ -200,36 +208,6 @@ const BOOL_FLAGS: &[&str] = &[
     "progress",
     "level_compaction_dynamic_level_bytes",
 ];
-
-/// One line per flag for `--help`.
-pub const HELP: &str = "\
-Usage: terrace bench [--name=value ...]   (db_bench's flag names and defaults)
-  --benchmarks=LIST  fillseq fillrandom fillsync overwrite updaterandom readrandom readmissing
-                     readseq readreverse seekrandom deleterandom readwhilewriting
-                     seekrandomwhilewriting stats ycsb_load ycsb_a .. ycsb_f
-  --db=DIR --num --reads --duration --threads --key_size --value_size --compression_ratio
-  --wal_dir=DIR      the write-ahead logs' directory (default: in --db; never throttled
-                     unless inside --db); its logs are deleted with the database
-  --compression_type=none|lz4|zstd --write_buffer_size --max_write_buffer_number
-  --target_file_size_base --max_bytes_for_level_base --max_bytes_for_level_multiplier
-  --num_levels --level_compaction_dynamic_level_bytes --level0_file_num_compaction_trigger
-  --level0_slowdown_writes_trigger --level0_stop_writes_trigger --bloom_bits --cache_size
-  --block_size --max_background_jobs --subcompactions --batch_size --seek_nexts
-  --benchmark_write_rate_limit --sync --disable_wal --use_existing_db --seed --histogram
-  --l0=classic|matrix --pmem_path=DIR --matrix_capacity=BYTES --matrix_columns=N
-  --matrix_segment_rows=N --matrix_merge_segments=N --matrix_trigger=FRACTION
-                     level 0 as table files, or as the matrix container on the
-                     persistent-memory tier (its region file MATRIX.pmem goes in --pmem_path)
-  --storage_rate_limit=BYTES_PER_SEC --storage_iops_limit=IOPS --storage_io_unit=BYTES
-                     make the table directories of levels 1+ a slower device (0: off; with
-                     one database directory that is the whole database, log included
-                     unless --wal_dir moves it)
-  --statistics --report_interval_seconds --report_file=CSV --json=FILE --plot=SVG
-  --ycsb_field_count --ycsb_field_length --ycsb_max_scan_length --ycsb_zipfian_constant
-  --progress (a progress bar when stdout is a terminal; --noprogress to hide it)
-Server mode: --target=redis://HOST:PORT runs ycsb_load, ycsb_a .. ycsb_f over RESP against
-  any Redis-protocol server, one connection per --threads, --pipeline=N commands in flight
-  per connection (records are one string per key; the server is not emptied first)";
 
 impl Flags {
     /// Parses db_bench-style arguments (without the program name) over the defaults.
@@ -333,6 +311,7 @@ impl Flags {
             "target_file_size_base" => self.target_file_size_base = num(name, v)?,
             "max_bytes_for_level_base" => self.max_bytes_for_level_base = num(name, v)?,
             "max_bytes_for_level_multiplier" => self.max_bytes_for_level_multiplier = num(name, v)?,
+            "compaction_pri" => self.compaction_pri = compaction_pri(v)?,
             "num_levels" => self.num_levels = num(name, v)?,
             "level0_file_num_compaction_trigger" => {
                 self.level0_file_num_compaction_trigger = num(name, v)?
@@ -417,43 +396,5 @@ impl Flags {
     /// Reads per thread: `--reads`, or `--num` when it is -1.
     pub fn reads_per_thread(&self) -> u64 {
         u64::try_from(self.reads).unwrap_or(self.num)
-    }
-}
-
-fn bad(flag: &str, value: &str, reason: &str) -> BenchError {
-    BenchError::BadValue {
-        flag: flag.to_string(),
-        value: value.to_string(),
-        reason: reason.to_string(),
-    }
-}
-
-fn num<T: std::str::FromStr>(flag: &str, v: &str) -> Result<T>
-where
-    T::Err: std::fmt::Display,
-{
-    v.trim()
-        .parse()
-        .map_err(|e: T::Err| bad(flag, v, &e.to_string()))
-}
-
-fn parse_bool(flag: &str, v: &str) -> Result<bool> {
-    match v {
-        "1" | "true" | "t" | "yes" | "y" => Ok(true),
-        "0" | "false" | "f" | "no" | "n" => Ok(false),
-        _ => Err(bad(flag, v, "expected true or false")),
-    }
-}
-
-fn compression(v: &str) -> Result<Compression> {
-    match v {
-        "none" | "kNoCompression" => Ok(Compression::None),
-        "lz4" | "kLZ4Compression" => Ok(Compression::Lz4),
-        "zstd" | "kZSTD" => Ok(Compression::Zstd(3)),
-        _ => Err(bad(
-            "compression_type",
-            v,
-            "Terrace supports none, lz4 and zstd",
-        )),
     }
 }

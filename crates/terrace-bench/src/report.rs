@@ -295,6 +295,7 @@ pub fn write_json(path: &Path, flags: &crate::Flags, results: &[BenchResult]) ->
             "storage_iops_limit": flags.storage_iops_limit,
             "storage_io_unit": flags.storage_io_unit,
             "wal_dir": flags.wal_dir,
+            "compaction_pri": format!("{:?}", flags.compaction_pri),
         },
         "benchmarks": results,
     });

@@ -52,4 +52,6 @@ pub use db::{
 };
 pub use error::{Error, Result};
 pub use inspect::{inspect_database, DatabaseLayout};
-pub use options::{Compression, Options, ReadOptions, WalRecoveryMode, WriteOptions};
+pub use options::{
+    CompactionPri, Compression, Options, ReadOptions, WalRecoveryMode, WriteOptions,
+};

@@ -192,3 +192,45 @@ fn wal_dir_flag_sets_the_log_directory() {
     .unwrap();
     assert_eq!(throttled.throttled_dirs(), vec![PathBuf::from("/tmp/tb")]);
 }
+
+#[test]
+fn compaction_pri_takes_names_and_db_bench_integers() {
+    let pri = |v: &str| {
+        Flags::parse([format!("--compaction_pri={v}")]).map(|f| f.engine_options().compaction_pri)
+    };
+    // db_bench's default is RocksDB's: kMinOverlappingRatio.
+    let default = Flags::parse(Vec::<String>::new()).unwrap();
+    assert_eq!(default.compaction_pri, CompactionPri::MinOverlappingRatio);
+    assert_eq!(
+        default.engine_options().compaction_pri,
+        CompactionPri::MinOverlappingRatio
+    );
+    for v in ["min_overlapping_ratio", "kMinOverlappingRatio", "3"] {
+        assert_eq!(pri(v).unwrap(), CompactionPri::MinOverlappingRatio, "{v}");
+    }
+    for v in ["round_robin", "kRoundRobin", "4"] {
+        assert_eq!(pri(v).unwrap(), CompactionPri::RoundRobin, "{v}");
+    }
+    let f = Flags::parse(["--compaction_pri", "round_robin"]).unwrap();
+    assert_eq!(f.compaction_pri, CompactionPri::RoundRobin);
+    // RocksDB's other policies are named in the error; anything else lists the choices.
+    for (v, named) in [
+        ("0", "kByCompensatedSize"),
+        ("kOldestLargestSeqFirst", "kOldestLargestSeqFirst"),
+        ("2", "kOldestSmallestSeqFirst"),
+        ("5", "round_robin (4)"),
+        ("fifo", "min_overlapping_ratio (3)"),
+        ("", "min_overlapping_ratio (3)"),
+    ] {
+        match pri(v) {
+            Err(e @ BenchError::BadValue { .. }) => {
+                let msg = e.to_string();
+                assert!(
+                    msg.contains("--compaction_pri") && msg.contains(named),
+                    "{v}: {msg}"
+                );
+            }
+            other => panic!("{v}: {other:?}"),
+        }
+    }
+}

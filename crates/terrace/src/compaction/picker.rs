@@ -1,8 +1,9 @@
 //! Leveled compaction policy as a pure function of the level state: no I/O, no locks.
 //!
 //! Owns: level byte targets (static and dynamic), compaction scores (`score`), and the
-//! choice of input files for automatic and manual compactions and for matrix columns
-//! (`column`) (docs/techniques/leveled-compaction.md).
+//! choice of input files for automatic and manual compactions (round robin here, minimum
+//! overlapping ratio in `min_overlap`, per `Options::compaction_pri`) and for matrix
+//! columns (`column`) (docs/techniques/leveled-compaction.md).
 //! Must not touch: versions or files; callers pass a consistent view of the levels and
 //! apply the outcome themselves.
 //! Concurrency: pure functions over borrowed state; call them under the version lock so
@@ -14,6 +15,7 @@
 //! boundary user key, as LevelDB allows).
 
 mod column;
+mod min_overlap;
 mod score;
 
 use std::collections::HashSet;
@@ -24,7 +26,7 @@ use crate::compaction::task::{
     ColumnInput, CompactionInputLevel, CompactionReason, CompactionTask, OutputSpec,
 };
 use crate::key::{self, InternalKey, SeqNo, ValueType, MAX_SEQ};
-use crate::options::Options;
+use crate::options::{CompactionPri, Options};
 use crate::version::{FileMeta, RowMeta};
 
 pub use self::column::pick_column;
@@ -130,7 +132,8 @@ impl PickedCompaction {
 }
 
 /// The most urgent automatic compaction: levels with score >= 1, highest first, skipping
-/// levels whose candidate files are being compacted.
+/// levels whose candidate files are being compacted. A level n >= 1 chooses its input
+/// file by `opts.compaction_pri`.
 pub fn pick(state: &LevelState<'_>, opts: &Options) -> Option<PickedCompaction> {
     let s = scores(state, opts);
     let mut order: Vec<usize> = (0..s.len()).filter(|&i| s.get(i) >= Some(&1.0)).collect();
@@ -154,7 +157,12 @@ pub fn pick(state: &LevelState<'_>, opts: &Options) -> Option<PickedCompaction> 
                 true,
             );
         }
-        pick_round_robin(state, level)
+        match opts.compaction_pri {
+            CompactionPri::RoundRobin => pick_round_robin(state, level),
+            CompactionPri::MinOverlappingRatio => {
+                min_overlap::pick_min_overlapping_ratio(state, level)
+            }
+        }
     })
 }
 

@@ -1,0 +1,35 @@
+//! The `--help` text of `terrace bench`: every flag `Flags::parse` knows, grouped.
+//!
+//! Owns: the text only.
+//! Must not touch: parsing; keep this in step with `Flags::set` by hand.
+
+/// One line per flag for `--help`.
+pub const HELP: &str = "\
+Usage: terrace bench [--name=value ...]   (db_bench's flag names and defaults)
+  --benchmarks=LIST  fillseq fillrandom fillsync overwrite updaterandom readrandom readmissing
+                     readseq readreverse seekrandom deleterandom readwhilewriting
+                     seekrandomwhilewriting stats ycsb_load ycsb_a .. ycsb_f
+  --db=DIR --num --reads --duration --threads --key_size --value_size --compression_ratio
+  --wal_dir=DIR      the write-ahead logs' directory (default: in --db; never throttled
+                     unless inside --db); its logs are deleted with the database
+  --compression_type=none|lz4|zstd --write_buffer_size --max_write_buffer_number
+  --target_file_size_base --max_bytes_for_level_base --max_bytes_for_level_multiplier
+  --num_levels --level_compaction_dynamic_level_bytes --level0_file_num_compaction_trigger
+  --compaction_pri=min_overlapping_ratio|round_robin (or db_bench's 3|4; default 3)
+  --level0_slowdown_writes_trigger --level0_stop_writes_trigger --bloom_bits --cache_size
+  --block_size --max_background_jobs --subcompactions --batch_size --seek_nexts
+  --benchmark_write_rate_limit --sync --disable_wal --use_existing_db --seed --histogram
+  --l0=classic|matrix --pmem_path=DIR --matrix_capacity=BYTES --matrix_columns=N
+  --matrix_segment_rows=N --matrix_merge_segments=N --matrix_trigger=FRACTION
+                     level 0 as table files, or as the matrix container on the
+                     persistent-memory tier (its region file MATRIX.pmem goes in --pmem_path)
+  --storage_rate_limit=BYTES_PER_SEC --storage_iops_limit=IOPS --storage_io_unit=BYTES
+                     make the table directories of levels 1+ a slower device (0: off; with
+                     one database directory that is the whole database, log included
+                     unless --wal_dir moves it)
+  --statistics --report_interval_seconds --report_file=CSV --json=FILE --plot=SVG
+  --ycsb_field_count --ycsb_field_length --ycsb_max_scan_length --ycsb_zipfian_constant
+  --progress (a progress bar when stdout is a terminal; --noprogress to hide it)
+Server mode: --target=redis://HOST:PORT runs ycsb_load, ycsb_a .. ycsb_f over RESP against
+  any Redis-protocol server, one connection per --threads, --pipeline=N commands in flight
+  per connection (records are one string per key; the server is not emptied first)";
