@@ -130,6 +130,10 @@ pub struct BenchResult {
     /// Bytes flushes wrote to matrix rows on the persistent-memory tier (part of
     /// `flush_bytes_written`).
     pub row_bytes_written: u64,
+    /// Matrix table merges completed during the benchmark.
+    pub row_merges: u64,
+    /// Matrix column compactions completed during the benchmark.
+    pub column_compactions: u64,
     /// Write amplification of the table-file tier alone: (flush bytes to table files +
     /// compaction bytes) / user bytes. Equals `write_amplification` without a matrix.
     pub table_write_amplification: f64,
@@ -250,6 +254,8 @@ impl BenchResult {
             compaction_bytes_written: compaction,
             write_amplification: ratio(flush + compaction),
             row_bytes_written: rows,
+            row_merges: a.row_merges.saturating_sub(b.row_merges),
+            column_compactions: a.column_compactions.saturating_sub(b.column_compactions),
             table_write_amplification: ratio(flush.saturating_sub(rows) + compaction),
             stall_micros: a.stall_micros.saturating_sub(b.stall_micros),
             stall_count: a.stall_count.saturating_sub(b.stall_count),

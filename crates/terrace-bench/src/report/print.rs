@@ -92,6 +92,11 @@ impl BenchResult {
                 self.table_write_amplification,
                 mb(self.row_bytes_written)
             )?;
+            writeln!(
+                out,
+                "  matrix: {} table merges, {} column compactions",
+                self.row_merges, self.column_compactions
+            )?;
         }
         let levels: Vec<String> = self
             .levels
