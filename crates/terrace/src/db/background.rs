@@ -13,6 +13,9 @@ use parking_lot::MutexGuard;
 use super::{DbInner, DbState};
 use crate::error::Result;
 
+/// How long a flush that found no room in level 0 waits before looking again.
+const FLUSH_RETRY: std::time::Duration = std::time::Duration::from_millis(50);
+
 #[derive(Clone, Copy)]
 enum Kind {
     Flush,
@@ -63,6 +66,11 @@ fn worker(db: &DbInner, kind: Kind) {
         };
         match did {
             Ok(true) => continue,
+            // A flush waiting for level 0 to make room may get it without a signal (a
+            // reader dropping the last view of deleted rows): look again now and then.
+            Ok(false) if matches!(kind, Kind::Flush) && !st.imms.is_empty() => {
+                db.bg_work.wait_for(&mut st, FLUSH_RETRY);
+            }
             Ok(false) => db.bg_work.wait(&mut st),
             Err(e) => db.set_bg_error(&mut st, e),
         }

@@ -26,6 +26,8 @@ const ROW_NUM_RANGE_DELETIONS: u32 = 13;
 const ROW_TRIM: u32 = 14;
 const ROW_BELOW: u32 = 15;
 const ROW_RELEASED: u32 = 16;
+/// Safe to ignore: a reader that drops it only forgets which segments were merged.
+const ROW_MERGE: u32 = 17 | SAFE_TO_IGNORE;
 
 /// Metadata of one matrix row in a version. Serializable, because column compaction
 /// descriptions carry the rows they read.
@@ -73,6 +75,11 @@ pub struct RowMeta {
     /// compaction consumed their entries (all below `trim`); a restart does not claim them.
     #[serde(default)]
     pub released_chunks: u32,
+    /// The table merge that wrote the row (the number of its bottom output), 0 for a
+    /// flushed row: a restart rebuilds the group's segments from it, so that merged rows
+    /// are not merged again.
+    #[serde(default)]
+    pub merge: u64,
 }
 
 impl RowMeta {
@@ -117,6 +124,9 @@ pub(super) fn encode_row_meta(buf: &mut Vec<u8>, m: &RowMeta) {
     }
     if m.released_chunks != 0 {
         put_varint_field(buf, ROW_RELEASED, u64::from(m.released_chunks));
+    }
+    if m.merge != 0 {
+        put_varint_field(buf, ROW_MERGE, m.merge);
     }
 }
 
@@ -172,6 +182,7 @@ pub(super) fn decode_row_meta(mut d: Decoder<'_>) -> Result<RowMeta> {
                     Error::corruption(d.file(), at, "row released chunk count out of range")
                 })?;
             }
+            ROW_MERGE => m.merge = p.only_varint64("row merge")?,
             t if t & SAFE_TO_IGNORE != 0 => {}
             t => return Err(p.unknown_tag(t, at, "row field")),
         }

@@ -78,6 +78,11 @@ fn row(number: u64, group: u64, lo: &[u8], hi: &[u8], seq: u64) -> RowMeta {
         trim: number.is_multiple_of(2).then(|| b"d".to_vec()),
         below: number.saturating_sub(1),
         released_chunks: u32::from(number.is_multiple_of(2)),
+        merge: if number.is_multiple_of(3) {
+            300 + number
+        } else {
+            0
+        },
     }
 }
 

@@ -133,6 +133,7 @@ pub(super) fn stored_row_meta(
         trim: None,
         below,
         released_chunks: 0,
+        merge: 0,
     })
 }
 
@@ -164,6 +165,7 @@ pub(super) fn build_groups(
         let metas: Vec<&Arc<RowMeta>> = version.rows().iter().filter(|r| r.group == id).collect();
         let sig: Vec<(u64, Option<Vec<u8>>)> =
             metas.iter().map(|r| (r.number, r.trim.clone())).collect();
+        let marks: Vec<u64> = metas.iter().map(|r| r.merge).collect();
         let cached = st.groups.iter().find(|g| g.id == id);
         // The group as it was, or as a table merge about to be recorded left it.
         let mut ready = cached.into_iter().chain(st.prepared.as_ref());
@@ -197,10 +199,10 @@ pub(super) fn build_groups(
                     .collect::<Result<Vec<_>>>()?;
                 match retrimmed.with_readers(readers) {
                     Ok(g) => g,
-                    Err(_) => group_of(st, &sig, params)?,
+                    Err(_) => group_of(st, &sig, &marks, params)?,
                 }
             }
-            _ => group_of(st, &sig, params)?,
+            _ => group_of(st, &sig, &marks, params)?,
         };
         out.push(CachedGroup {
             id,
@@ -211,11 +213,13 @@ pub(super) fn build_groups(
     Ok(out)
 }
 
-/// The group of the rows `sig` (`(number, trim)`, newest first) from their loaded readers.
-/// Every row of a group is trimmed at the same key (the columns done).
+/// The group of the rows `sig` (`(number, trim)`, newest first) from their loaded readers,
+/// with segments cut by their merge `marks` (`RowMeta::merge`). Every row of a group is
+/// trimmed at the same key (the columns done).
 fn group_of(
     st: &State,
     sig: &[(u64, Option<Vec<u8>>)],
+    marks: &[u64],
     params: &MatrixParams,
 ) -> Result<MatrixGroup<Extent>> {
     let readers = sig
@@ -227,7 +231,7 @@ fn group_of(
                 .ok_or_else(|| Error::InvalidArgument(format!("matrix row {n} is not loaded")))
         })
         .collect::<Result<Vec<_>>>()?;
-    let g = MatrixGroup::from_rows(readers, params.clone())?;
+    let g = MatrixGroup::from_marked_rows(readers, marks, params.clone())?;
     match sig.iter().filter_map(|(_, t)| t.as_deref()).max() {
         Some(t) => g.trimmed(t),
         None => Ok(g),
@@ -252,7 +256,8 @@ impl ColumnSource for MatrixLevel0 {
             out.extend(c.group.iterators());
             return Ok(bytes);
         }
-        let group = group_of(st, &sig, &self.opts.params)?;
+        let marks: Vec<u64> = rows.iter().map(|r| r.merge).collect();
+        let group = group_of(st, &sig, &marks, &self.opts.params)?;
         tombstones.extend(group.range_tombstones());
         out.extend(group.iterators());
         Ok(bytes)

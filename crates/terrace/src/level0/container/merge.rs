@@ -67,8 +67,8 @@ impl MatrixLevel0 {
             st.merging = true;
             (st.region.clone(), active, group, metas)
         };
-        // Room for the rows flushed while the merge runs, with a margin.
-        let reserve = 3 * self.row_bytes(env.opts.write_buffer_size);
+        // Room for the rows flushed while the merge runs (a flush waits if it has none).
+        let reserve = 2 * self.row_bytes(env.opts.write_buffer_size);
         let result = run_merge(
             &region,
             group_id,
@@ -95,18 +95,15 @@ impl MatrixLevel0 {
         Ok(Some(out))
     }
 
-    /// False while a table merge holds region space that no version counts yet and the
-    /// region has no room left for a row from a memtable of `bytes`: the flush then waits
-    /// for the merge to be recorded or dropped.
-    pub(super) fn merge_leaves_room(&self, bytes: usize) -> bool {
+    /// True if the region has the free pages for a row from a memtable of `bytes`. Beyond
+    /// what the version counts, pages may be held by a running table merge's outputs, or
+    /// by rows a version deleted that a reader's view still holds: the flush then waits
+    /// for them.
+    pub(super) fn region_has_room(&self, bytes: usize) -> bool {
         let guard = self.state.lock();
-        let Some(st) = guard.as_ref() else {
-            return true;
-        };
-        if !st.merging && st.merge_done.is_none() {
-            return true;
-        }
-        st.region.free_bytes() >= self.row_bytes(bytes)
+        guard
+            .as_ref()
+            .is_none_or(|st| st.region.free_bytes() >= self.row_bytes(bytes))
     }
 }
 
@@ -193,10 +190,12 @@ pub(super) fn run_merge(
         .map(|(n, _)| *n)
         .chain([below_range])
         .collect();
+    // The bottom output's number marks every output as this merge's (`RowMeta::merge`).
+    let mark = outputs.last().map_or(0, |(n, _)| *n);
     let mut new_rows = Vec::with_capacity(outputs.len() + 1);
     for ((n, s), below) in outputs.iter().zip(&belows) {
         let tombstones = s.reader.range_tombstones();
-        new_rows.push(stored_row_meta(
+        let mut meta = stored_row_meta(
             *n,
             group_id,
             *below,
@@ -204,7 +203,9 @@ pub(super) fn run_merge(
             tombstones,
             Some(smallest_seq),
             largest_seq,
-        )?);
+        )?;
+        meta.merge = mark;
+        new_rows.push(meta);
     }
     let mut deleted_rows: Vec<u64> = inputs.iter().map(|m| m.number).collect();
     let mut above = None;
@@ -301,8 +302,9 @@ pub(super) fn accept(st: &mut State, done: MergeDone, version: &Version) -> Resu
 /// True if the rows a merge of `metas[start..]` with inputs' largest sequence number
 /// `largest_seq` writes sort in a version as the merge stacks them: the row above the range
 /// sorts above every output, and the relinked row (a fresh, highest number) still below the
-/// row above it. After a restart segments forget which rows were merged, and a plan may
-/// split an earlier merge's outputs, which share their largest sequence number.
+/// row above it. Rows recovered from a manifest without merge marks (`RowMeta::merge`)
+/// form segments that forget which rows were merged, and a plan may then split an earlier
+/// merge's outputs, which share their largest sequence number.
 fn keeps_stack_order(metas: &[Arc<RowMeta>], start: usize, largest_seq: SeqNo) -> bool {
     let Some(above) = start.checked_sub(1).and_then(|i| metas.get(i)) else {
         return true;

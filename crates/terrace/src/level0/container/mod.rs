@@ -273,7 +273,7 @@ impl Level0 for MatrixLevel0 {
     }
 
     fn ready_to_flush(&self, version: &Version, bytes: usize) -> bool {
-        self.has_room(version, bytes) && self.merge_leaves_room(bytes)
+        self.has_room(version, bytes) && self.region_has_room(bytes)
     }
 
     fn compaction_score(&self, version: &Version, _busy: &HashSet<u64>, opts: &Options) -> f64 {

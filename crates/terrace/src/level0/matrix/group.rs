@@ -127,24 +127,56 @@ impl<E: AsRef<[u8]>> MatrixGroup<E> {
     /// # Errors
     /// `InvalidArgument` for bad `params`; errors reading the rows.
     pub fn from_rows(rows: Vec<Arc<RowReader<E>>>, params: MatrixParams) -> Result<Self> {
+        let marks = vec![0; rows.len()];
+        Self::from_marked_rows(rows, &marks, params)
+    }
+
+    /// A group of `rows`, newest first, with the table merge that wrote each (`marks`,
+    /// newest first; 0 for a flushed row), as a version records them. Each run of rows
+    /// with one mark is cut into segments from its bottom every `segment_rows` rows, as
+    /// flushes and merges cut them: a merge's segments are closed and marked merged (no
+    /// later merge takes them again), and a shorter top segment of flushed rows stays open.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for bad `params` or a mark count that differs from the rows;
+    /// errors reading the rows.
+    pub fn from_marked_rows(
+        rows: Vec<Arc<RowReader<E>>>,
+        marks: &[u64],
+        params: MatrixParams,
+    ) -> Result<Self> {
+        if marks.len() != rows.len() {
+            return Err(Error::InvalidArgument(
+                "matrix group: one merge mark per row".into(),
+            ));
+        }
         let mut g = MatrixGroup::new(params)?;
         let hashes = rows
             .iter()
             .map(|r| row_hashes(r, r.first_live()))
             .collect::<Result<Vec<_>>>()?;
         g.rows = rows.into_iter().map(GroupRow::new).collect();
-        let (n, seg) = (g.rows.len(), g.params.segment_rows);
+        let seg = g.params.segment_rows;
         let bits = g.params.bloom_bits_per_key;
-        let mut end = n;
+        let mut end = g.rows.len();
         while end > 0 {
-            let begin = end.saturating_sub(seg);
+            let mark = marks.get(end - 1).copied().unwrap_or(0);
+            // The run of rows with this mark ends (towards the top) at `run_begin`.
+            let run_begin = marks
+                .get(..end)
+                .unwrap_or_default()
+                .iter()
+                .rposition(|m| *m != mark)
+                .map_or(0, |i| i + 1);
+            let begin = end.saturating_sub(seg).max(run_begin);
             let h = hashes.get(begin..end).unwrap_or_default();
-            g.segments
-                .push(Arc::new(if begin == 0 && end - begin < seg {
-                    SegmentFilter::open(h.to_vec(), bits)
-                } else {
-                    SegmentFilter::closed(h, bits, false)
-                }));
+            g.segments.push(Arc::new(if mark != 0 {
+                SegmentFilter::closed(h, bits, true)
+            } else if begin == 0 && end - begin < seg {
+                SegmentFilter::open(h.to_vec(), bits)
+            } else {
+                SegmentFilter::closed(h, bits, false)
+            }));
             end = begin;
         }
         g.segments.reverse();

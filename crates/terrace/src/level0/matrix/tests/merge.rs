@@ -203,3 +203,37 @@ proptest! {
         prop_assert!(base.len() <= rows.len());
     }
 }
+
+/// `(rows, open, merged)` of each segment, newest first.
+fn segment_shape(g: &MatrixGroup<Vec<u8>>) -> Vec<(usize, bool, bool)> {
+    g.segments()
+        .iter()
+        .map(|s| (s.rows(), s.is_open(), s.is_merged()))
+        .collect()
+}
+
+#[test]
+fn merge_marks_rebuild_the_segments_a_merge_left() {
+    // 11 rows in segments of 2: an open top segment of one row, five closed below.
+    let rows = uniform_rows(11);
+    let p = params(2, 2, 0.7);
+    let g = build_group(&rows, &p);
+    let plan = g.plan_merge().unwrap();
+    let mut ids = 1000;
+    let (merged, out) = run_merge(&g, &plan, &[], &mut ids);
+    let outputs = out.rows.len();
+    // A restart without marks cuts every two rows from the bottom, merged or not.
+    let readers: Vec<_> = merged.rows().cloned().collect();
+    let unmarked = MatrixGroup::from_rows(readers.clone(), p.clone()).unwrap();
+    assert!(unmarked.segments().iter().all(|s| !s.is_merged()));
+    // With the marks a version records (the outputs share one, flushed rows have 0), the
+    // segments are the merge's own, and the merged rows are not planned again.
+    let mut marks = vec![0; merged.len() - outputs];
+    marks.extend(std::iter::repeat_n(1001, outputs));
+    let marked = MatrixGroup::from_marked_rows(readers.clone(), &marks, p.clone()).unwrap();
+    assert_eq!(segment_shape(&marked), segment_shape(&merged));
+    assert_eq!(marked.plan_merge(), merged.plan_merge());
+    same_reads(&merged, &marked, &[]);
+    // Marks must match the rows.
+    assert!(MatrixGroup::from_marked_rows(readers, &marks[1..], p).is_err());
+}
