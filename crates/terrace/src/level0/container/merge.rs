@@ -166,6 +166,10 @@ pub(super) fn run_merge(
     if region.free_bytes() < input_bytes + input_bytes / 4 + reserve {
         return Ok(None);
     }
+    if key_disjoint(inputs) {
+        // Nothing can be dropped (sequential writes): the merge would only copy the rows.
+        return Ok(None);
+    }
     let smallest_seq = inputs.iter().map(|m| m.smallest_seq).min().unwrap_or(0);
     let largest_seq = inputs.iter().map(|m| m.largest_seq).max().unwrap_or(0);
     if !keeps_stack_order(metas, plan.rows.start, largest_seq) {
@@ -297,6 +301,19 @@ pub(super) fn accept(st: &mut State, done: MergeDone, version: &Version) -> Resu
     st.rows.extend(done.above.map(|(_, n, s)| (n, s)));
     st.prepared = Some(CachedGroup::untrimmed(done.group_id, numbers, merged));
     Ok(true)
+}
+
+/// True if no two of `rows` share a user key: a merge of them would drop nothing.
+pub(super) fn key_disjoint(rows: &[Arc<RowMeta>]) -> bool {
+    let mut spans: Vec<(&[u8], &[u8])> = rows
+        .iter()
+        .map(|m| (m.smallest_user_key(), m.largest_user_key()))
+        .collect();
+    spans.sort_unstable();
+    spans.windows(2).all(|w| match w {
+        [a, b] => a.1 < b.0,
+        _ => true,
+    })
 }
 
 /// True if the rows a merge of `metas[start..]` with inputs' largest sequence number

@@ -62,3 +62,25 @@ fn writes_slow_down_before_the_container_is_full_and_a_stall_comes_first() {
     assert!(!l0.ready_to_flush(&v, opts.write_buffer_size));
     assert_eq!(l0.compaction_score(&v, &busy, &opts), STALLED_SCORE);
 }
+
+#[test]
+fn rows_of_disjoint_key_ranges_are_not_merged() {
+    let span = |n: u64, lo: &[u8], hi: &[u8]| {
+        let mut r = row(n, 10);
+        r.smallest = InternalKey::new(lo, n, ValueType::Value);
+        r.largest = InternalKey::new(hi, n, ValueType::Value);
+        Arc::new(r)
+    };
+    // Sequential rows, newest (highest keys) first: nothing for a merge to drop.
+    let seq = [
+        span(3, b"g", b"i"),
+        span(2, b"d", b"f"),
+        span(1, b"a", b"c"),
+    ];
+    assert!(merge::key_disjoint(&seq));
+    // One shared key (a row's last is the next one's first) is an overlap.
+    let touching = [span(2, b"c", b"f"), span(1, b"a", b"c")];
+    assert!(!merge::key_disjoint(&touching));
+    let nested = [span(2, b"b", b"c"), span(1, b"a", b"z")];
+    assert!(!merge::key_disjoint(&nested));
+}
