@@ -104,7 +104,9 @@ pub struct Options {
     pub max_background_compactions: usize,
     /// Key-range subtasks one compaction may be cut into, run in parallel.
     pub max_subcompactions: usize,
-    /// Write rate in bytes per second while writes are slowed down.
+    /// Write rate in bytes per second while writes are slowed down (RocksDB's
+    /// `delayed_write_rate`): writes are admitted on a schedule at this rate, and the
+    /// writing thread sleeps whenever the schedule runs a millisecond ahead of the clock.
     pub delayed_write_rate: u64,
     /// Handling of write-ahead-log damage on open.
     pub wal_recovery_mode: WalRecoveryMode,

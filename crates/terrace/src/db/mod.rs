@@ -89,6 +89,9 @@ pub(crate) struct DbState {
 pub(crate) struct WalState {
     pub(crate) log: Box<dyn LogWriter>,
     pub(crate) number: u64,
+    /// While writes are slowed down: when the writes admitted so far would have finished
+    /// at `delayed_write_rate` (see `make_room_for_write`); `None` at full speed.
+    pub(crate) delayed_until: Option<std::time::Instant>,
 }
 
 pub(crate) struct DbInner {

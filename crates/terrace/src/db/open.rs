@@ -13,7 +13,7 @@ use std::sync::Arc;
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use super::wal_dir::{FoundLog, WalDir};
-use super::{background, stats, write, Db, DbInner, DbState, SuperVersion, WalState};
+use super::{background, stats, write, Db, DbInner, DbState, ImmMemTable, SuperVersion, WalState};
 use crate::batch::WriteBatch;
 use crate::compaction::FilterRegistry;
 use crate::error::{Error, Result};
@@ -127,6 +127,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
         versions: &mut versions,
         new_files: Vec::new(),
         new_rows: Vec::new(),
+        deferred: Vec::new(),
         max_seq: 0,
         dropped: 0,
     };
@@ -134,6 +135,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
     let Recovery {
         new_files,
         new_rows,
+        deferred,
         max_seq,
         dropped,
         ..
@@ -145,8 +147,10 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
     storage.sync_dir(&wal_dir.path)?;
     let last_seq = versions.last_sequence().max(max_seq);
     versions.set_last_sequence(last_seq);
+    // Logs holding the data of memtables kept unflushed stay until those are flushed.
+    let oldest_kept = deferred.first().map(|(_, n)| *n);
     let mut edit = VersionEdit {
-        log_number: Some(wal_number),
+        log_number: Some(oldest_kept.unwrap_or(wal_number)),
         ..VersionEdit::default()
     };
     edit.new_files = new_files.into_iter().map(|f| (0, f)).collect();
@@ -154,9 +158,17 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
     versions.log_and_apply(edit)?;
 
     let version = versions.current();
+    let imms: VecDeque<ImmMemTable> = deferred
+        .into_iter()
+        .map(|(mem, wal_number)| ImmMemTable {
+            mem: Arc::new(mem),
+            wal_number,
+            flushing: false,
+        })
+        .collect();
     let sv = SuperVersion {
         mem: inner_mem.clone(),
-        imms: Vec::new(),
+        imms: imms.iter().rev().map(|i| i.mem.clone()).collect(),
         level0: level0.view(&tables, &version),
         version,
     };
@@ -164,7 +176,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
         versions,
         mem: inner_mem,
         mem_wal_number: wal_number,
-        imms: VecDeque::new(),
+        imms,
         pending_outputs: HashSet::new(),
         being_compacted: HashSet::new(),
         running_compactions: 0,
@@ -186,6 +198,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
         wal: Mutex::new(WalState {
             log: Box::new(FileLogWriter::new(wal_file)),
             number: wal_number,
+            delayed_until: None,
         }),
         tables,
         level0,
@@ -218,6 +231,10 @@ struct Recovery<'a> {
     versions: &'a mut VersionSet,
     new_files: Vec<FileMeta>,
     new_rows: Vec<RowMeta>,
+    /// Replayed memtables level 0 had no room for (a matrix container that was full when
+    /// the database closed), oldest first, each with the first log holding its data: they
+    /// become the new database's immutable memtables, flushed once compaction makes room.
+    deferred: Vec<(MemTable, u64)>,
     max_seq: SeqNo,
     dropped: u64,
 }
@@ -229,6 +246,8 @@ impl Recovery<'_> {
             self.versions.mark_file_number_used(log.number);
         }
         let mut mem = MemTable::new();
+        // The first log holding an entry of `mem`.
+        let mut mem_log = None;
         for (i, log) in logs.iter().enumerate() {
             let newest = i + 1 == logs.len();
             let path = &log.path;
@@ -238,11 +257,13 @@ impl Recovery<'_> {
                     ReadOutcome::Record { data, offset } => {
                         let batch = WriteBatch::from_record(data, path, offset)?;
                         let seq = batch.sequence();
+                        mem_log.get_or_insert(log.number);
                         write::insert_into_memtable(&mem, &batch, seq)?;
                         let last = seq + u64::from(batch.count()).saturating_sub(1);
                         self.max_seq = self.max_seq.max(last);
                         if mem.approximate_memory_usage() >= self.opts.write_buffer_size {
-                            self.flush(std::mem::take(&mut mem))?;
+                            let first_log = mem_log.take().unwrap_or(log.number);
+                            self.flush(std::mem::take(&mut mem), first_log)?;
                         }
                     }
                     ReadOutcome::Eof => break false,
@@ -268,14 +289,38 @@ impl Recovery<'_> {
                 break;
             }
         }
-        self.flush(mem)
+        match mem_log {
+            Some(first_log) => self.flush(mem, first_log),
+            None => Ok(()),
+        }
     }
 
-    fn flush(&mut self, mem: MemTable) -> Result<()> {
+    /// Flushes `mem` (whose oldest entry came from log `first_log`) into level 0, or keeps
+    /// it for later if level 0 has no room for it, or an older memtable was kept.
+    fn flush(&mut self, mem: MemTable, first_log: u64) -> Result<()> {
+        if mem.is_empty() && mem.range_tombstones().is_empty() {
+            return Ok(());
+        }
+        if !self.deferred.is_empty() {
+            self.deferred.push((mem, first_log));
+            return Ok(());
+        }
         let number = self.versions.new_file_number();
-        let flushed = self.level0.flush(self.env, &Arc::new(mem), number)?;
-        self.new_files.extend(flushed.new_files);
-        self.new_rows.extend(flushed.new_rows);
-        Ok(())
+        let mem = Arc::new(mem);
+        match self.level0.flush(self.env, &mem, number) {
+            Ok(flushed) => {
+                self.new_files.extend(flushed.new_files);
+                self.new_rows.extend(flushed.new_rows);
+                Ok(())
+            }
+            Err(Error::NoSpace { .. }) => {
+                let mem = Arc::try_unwrap(mem).map_err(|_| {
+                    Error::InvalidArgument("level 0 kept a memtable it did not flush".into())
+                })?;
+                self.deferred.push((mem, first_log));
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
     }
 }

@@ -24,6 +24,11 @@ use crate::wal::FileLogWriter;
 
 /// Largest group a leader assembles, in batch bytes.
 const MAX_GROUP_BYTES: usize = 1 << 20;
+/// While writes are slowed down, the leader sleeps once the writes admitted run this far
+/// ahead of `delayed_write_rate`.
+const MIN_DELAY: Duration = Duration::from_millis(1);
+/// The longest single sleep of a slowed-down write.
+const MAX_DELAY: Duration = Duration::from_secs(1);
 
 struct Writer {
     /// Locked only by the group's leader (never contended): it lets the leader stamp a
@@ -157,18 +162,27 @@ impl DbInner {
                 return Err(Error::Closed);
             }
             let pressure = self.level0.backpressure(&st.versions.current(), &self.opts);
-            if allow_delay && pressure == Backpressure::Slowdown {
-                // Delay this group as if writes were limited to delayed_write_rate.
-                drop(st);
-                let rate = self.opts.delayed_write_rate.max(1);
-                let micros = (bytes as u64).saturating_mul(1_000_000) / rate;
-                let delay = Duration::from_micros(micros.clamp(100, 1_000_000));
-                let t = Instant::now();
-                std::thread::sleep(delay);
-                self.record_stall(t);
+            if pressure != Backpressure::Slowdown {
+                wal.delayed_until = None;
+            } else if allow_delay {
+                // Admit writes at delayed_write_rate: each group adds its bytes' time at
+                // that rate to a schedule, and the leader sleeps only once the schedule
+                // runs ahead of the clock by MIN_DELAY, so that small writes are paced at
+                // the rate instead of each paying a whole sleep.
                 allow_delay = false;
-                st = self.state.lock();
-                continue;
+                let rate = self.opts.delayed_write_rate.max(1);
+                let cost = Duration::from_micros((bytes as u64).saturating_mul(1_000_000) / rate);
+                let now = Instant::now();
+                let due = wal.delayed_until.map_or(now, |d| d.max(now)) + cost;
+                wal.delayed_until = Some(due);
+                let ahead = due.saturating_duration_since(now);
+                if ahead >= MIN_DELAY {
+                    drop(st);
+                    std::thread::sleep(ahead.min(MAX_DELAY));
+                    self.record_stall(now);
+                    st = self.state.lock();
+                    continue;
+                }
             }
             if st.mem.approximate_memory_usage() < self.opts.write_buffer_size {
                 return Ok(());

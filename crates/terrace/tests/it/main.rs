@@ -9,12 +9,14 @@ mod corruption;
 mod crash;
 mod crash_inproc;
 mod matrix;
+mod matrix_full;
 mod model;
 mod regress;
 mod seams;
 mod sync_wal;
 mod throttle;
 mod wal_dir;
+mod write_delay;
 
 use std::path::Path;
 

@@ -140,35 +140,9 @@ impl MatrixLevel0 {
         bytes as u64 + bytes as u64 / 8 + 4 * u64::from(self.opts.page_size)
     }
 
-    fn trigger_bytes(&self) -> u64 {
-        (self.opts.capacity as f64 * self.opts.compaction_trigger) as u64
-    }
-
-    fn column_bytes(&self) -> u64 {
-        (self.opts.capacity / u64::from(self.opts.columns)).max(1)
-    }
-
-    fn not_open() -> Error {
-        Error::InvalidArgument("the matrix level 0 is not open".into())
-    }
-}
-
-/// Bytes of the live rows of `group` in `version`.
-fn group_bytes(version: &Version, group: u64) -> u64 {
-    version
-        .rows()
-        .iter()
-        .filter(|r| r.group == group)
-        .map(|r| r.size)
-        .sum()
-}
-
-impl Level0 for MatrixLevel0 {
-    fn kind(&self) -> &'static str {
-        "matrix"
-    }
-
-    fn flush(&self, _env: &Level0Env<'_>, mem: &Arc<MemTable>, number: u64) -> Result<Level0Flush> {
+    /// Builds the row of `mem` as number `number` on top of the active group and stores it
+    /// on the region (see `Level0::flush`).
+    fn flush_row(&self, mem: &Arc<MemTable>, number: u64) -> Result<Level0Flush> {
         let tombstones = mem.range_tombstones();
         let mut iter = mem.iter();
         iter.seek_to_first()?;
@@ -219,6 +193,46 @@ impl Level0 for MatrixLevel0 {
             new_rows: vec![meta],
             ..Level0Flush::default()
         })
+    }
+
+    fn trigger_bytes(&self) -> u64 {
+        (self.opts.capacity as f64 * self.opts.compaction_trigger) as u64
+    }
+
+    fn column_bytes(&self) -> u64 {
+        (self.opts.capacity / u64::from(self.opts.columns)).max(1)
+    }
+
+    fn not_open() -> Error {
+        Error::InvalidArgument("the matrix level 0 is not open".into())
+    }
+}
+
+/// Bytes of the live rows of `group` in `version`.
+fn group_bytes(version: &Version, group: u64) -> u64 {
+    version
+        .rows()
+        .iter()
+        .filter(|r| r.group == group)
+        .map(|r| r.size)
+        .sum()
+}
+
+impl Level0 for MatrixLevel0 {
+    fn kind(&self) -> &'static str {
+        "matrix"
+    }
+
+    fn flush(&self, _env: &Level0Env<'_>, mem: &Arc<MemTable>, number: u64) -> Result<Level0Flush> {
+        let flushed = self.flush_row(mem, number);
+        if flushed.is_err() {
+            // No row comes of it: freezes may happen again.
+            let mut guard = self.state.lock();
+            if let Some(st) = guard.as_mut().filter(|st| st.pending == Some(number)) {
+                st.pending = None;
+            }
+        }
+        flushed
     }
 
     fn view(&self, _tables: &Arc<Tables>, version: &Arc<Version>) -> Arc<dyn Level0View> {
