@@ -59,7 +59,8 @@ pub struct IoClassStats {
     pub sync_ops: u64,
     /// I/Os that waited for a throttled device's budget (see `ThrottledStorage`).
     pub throttle_waits: u64,
-    /// Microseconds those I/Os waited.
+    /// Microseconds those I/Os waited, as slept (a short sleep oversleeps; the rule's own
+    /// `ThrottleStats::wait_micros` counts the waits it asked for).
     pub throttle_wait_micros: u64,
 }
 

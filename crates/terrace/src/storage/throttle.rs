@@ -202,10 +202,15 @@ impl Throttle {
 
     /// Charges an I/O and sleeps until it may run.
     fn admit(&self, class: IoClass, bytes: u64, ios: u64) {
-        let wait = self.budget.charge(self.clock.now(), bytes, ios);
+        let now = self.clock.now();
+        let wait = self.budget.charge(now, bytes, ios);
         if !wait.is_zero() {
             self.clock.sleep(wait);
-            let micros = u64::try_from(wait.as_micros()).unwrap_or(u64::MAX);
+            // The time actually slept: a sleep of a few microseconds takes tens (the
+            // budget gives the difference back as tokens), and the waiting thread is
+            // held for all of it.
+            let slept = self.clock.now().saturating_sub(now).max(wait);
+            let micros = u64::try_from(slept.as_micros()).unwrap_or(u64::MAX);
             self.storage.io_stats().record_throttle_wait(class, micros);
         }
     }
