@@ -132,19 +132,15 @@ pub(crate) struct Counters {
     pub(crate) wal_bytes: AtomicU64,
     pub(crate) flush_bytes: AtomicU64,
     pub(crate) row_bytes: AtomicU64,
-    pub(crate) compaction_bytes_written: AtomicU64,
-    pub(crate) compaction_bytes_read: AtomicU64,
     pub(crate) flushes: AtomicU64,
-    pub(crate) compactions: AtomicU64,
-    pub(crate) trivial_moves: AtomicU64,
     pub(crate) column_compactions: AtomicU64,
     pub(crate) row_merges: AtomicU64,
     pub(crate) row_chunks_released: AtomicU64,
     pub(crate) stall_micros: AtomicU64,
     pub(crate) stall_count: AtomicU64,
     pub(crate) wal_records_dropped: AtomicU64,
-    /// Compaction figures by output level; recorded with the totals above
-    /// (`Counters::record_compaction`, `Counters::record_trivial_move`).
+    /// Compaction figures by output level (`Counters::record_compaction`,
+    /// `Counters::record_trivial_move`); the report's compaction totals are their sums.
     levels: Vec<levels::LevelCounters>,
     get_hist: Mutex<Option<Histogram<u64>>>,
     write_hist: Mutex<Option<Histogram<u64>>>,
@@ -164,11 +160,7 @@ impl Counters {
             wal_bytes: AtomicU64::new(0),
             flush_bytes: AtomicU64::new(0),
             row_bytes: AtomicU64::new(0),
-            compaction_bytes_written: AtomicU64::new(0),
-            compaction_bytes_read: AtomicU64::new(0),
             flushes: AtomicU64::new(0),
-            compactions: AtomicU64::new(0),
-            trivial_moves: AtomicU64::new(0),
             column_compactions: AtomicU64::new(0),
             row_merges: AtomicU64::new(0),
             row_chunks_released: AtomicU64::new(0),
@@ -236,7 +228,7 @@ impl super::DbInner {
             &self.opts,
             self.level0.level1_target_bytes(&sv.version, &self.opts),
         );
-        let levels = (0..sv.version.num_levels())
+        let levels: Vec<LevelStats> = (0..sv.version.num_levels())
             .map(|l| {
                 let mut stats = LevelStats {
                     level: l,
@@ -257,7 +249,9 @@ impl super::DbInner {
             .collect();
         let user = load(&self.counters.user_bytes);
         let flush = load(&self.counters.flush_bytes);
-        let compaction = load(&self.counters.compaction_bytes_written);
+        // The totals come from the same loads as the levels, so they always add up.
+        let total = levels::sum(&levels);
+        let compaction = total.compaction_bytes_written;
         let memtable_bytes = std::iter::once(&sv.mem)
             .chain(sv.imms.iter())
             .map(|m| m.approximate_memory_usage() as u64)
@@ -276,15 +270,15 @@ impl super::DbInner {
             flush_bytes_written: flush,
             row_bytes_written: load(&self.counters.row_bytes),
             compaction_bytes_written: compaction,
-            compaction_bytes_read: load(&self.counters.compaction_bytes_read),
+            compaction_bytes_read: total.compaction_bytes_read(),
             write_amplification: if user == 0 {
                 0.0
             } else {
                 (flush + compaction) as f64 / user as f64
             },
             flushes: load(&self.counters.flushes),
-            compactions: load(&self.counters.compactions),
-            trivial_moves: load(&self.counters.trivial_moves),
+            compactions: total.compactions,
+            trivial_moves: total.trivial_moves,
             column_compactions: load(&self.counters.column_compactions),
             row_merges: load(&self.counters.row_merges),
             row_chunks_released: load(&self.counters.row_chunks_released),

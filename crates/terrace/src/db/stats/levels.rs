@@ -2,11 +2,12 @@
 //! per-level counters a compaction adds to when it is installed, and the text table of
 //! the `terrace.compaction-stats` property.
 //!
-//! Owns: the per-level counters, keeping the totals of `Counters` equal to their sums,
-//! and the table's layout. Must not touch: what a compaction reads or writes (the
-//! caller measures it).
+//! Owns: the per-level counters, the compaction totals of `DbStats` (their sums), and
+//! the table's layout. Must not touch: what a compaction reads or writes (the caller
+//! measures it).
 //! Concurrency: relaxed atomics, updated by the thread that installs a compaction; a
-//! report taken while one is being recorded may hold part of that compaction only.
+//! report taken while one is being recorded may hold part of that compaction only, but
+//! its totals are always the sums of its levels.
 
 use std::fmt::Write as _;
 use std::sync::atomic::AtomicU64;
@@ -59,12 +60,8 @@ impl Counters {
         l
     }
 
-    /// Records an installed compaction that rewrote its inputs into `output_level`: the
-    /// totals and that level's figures.
+    /// Records an installed compaction that rewrote its inputs into `output_level`.
     pub(crate) fn record_compaction(&self, output_level: usize, bytes: CompactionBytes) {
-        add(&self.compactions, 1);
-        add(&self.compaction_bytes_read, bytes.read());
-        add(&self.compaction_bytes_written, bytes.written);
         if let Some(l) = self.level(output_level) {
             add(&l.compactions, 1);
             add(&l.read_input, bytes.read_input);
@@ -76,8 +73,6 @@ impl Counters {
 
     /// Records an installed trivial move of files of `moved` bytes into `output_level`.
     pub(crate) fn record_trivial_move(&self, output_level: usize, moved: u64) {
-        add(&self.compactions, 1);
-        add(&self.trivial_moves, 1);
         if let Some(l) = self.level(output_level) {
             add(&l.compactions, 1);
             add(&l.trivial_moves, 1);
@@ -98,6 +93,24 @@ impl Counters {
         stats.compactions = load(&l.compactions);
         stats.trivial_moves = load(&l.trivial_moves);
     }
+}
+
+/// The levels' files, bytes and compaction figures added up (level and target 0).
+pub(crate) fn sum(levels: &[LevelStats]) -> LevelStats {
+    let mut sum = LevelStats::default();
+    for l in levels {
+        sum.files += l.files;
+        sum.rows += l.rows;
+        sum.bytes += l.bytes;
+        sum.compaction_bytes_read_input_level += l.compaction_bytes_read_input_level;
+        sum.compaction_bytes_read_level0_rows += l.compaction_bytes_read_level0_rows;
+        sum.compaction_bytes_read_output_level += l.compaction_bytes_read_output_level;
+        sum.compaction_bytes_written += l.compaction_bytes_written;
+        sum.compaction_bytes_moved += l.compaction_bytes_moved;
+        sum.compactions += l.compactions;
+        sum.trivial_moves += l.trivial_moves;
+    }
+    sum
 }
 
 /// Per-level counters for `num_levels` levels.
@@ -184,21 +197,10 @@ pub(crate) fn compaction_table(s: &DbStats) -> String {
         "Comp(cnt)",
         "Move(cnt)"
     );
-    let mut sum = LevelStats::default();
     for l in &s.levels {
         row(&mut out, &format!("L{}", l.level), l);
-        sum.files += l.files;
-        sum.rows += l.rows;
-        sum.bytes += l.bytes;
-        sum.compaction_bytes_read_input_level += l.compaction_bytes_read_input_level;
-        sum.compaction_bytes_read_level0_rows += l.compaction_bytes_read_level0_rows;
-        sum.compaction_bytes_read_output_level += l.compaction_bytes_read_output_level;
-        sum.compaction_bytes_written += l.compaction_bytes_written;
-        sum.compaction_bytes_moved += l.compaction_bytes_moved;
-        sum.compactions += l.compactions;
-        sum.trivial_moves += l.trivial_moves;
     }
-    row(&mut out, "Sum", &sum);
+    row(&mut out, "Sum", &sum(&s.levels));
     let _ = writeln!(
         out,
         "Rows are output levels. Rn: table files of the input level; Rrow: matrix rows of \
