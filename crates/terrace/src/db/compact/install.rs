@@ -1,7 +1,7 @@
 //! Installing a finished compaction: one version edit that deletes the inputs, adds the
 //! outputs, trims or deletes the consumed matrix rows (giving back the data chunks a row
-//! may release), and moves the compact pointer; then the counters (totals and per output
-//! level) and listeners.
+//! may release), and moves the compact pointer; then the counters (by output level) and
+//! listeners.
 //!
 //! Owns: what the edit of a rewritten compaction records (trivial moves are installed
 //! where they are run).
