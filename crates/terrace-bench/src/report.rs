@@ -1,6 +1,7 @@
 //! Results of benchmarks and their text and JSON forms: db_bench's result line and
-//! histogram block, then latency percentiles, write amplification, bytes per level, tree
-//! depth, stalls, slow seconds and time waited for a throttled device.
+//! histogram block, then latency percentiles, write amplification, compaction by output
+//! level (`report/levels.rs`), bytes per level, tree depth, stalls, slow seconds and time
+//! waited for a throttled device.
 //!
 //! Owns: `BenchResult`, `Latency`, building them from worker stats and engine stats, and
 //! their printed shape (`report/print.rs`) and JSON. Must not touch: the database (it is
@@ -17,8 +18,10 @@ use crate::error::{BenchError, Result};
 use crate::interval::{IntervalRow, SlowSeconds};
 use crate::recorder::{merge_hist, new_hist, OpKind, ThreadStats};
 
+mod levels;
 mod print;
 
+pub use levels::{compaction_by_level, LevelCompaction};
 pub use print::print_statistics;
 
 /// Latency summary of a set of operations, in microseconds.
@@ -137,6 +140,9 @@ pub struct BenchResult {
     /// Write amplification of the table-file tier alone: (flush bytes to table files +
     /// compaction bytes) / user bytes. Equals `write_amplification` without a matrix.
     pub table_write_amplification: f64,
+    /// Compaction work during the benchmark by output level, levels that received no
+    /// compaction left out (empty where levels are unknown: server mode).
+    pub compaction_by_level: Vec<LevelCompaction>,
     /// Microseconds writers were delayed or stopped during the benchmark.
     pub stall_micros: u64,
     /// Writes delayed or stopped during the benchmark.
@@ -257,6 +263,7 @@ impl BenchResult {
             row_merges: a.row_merges.saturating_sub(b.row_merges),
             column_compactions: a.column_compactions.saturating_sub(b.column_compactions),
             table_write_amplification: ratio(flush.saturating_sub(rows) + compaction),
+            compaction_by_level: compaction_by_level(b, a),
             stall_micros: a.stall_micros.saturating_sub(b.stall_micros),
             stall_count: a.stall_count.saturating_sub(b.stall_count),
             longest_write_gap_micros,

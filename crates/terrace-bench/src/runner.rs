@@ -3,7 +3,8 @@
 //! database, starts the workers, the interval reporter and the progress bar, and prints
 //! each result as it completes.
 //!
-//! Owns: the database's lifetime during a run, thread orchestration, the run's header.
+//! Owns: the database's lifetime during a run, thread orchestration; the text blocks read
+//! from the database (header, `stats`, `--statistics` tables) are in `runner/text.rs`.
 //! Must not touch: the engine's internals; only `terrace::Db`'s public API is used.
 //! Concurrency: workers run on scoped threads sharing `&Db`; results are built after
 //! they join.
@@ -25,6 +26,10 @@ use crate::recorder::{Shared, ThreadStats};
 use crate::report::{print_statistics, tree_depth, write_json, BenchResult, EngineDelta};
 use crate::workload::{self, Ctx, KeyOrder};
 use crate::ycsb::{self, InsertCounter, Workload};
+
+mod text;
+
+use text::{print_compaction_stats, print_header, print_stats};
 
 /// Every benchmark name `--benchmarks` accepts.
 pub const BENCHMARKS: &[&str] = &[
@@ -101,6 +106,9 @@ pub fn run(flags: &Flags, out: &mut dyn Write) -> Result<Vec<BenchResult>> {
         }
         let result = run_one(d, flags, name, run_start, &csv)?;
         result.print(out, flags.histogram).map_err(io)?;
+        if flags.statistics {
+            print_compaction_stats(d, out).map_err(io)?;
+        }
         out.flush().map_err(io)?;
         results.push(result);
     }
@@ -163,81 +171,6 @@ fn destroy(flags: &Flags) -> Result<()> {
     // Left in place when it holds anything else.
     let _ = std::fs::remove_dir(wal);
     Ok(())
-}
-
-fn print_header(f: &Flags, out: &mut dyn Write) -> std::io::Result<()> {
-    writeln!(out, "Terrace:    version {}", env!("CARGO_PKG_VERSION"))?;
-    writeln!(out, "Keys:       {} bytes each", f.key_size)?;
-    writeln!(
-        out,
-        "Values:     {} bytes each ({} bytes after compression)",
-        f.value_size,
-        (f.value_size as f64 * f.compression_ratio + 0.5) as u64
-    )?;
-    writeln!(out, "Entries:    {}", f.num)?;
-    writeln!(out, "Threads:    {}", f.threads)?;
-    writeln!(out, "Compression: {:?}", f.compression_type)?;
-    if let Some(wal) = &f.wal_dir {
-        writeln!(out, "WAL dir:    {}", wal.display())?;
-    }
-    if let Some(limits) = f.storage_limits() {
-        let mut device = Vec::new();
-        if limits.bytes_per_sec > 0 {
-            device.push(format!(
-                "{:.1} MB/s",
-                limits.bytes_per_sec as f64 / 1_048_576.0
-            ));
-        }
-        if limits.iops > 0 {
-            device.push(format!(
-                "{} IOPS of {} KiB",
-                limits.iops,
-                limits.io_unit_bytes / 1024
-            ));
-        }
-        let dirs: Vec<String> = f
-            .throttled_dirs()
-            .iter()
-            .map(|d| d.display().to_string())
-            .collect();
-        writeln!(
-            out,
-            "Storage:    throttled to {} on {} (the table files of levels 1+)",
-            device.join(" and "),
-            dirs.join(", ")
-        )?;
-    }
-    writeln!(out, "{}", "-".repeat(48))
-}
-
-fn print_stats(db: &Db, out: &mut dyn Write) -> std::io::Result<()> {
-    let s = db.stats();
-    writeln!(out, "\n** Terrace stats **")?;
-    if let Some(levels) = db.property("terrace.levelstats") {
-        write!(out, "{levels}")?;
-    }
-    writeln!(
-        out,
-        "Write amplification: {:.3}  flushes: {}  compactions: {} ({} trivial moves)",
-        s.write_amplification, s.flushes, s.compactions, s.trivial_moves
-    )?;
-    if s.row_bytes_written > 0 {
-        writeln!(
-            out,
-            "Matrix: {} column compactions  {} table merges  {:.1} MB written to rows",
-            s.column_compactions,
-            s.row_merges,
-            s.row_bytes_written as f64 / 1_048_576.0
-        )?;
-    }
-    writeln!(
-        out,
-        "Stalls: {:.3} seconds in {} writes  block cache: {} hits {} misses\n",
-        s.stall_micros as f64 / 1e6,
-        s.stall_count,
-        s.block_cache_hits,
-        s.block_cache_misses
-    )
 }
 
 fn expected_ops(f: &Flags, name: &str) -> u64 {

@@ -69,6 +69,7 @@ impl BenchResult {
         let gap_ms = self.longest_write_gap_micros / 1000.0;
         if self.counters == Counters::None {
             writeln!(out, "  write amplification: -")?;
+            writeln!(out, "  compaction by output level: -")?;
             writeln!(out, "  level bytes: -")?;
             writeln!(out, "  tree depth: -")?;
             writeln!(
@@ -98,6 +99,12 @@ impl BenchResult {
                 self.row_merges, self.column_compactions
             )?;
         }
+        let by_level = if self.counters == Counters::ServerInfo {
+            "-".to_string()
+        } else {
+            super::levels::compaction_line(&self.compaction_by_level)
+        };
+        writeln!(out, "  compaction by output level: {by_level}")?;
         let levels: Vec<String> = self
             .levels
             .iter()

@@ -99,6 +99,7 @@ fn ycsb_runs_over_resp_and_e_is_unsupported_without_trange() {
         assert_eq!(r.counters, Counters::None);
     }
     assert!(text.contains("  write amplification: -\n"), "{text}");
+    assert!(text.contains("  compaction by output level: -\n"), "{text}");
     assert!(text.contains("  stalls: -;"), "{text}");
 }
 

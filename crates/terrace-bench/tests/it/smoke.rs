@@ -71,6 +71,13 @@ fn every_benchmark_runs_on_a_tiny_database() {
     assert!(get("fillrandom").user_bytes_written > 0);
     assert!(text.contains("Percentiles: P50: "));
     assert!(text.contains("  write amplification: "));
+    assert!(text.contains("  compaction by output level: "));
+    // `--statistics`: the compaction table after every benchmark.
+    assert_eq!(
+        text.matches("** Compaction stats (since open) **\nLevel ")
+            .count(),
+        results.len()
+    );
     assert!(text.contains("  level bytes: "));
     assert!(text.contains("  stalls: "));
     assert!(text.contains("  tree depth: "));

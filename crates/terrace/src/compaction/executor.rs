@@ -4,7 +4,13 @@
 //! to storage, so the same function can run on a background thread, on a subcompaction
 //! thread, or (later) in a worker process next to the data.
 
+mod counting;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
+
+use counting::CountingIterator;
 
 use super::stream::{tombstones_to_keep, CompactionStream, StreamConfig};
 use super::{CompactionResult, CompactionStats, CompactionTask, FilterRegistry};
@@ -22,8 +28,9 @@ use crate::version::{FileMeta, RowMeta};
 /// of the host implements it.
 pub trait ColumnSource: Send + Sync {
     /// Adds an iterator over each row in `rows` and every range tombstone they hold;
-    /// returns the bytes the rows occupy. Entries outside the task's range may be
-    /// included: the compaction stream keeps only its range.
+    /// returns the bytes the rows occupy (the executor counts what a column reads of
+    /// them itself). Entries outside the task's range may be included: the compaction
+    /// stream keeps only its range.
     ///
     /// # Errors
     /// `Corruption` if a row is not the one the metadata describes; `NotFound`-style
@@ -164,14 +171,22 @@ pub fn execute(task: &CompactionTask, env: &ExecutorEnv<'_>) -> Result<Compactio
             input_bytes += f.size;
         }
     }
+    let lower = task.smallest_user_key.as_deref();
+    let upper = task.largest_user_key.as_deref();
+    let row_bytes = Arc::new(AtomicU64::new(0));
     if let Some(column) = &task.column {
         let source = env.columns.ok_or_else(|| {
             Error::InvalidArgument("a column compaction needs a matrix level 0".into())
         })?;
-        input_bytes += source.column_iterators(&column.rows, &mut children, &mut tombs)?;
+        let mut rows: Vec<Box<dyn InternalIterator>> = Vec::new();
+        // The rows' whole sizes: the column reads only its key range of them, which the
+        // counting iterators measure instead.
+        let _whole_rows = source.column_iterators(&column.rows, &mut rows, &mut tombs)?;
+        children.extend(rows.into_iter().map(|r| {
+            Box::new(CountingIterator::new(r, lower, upper, row_bytes.clone()))
+                as Box<dyn InternalIterator>
+        }));
     }
-    let lower = task.smallest_user_key.as_deref();
-    let upper = task.largest_user_key.as_deref();
     let in_range = |t: &RangeTombstone| {
         upper.is_none_or(|u| t.start.as_slice() < u) && lower.is_none_or(|l| t.end.as_slice() > l)
     };
@@ -220,8 +235,10 @@ pub fn execute(task: &CompactionTask, env: &ExecutorEnv<'_>) -> Result<Compactio
     }
     let mut stats = CompactionStats::default();
     stream.counters().add_to(&mut stats);
-    // Bytes as files: what was read from and written to storage.
-    stats.input_bytes = input_bytes;
+    // Bytes as files: what was read from and written to storage; of the matrix rows,
+    // the key and value bytes of the column's entries.
+    stats.row_bytes = row_bytes.load(Ordering::Relaxed);
+    stats.input_bytes = input_bytes + stats.row_bytes;
     stats.output_bytes = outputs.iter().map(|f| f.size).sum();
     stats.elapsed_micros = started.elapsed().as_micros() as u64;
     Ok(CompactionResult {

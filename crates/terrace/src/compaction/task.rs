@@ -103,6 +103,11 @@ pub struct CompactionStats {
     pub input_entries: u64,
     /// Key and value bytes read.
     pub input_bytes: u64,
+    /// The part of `input_bytes` read from the matrix rows of a column compaction (level
+    /// 0 on the persistent-memory tier): the key and value bytes of the rows' entries in
+    /// the task's key range. Absent from results of older runners: 0.
+    #[serde(default)]
+    pub row_bytes: u64,
     /// Point entries written.
     pub output_entries: u64,
     /// Key and value bytes written.

@@ -129,8 +129,9 @@ impl DbInner {
             }
             self.apply_edit(st, edit)?;
             self.install_super_version(st);
-            super::stats::add(&self.counters.compactions, 1);
-            super::stats::add(&self.counters.trivial_moves, 1);
+            let moved = picked.inputs.iter().map(|f| f.size).sum();
+            self.counters
+                .record_trivial_move(picked.output_level, moved);
             let info = CompactionInfo {
                 input_level: picked.level,
                 output_level: picked.output_level,

@@ -316,9 +316,9 @@ impl Db {
     }
 
     /// A named property, RocksDB style: `terrace.stats`, `terrace.num-files-at-level<N>`,
-    /// `terrace.levelstats`, `terrace.write-amplification`, `terrace.estimate-live-data-size`,
-    /// `terrace.num-immutable-mem-table`, `terrace.cur-size-all-mem-tables`,
-    /// `terrace.background-errors`. `None` for an unknown name.
+    /// `terrace.levelstats`, `terrace.compaction-stats` (or `cfstats`), `write-amplification`,
+    /// `estimate-live-data-size`, `num-immutable-mem-table`, `cur-size-all-mem-tables`,
+    /// `background-errors` (each `terrace.` or `rocksdb.`). `None` for an unknown name.
     pub fn property(&self, name: &str) -> Option<String> {
         self.inner.property(name)
     }

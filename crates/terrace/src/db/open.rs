@@ -108,7 +108,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
     let listeners = opts.listeners.clone();
 
     // Replay the logs into level-0 tables.
-    let counters = stats::Counters::default();
+    let counters = stats::Counters::new(opts.num_levels);
     let level0 = opts.level0.clone();
     let env = Level0Env {
         storage: storage.as_ref(),

@@ -1,4 +1,9 @@
 //! Engine statistics: counters kept by the database and the public report built from them.
+//! The per-level compaction figures and their table live in `levels`.
+
+mod levels;
+
+pub(crate) use levels::CompactionBytes;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -22,7 +27,9 @@ pub struct LatencySummary {
     pub max_micros: f64,
 }
 
-/// Files and bytes of one level.
+/// Files and bytes of one level, and the work of the compactions whose outputs went to it
+/// (RocksDB's "Compaction Stats" row of that level). The compaction figures of all levels
+/// add up to the totals of [`DbStats`].
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct LevelStats {
     /// Level number.
@@ -35,6 +42,23 @@ pub struct LevelStats {
     pub bytes: u64,
     /// The level's byte target (0 for level 0).
     pub target_bytes: u64,
+    /// Bytes of table files of the input level (the level above, or level 0 into the
+    /// base level) read by compactions into this level: RocksDB's Rn.
+    pub compaction_bytes_read_input_level: u64,
+    /// Bytes of matrix rows of level 0, on the persistent-memory tier, read by column
+    /// compactions into this level: the rest of Rn. Counted as the key and value bytes
+    /// of the row entries in each column's key range (0 without a matrix level 0).
+    pub compaction_bytes_read_level0_rows: u64,
+    /// Bytes of this level's own table files read by compactions into it: RocksDB's Rnp1.
+    pub compaction_bytes_read_output_level: u64,
+    /// Bytes of table files compactions wrote into this level.
+    pub compaction_bytes_written: u64,
+    /// Bytes of table files trivial moves brought into this level without rewriting.
+    pub compaction_bytes_moved: u64,
+    /// Compactions into this level, trivial moves included.
+    pub compactions: u64,
+    /// Trivial moves into this level.
+    pub trivial_moves: u64,
 }
 
 /// A report of the engine's state and work since open. See `Db::stats`.
@@ -52,17 +76,19 @@ pub struct DbStats {
     /// The part of `flush_bytes_written` that went to matrix rows on the
     /// persistent-memory tier rather than to table files.
     pub row_bytes_written: u64,
-    /// Bytes of table files written by compactions.
+    /// Bytes of table files written by compactions (the sum of the levels'
+    /// `compaction_bytes_written`).
     pub compaction_bytes_written: u64,
-    /// Bytes of table files read by compactions.
+    /// Bytes of table files and matrix rows read by compactions (the sum of the levels'
+    /// `compaction_bytes_read()`).
     pub compaction_bytes_read: u64,
     /// (flush + compaction bytes written) / user bytes written; 0 before any write.
     pub write_amplification: f64,
     /// Flushes completed.
     pub flushes: u64,
-    /// Compactions completed (trivial moves included).
+    /// Compactions completed (trivial moves included; the sum of the levels').
     pub compactions: u64,
-    /// Compactions that moved a file without rewriting it.
+    /// Compactions that moved a file without rewriting it (the sum of the levels').
     pub trivial_moves: u64,
     /// Matrix column compactions (level-0 columns into the base level).
     pub column_compactions: u64,
@@ -106,17 +132,16 @@ pub(crate) struct Counters {
     pub(crate) wal_bytes: AtomicU64,
     pub(crate) flush_bytes: AtomicU64,
     pub(crate) row_bytes: AtomicU64,
-    pub(crate) compaction_bytes_written: AtomicU64,
-    pub(crate) compaction_bytes_read: AtomicU64,
     pub(crate) flushes: AtomicU64,
-    pub(crate) compactions: AtomicU64,
-    pub(crate) trivial_moves: AtomicU64,
     pub(crate) column_compactions: AtomicU64,
     pub(crate) row_merges: AtomicU64,
     pub(crate) row_chunks_released: AtomicU64,
     pub(crate) stall_micros: AtomicU64,
     pub(crate) stall_count: AtomicU64,
     pub(crate) wal_records_dropped: AtomicU64,
+    /// Compaction figures by output level (`Counters::record_compaction`,
+    /// `Counters::record_trivial_move`); the report's compaction totals are their sums.
+    levels: Vec<levels::LevelCounters>,
     get_hist: Mutex<Option<Histogram<u64>>>,
     write_hist: Mutex<Option<Histogram<u64>>>,
 }
@@ -127,24 +152,22 @@ fn new_hist() -> Option<Histogram<u64>> {
     Histogram::new_with_bounds(1, 3_600_000_000, 3).ok()
 }
 
-impl Default for Counters {
-    fn default() -> Self {
+impl Counters {
+    /// Zeroed counters for a database of `num_levels` levels.
+    pub(crate) fn new(num_levels: usize) -> Self {
         Counters {
             user_bytes: AtomicU64::new(0),
             wal_bytes: AtomicU64::new(0),
             flush_bytes: AtomicU64::new(0),
             row_bytes: AtomicU64::new(0),
-            compaction_bytes_written: AtomicU64::new(0),
-            compaction_bytes_read: AtomicU64::new(0),
             flushes: AtomicU64::new(0),
-            compactions: AtomicU64::new(0),
-            trivial_moves: AtomicU64::new(0),
             column_compactions: AtomicU64::new(0),
             row_merges: AtomicU64::new(0),
             row_chunks_released: AtomicU64::new(0),
             stall_micros: AtomicU64::new(0),
             stall_count: AtomicU64::new(0),
             wal_records_dropped: AtomicU64::new(0),
+            levels: levels::level_counters(num_levels),
             get_hist: Mutex::new(new_hist()),
             write_hist: Mutex::new(new_hist()),
         }
@@ -205,23 +228,30 @@ impl super::DbInner {
             &self.opts,
             self.level0.level1_target_bytes(&sv.version, &self.opts),
         );
-        let levels = (0..sv.version.num_levels())
-            .map(|l| LevelStats {
-                level: l,
-                files: sv.version.files(l).len(),
-                rows: if l == 0 { sv.version.rows().len() } else { 0 },
-                bytes: sv.version.level_bytes(l)
-                    + if l == 0 {
-                        sv.version.rows().iter().map(|r| r.size).sum()
-                    } else {
-                        0
-                    },
-                target_bytes: targets.get(l).copied().unwrap_or(0),
+        let levels: Vec<LevelStats> = (0..sv.version.num_levels())
+            .map(|l| {
+                let mut stats = LevelStats {
+                    level: l,
+                    files: sv.version.files(l).len(),
+                    rows: if l == 0 { sv.version.rows().len() } else { 0 },
+                    bytes: sv.version.level_bytes(l)
+                        + if l == 0 {
+                            sv.version.rows().iter().map(|r| r.size).sum()
+                        } else {
+                            0
+                        },
+                    target_bytes: targets.get(l).copied().unwrap_or(0),
+                    ..LevelStats::default()
+                };
+                self.counters.fill_level(&mut stats);
+                stats
             })
             .collect();
         let user = load(&self.counters.user_bytes);
         let flush = load(&self.counters.flush_bytes);
-        let compaction = load(&self.counters.compaction_bytes_written);
+        // The totals come from the same loads as the levels, so they always add up.
+        let total = levels::sum(&levels);
+        let compaction = total.compaction_bytes_written;
         let memtable_bytes = std::iter::once(&sv.mem)
             .chain(sv.imms.iter())
             .map(|m| m.approximate_memory_usage() as u64)
@@ -240,15 +270,15 @@ impl super::DbInner {
             flush_bytes_written: flush,
             row_bytes_written: load(&self.counters.row_bytes),
             compaction_bytes_written: compaction,
-            compaction_bytes_read: load(&self.counters.compaction_bytes_read),
+            compaction_bytes_read: total.compaction_bytes_read(),
             write_amplification: if user == 0 {
                 0.0
             } else {
                 (flush + compaction) as f64 / user as f64
             },
             flushes: load(&self.counters.flushes),
-            compactions: load(&self.counters.compactions),
-            trivial_moves: load(&self.counters.trivial_moves),
+            compactions: total.compactions,
+            trivial_moves: total.trivial_moves,
             column_compactions: load(&self.counters.column_compactions),
             row_merges: load(&self.counters.row_merges),
             row_chunks_released: load(&self.counters.row_chunks_released),
@@ -291,6 +321,7 @@ impl super::DbInner {
                 }
                 Some(out)
             }
+            "compaction-stats" | "cfstats" => Some(levels::compaction_table(&s)),
             "write-amplification" => Some(format!("{:.3}", s.write_amplification)),
             "estimate-live-data-size" => {
                 Some(s.levels.iter().map(|l| l.bytes).sum::<u64>().to_string())

@@ -105,6 +105,7 @@ fn task_and_result_round_trip() {
         stats: CompactionStats {
             input_entries: 500,
             input_bytes: 5000,
+            row_bytes: 3000,
             output_entries: 400,
             output_bytes: 4000,
             dropped_entries: 90,

@@ -1,6 +1,7 @@
 //! Installing a finished compaction: one version edit that deletes the inputs, adds the
 //! outputs, trims or deletes the consumed matrix rows (giving back the data chunks a row
-//! may release), and moves the compact pointer; then the counters and listeners.
+//! may release), and moves the compact pointer; then the counters (by output level) and
+//! listeners.
 //!
 //! Owns: what the edit of a rewritten compaction records (trivial moves are installed
 //! where they are run).
@@ -14,7 +15,8 @@ use parking_lot::MutexGuard;
 
 use crate::compaction::{CompactionResult, CompactionTask, PickedCompaction};
 use crate::db::listener::CompactionInfo;
-use crate::db::{stats, DbInner, DbState};
+use crate::db::stats::{self, CompactionBytes};
+use crate::db::{DbInner, DbState};
 use crate::error::Result;
 use crate::version::VersionEdit;
 
@@ -33,10 +35,10 @@ impl DbInner {
             }
         }
         let mut outputs = Vec::new();
-        let (mut read, mut written) = (0u64, 0u64);
+        let mut bytes = compaction_bytes(picked);
         for r in results {
-            read += r.stats.input_bytes;
-            written += r.stats.output_bytes;
+            bytes.read_rows += r.stats.row_bytes;
+            bytes.written += r.stats.output_bytes;
             outputs.extend(r.outputs);
         }
         let mut released = 0u64;
@@ -72,13 +74,11 @@ impl DbInner {
         }
         self.apply_edit(st, edit)?;
         self.install_super_version(st);
-        stats::add(&self.counters.compactions, 1);
+        self.counters.record_compaction(picked.output_level, bytes);
         if picked.column.is_some() {
             stats::add(&self.counters.column_compactions, 1);
             stats::add(&self.counters.row_chunks_released, released);
         }
-        stats::add(&self.counters.compaction_bytes_read, read);
-        stats::add(&self.counters.compaction_bytes_written, written);
         let mut output_files: Vec<u64> = numbers.into_iter().collect();
         output_files.sort_unstable();
         let info = CompactionInfo {
@@ -90,13 +90,31 @@ impl DbInner {
                 .flat_map(|i| i.files.iter().map(|f| f.number))
                 .collect(),
             output_files,
-            bytes_read: read,
-            bytes_written: written,
+            bytes_read: bytes.read(),
+            bytes_written: bytes.written,
             trivial_move: false,
         };
         for l in &self.listeners {
             l.on_compaction_completed(&info);
         }
         Ok(())
+    }
+}
+
+/// What `picked` reads of table files, by level, each input file counted once (also when
+/// subcompactions split it): the files' sizes. A compaction of a level into itself (the
+/// last level, compacted manually) reads only its output level, as RocksDB counts it. The
+/// matrix rows' bytes come from the results: only the executor knows what a column read.
+fn compaction_bytes(picked: &PickedCompaction) -> CompactionBytes {
+    let size = |files: &[std::sync::Arc<crate::version::FileMeta>]| -> u64 {
+        files.iter().map(|f| f.size).sum()
+    };
+    let (input, output) = (size(&picked.inputs), size(&picked.output_inputs));
+    let into_itself = picked.level == picked.output_level;
+    CompactionBytes {
+        read_input: if into_itself { 0 } else { input },
+        read_rows: 0,
+        read_output: if into_itself { input + output } else { output },
+        written: 0,
     }
 }
