@@ -13,7 +13,9 @@
 # a DAX mount), PMEM_DIR, RATE (bytes/s of the SSD tier, default 100 MB/s),
 # MEMTABLE (default 4 MiB), CAPACITY (matrix bytes, default 128 MiB), SEGMENT_ROWS and
 # MERGE_SEGMENTS (defaults 4 and 2: small enough that table merges happen in a 32-row
-# container; the thesis's 50 and 5 would never merge at this scale).
+# container; the thesis's 50 and 5 would never merge at this scale), CONFIGS (which of
+# classic-ssd, classic-nvm and matrix to run; default all three), SEQ (0 skips the
+# sequential fillseq/readseq runs).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 . "$ROOT/bench/common.sh"
@@ -24,6 +26,8 @@ MEMTABLE="${MEMTABLE:-4194304}"
 CAPACITY="${CAPACITY:-134217728}"
 SEGMENT_ROWS="${SEGMENT_ROWS:-4}"
 MERGE_SEGMENTS="${MERGE_SEGMENTS:-2}"
+CONFIGS="${CONFIGS:-classic-ssd classic-nvm matrix}"
+SEQ="${SEQ:-1}"
 WORK="${WORK:-$(mktemp -d)}"
 PMEM_DIR="${PMEM_DIR:-$WORK/pmem}"
 BIN="$(terrace_bin)"
@@ -36,12 +40,14 @@ base=$((MEMTABLE * 4))
 
 run() { # name, extra flags...
   local name="$1"; shift
+  case " $CONFIGS " in *" $name "*) ;; *) return 0 ;; esac
   rm -rf "$WORK/db-$name" "$PMEM_DIR"/* "$WORK/wal-$name"
   echo "=== $name"
   "$BIN" bench --db="$WORK/db-$name" "${common[@]}" "$@" \
     --benchmarks=fillrandom,readrandom --reads=$((NUM / 10)) \
     --report_file="$WORK/$name-random.csv" ${PLOT:+--plot="$WORK/$name-random.svg"}
   rm -rf "$WORK/db-$name" "$PMEM_DIR"/* "$WORK/wal-$name"
+  [ "$SEQ" = 0 ] && return 0
   "$BIN" bench --db="$WORK/db-$name" "${common[@]}" "$@" --benchmarks=fillseq,readseq \
     --report_file="$WORK/$name-seq.csv" ${PLOT:+--plot="$WORK/$name-seq.svg"}
 }
