@@ -104,9 +104,11 @@ pub struct Options {
     pub max_background_compactions: usize,
     /// Key-range subtasks one compaction may be cut into, run in parallel.
     pub max_subcompactions: usize,
-    /// Write rate in bytes per second while writes are slowed down (RocksDB's
-    /// `delayed_write_rate`): writes are admitted on a schedule at this rate, and the
-    /// writing thread sleeps whenever the schedule runs a millisecond ahead of the clock.
+    /// Write rate in bytes per second when writes start to be slowed down (RocksDB's
+    /// `delayed_write_rate`): writes are admitted on a schedule at a rate that starts here
+    /// and falls by a fifth with each new version holding more level-0 bytes (rising back
+    /// as they shrink), and the writing thread sleeps whenever the schedule runs a
+    /// millisecond ahead of the clock.
     pub delayed_write_rate: u64,
     /// Handling of write-ahead-log damage on open.
     pub wal_recovery_mode: WalRecoveryMode,

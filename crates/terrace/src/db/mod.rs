@@ -21,6 +21,7 @@ mod snapshot;
 mod stats;
 mod wal_dir;
 mod write;
+mod write_delay;
 
 use std::collections::{HashSet, VecDeque};
 use std::path::{Path, PathBuf};
@@ -89,9 +90,8 @@ pub(crate) struct DbState {
 pub(crate) struct WalState {
     pub(crate) log: Box<dyn LogWriter>,
     pub(crate) number: u64,
-    /// While writes are slowed down: when the writes admitted so far would have finished
-    /// at `delayed_write_rate` (see `make_room_for_write`); `None` at full speed.
-    pub(crate) delayed_until: Option<std::time::Instant>,
+    /// The schedule and rate of slowed-down writes.
+    pub(crate) delay: write_delay::WriteDelay,
 }
 
 pub(crate) struct DbInner {

@@ -198,7 +198,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
         wal: Mutex::new(WalState {
             log: Box::new(FileLogWriter::new(wal_file)),
             number: wal_number,
-            delayed_until: None,
+            delay: Default::default(),
         }),
         tables,
         level0,

@@ -24,11 +24,6 @@ use crate::wal::FileLogWriter;
 
 /// Largest group a leader assembles, in batch bytes.
 const MAX_GROUP_BYTES: usize = 1 << 20;
-/// While writes are slowed down, the leader sleeps once the writes admitted run this far
-/// ahead of `delayed_write_rate`.
-const MIN_DELAY: Duration = Duration::from_millis(1);
-/// The longest single sleep of a slowed-down write.
-const MAX_DELAY: Duration = Duration::from_secs(1);
 
 struct Writer {
     /// Locked only by the group's leader (never contended): it lets the leader stamp a
@@ -163,22 +158,18 @@ impl DbInner {
             }
             let pressure = self.level0.backpressure(&st.versions.current(), &self.opts);
             if pressure != Backpressure::Slowdown {
-                wal.delayed_until = None;
+                wal.delay.reset();
             } else if allow_delay {
-                // Admit writes at delayed_write_rate: each group adds its bytes' time at
-                // that rate to a schedule, and the leader sleeps only once the schedule
-                // runs ahead of the clock by MIN_DELAY, so that small writes are paced at
-                // the rate instead of each paying a whole sleep.
                 allow_delay = false;
-                let rate = self.opts.delayed_write_rate.max(1);
-                let cost = Duration::from_micros((bytes as u64).saturating_mul(1_000_000) / rate);
+                let version = st.versions.current();
+                let debt = self.level0.size_bytes(&version);
+                let id = Arc::as_ptr(&version) as usize;
+                wal.delay.observe(id, debt, self.opts.delayed_write_rate);
                 let now = Instant::now();
-                let due = wal.delayed_until.map_or(now, |d| d.max(now)) + cost;
-                wal.delayed_until = Some(due);
-                let ahead = due.saturating_duration_since(now);
-                if ahead >= MIN_DELAY {
+                let wait = wal.delay.admit(now, bytes);
+                if !wait.is_zero() {
                     drop(st);
-                    std::thread::sleep(ahead.min(MAX_DELAY));
+                    std::thread::sleep(wait);
                     self.record_stall(now);
                     st = self.state.lock();
                     continue;

@@ -1,5 +1,6 @@
-//! Slowed-down writes are paced at `delayed_write_rate`: never faster, and with a sleep per
-//! millisecond of schedule rather than per write.
+//! Slowed-down writes are paced at `delayed_write_rate` while level 0's debt stays put:
+//! never faster, and with a sleep per millisecond of schedule rather than per write. (How
+//! the rate follows a changing debt is tested next to `db::write_delay`.)
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -10,7 +11,8 @@ use terrace::tables::Tables;
 use terrace::version::Version;
 use terrace::{Db, Options};
 
-/// The classic level 0, except that it always asks writers to slow down.
+/// The classic level 0, except that it always asks writers to slow down and reports a
+/// constant size, so that the delayed rate never adapts: the configured one holds.
 struct AlwaysSlow;
 
 impl Level0 for AlwaysSlow {
@@ -28,8 +30,8 @@ impl Level0 for AlwaysSlow {
     fn view(&self, tables: &Arc<Tables>, version: &Arc<Version>) -> Arc<dyn Level0View> {
         ClassicLevel0.view(tables, version)
     }
-    fn size_bytes(&self, version: &Version) -> u64 {
-        ClassicLevel0.size_bytes(version)
+    fn size_bytes(&self, _version: &Version) -> u64 {
+        1 << 20
     }
     fn backpressure(&self, _version: &Version, _opts: &Options) -> Backpressure {
         Backpressure::Slowdown
