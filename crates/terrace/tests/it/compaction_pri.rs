@@ -10,14 +10,18 @@ use terrace::{CompactionInfo, CompactionPri, EventListener, Options};
 
 use crate::{open, scan_all, small_options};
 
-/// The input level of every compaction that rewrote its files (trivial moves left out).
+/// The input level of every compaction, and of those that rewrote their files.
 #[derive(Default)]
 struct Levels {
+    from: Mutex<Vec<usize>>,
     rewritten_from: Mutex<Vec<usize>>,
 }
 
 impl EventListener for Levels {
     fn on_compaction_completed(&self, info: &CompactionInfo) {
+        if let Ok(mut v) = self.from.lock() {
+            v.push(info.input_level);
+        }
         if !info.trivial_move {
             if let Ok(mut v) = self.rewritten_from.lock() {
                 v.push(info.input_level);
@@ -63,13 +67,19 @@ fn min_overlapping_ratio_compacts_through_the_levels_and_keeps_every_key() {
         }
     }
     db.wait_for_compactions().unwrap();
-    let from = listener.rewritten_from.lock().unwrap().clone();
-    for level in [0, 1, 2] {
+    // Levels 0 and 1 are always rewritten into the next; level 2 holds more than its
+    // target once the load is done, so something leaves it too (rewritten or, when its
+    // files overlap nothing below, moved: which depends on timing).
+    let rewritten = listener.rewritten_from.lock().unwrap().clone();
+    for level in [0, 1] {
         assert!(
-            from.contains(&level),
-            "no compaction out of level {level}: {from:?}"
+            rewritten.contains(&level),
+            "no compaction rewrote level {level}: {rewritten:?}"
         );
     }
+    let from = listener.from.lock().unwrap().clone();
+    assert!(from.contains(&2), "no compaction out of level 2: {from:?}");
+    assert!(db.stats().levels[3].files > 0, "nothing reached level 3");
     check(&db, &model);
     // Missing keys stay missing.
     for i in 0..200u32 {
