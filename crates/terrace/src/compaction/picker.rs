@@ -212,20 +212,28 @@ fn pick_round_robin(state: &LevelState<'_>, level: usize) -> Option<PickedCompac
         if state.being_compacted.contains(&f.number) {
             return None;
         }
-        let inputs = sorted_run(
-            files,
-            Some(f.smallest_user_key()),
-            Some(f.largest_user_key()),
-        );
-        finish(
-            state,
-            level,
-            level + 1,
-            inputs,
-            CompactionReason::LevelSize,
-            true,
-        )
+        compact_file(state, level, f)
     })
+}
+
+/// A size-triggered compaction of `f` (a file of the sorted `level`) into the next level,
+/// its inputs widened so that no user key is split; `None` if an input or an overlapping
+/// file is busy. Both input policies end here.
+fn compact_file(state: &LevelState<'_>, level: usize, f: &FileMeta) -> Option<PickedCompaction> {
+    let files = state.levels.get(level)?;
+    let inputs = sorted_run(
+        files,
+        Some(f.smallest_user_key()),
+        Some(f.largest_user_key()),
+    );
+    finish(
+        state,
+        level,
+        level + 1,
+        inputs,
+        CompactionReason::LevelSize,
+        true,
+    )
 }
 
 /// Every level-0 file reachable from `[lo, hi]` through overlaps, oldest first.

@@ -4,14 +4,13 @@
 //!
 //! Owns: the ratio of each file and the order candidates are tried in.
 //! Must not touch: widening inputs, ownership, trivial move and bottommost, which stay in
-//! `picker` (`sorted_run`, `finish`) so that both policies follow the same rules.
+//! `picker` (`compact_file`) so that both policies follow the same rules.
 //! Concurrency: a pure function over borrowed state, like the rest of `picker`.
 
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use super::{finish, sorted_run, LevelState, PickedCompaction};
-use crate::compaction::task::CompactionReason;
+use super::{compact_file, LevelState, PickedCompaction};
 use crate::version::FileMeta;
 
 /// A file of the level and the bytes of the next level's files its user keys overlap.
@@ -68,19 +67,7 @@ pub(super) fn pick_min_overlapping_ratio(
         .collect();
     // Stable: equal ratios keep the level's key order.
     candidates.sort_by(Candidate::cmp_ratio);
-    candidates.into_iter().find_map(|c| {
-        let inputs = sorted_run(
-            files,
-            Some(c.file.smallest_user_key()),
-            Some(c.file.largest_user_key()),
-        );
-        finish(
-            state,
-            level,
-            level + 1,
-            inputs,
-            CompactionReason::LevelSize,
-            true,
-        )
-    })
+    candidates
+        .into_iter()
+        .find_map(|c| compact_file(state, level, c.file))
 }

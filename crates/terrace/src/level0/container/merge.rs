@@ -43,7 +43,7 @@ impl MatrixLevel0 {
         let Some(new_number) = env.new_number else {
             return Ok(None);
         };
-        let (region, group_id, group, metas) = {
+        let (region, group, metas, plan) = {
             let mut guard = self.state.lock();
             let st = guard.as_mut().ok_or_else(Self::not_open)?;
             if st.merging || st.merge_done.is_some() {
@@ -53,9 +53,9 @@ impl MatrixLevel0 {
             let Some(g) = st.groups.iter().find(|g| g.id == active) else {
                 return Ok(None);
             };
-            if g.group.plan_merge().is_none() {
+            let Some(plan) = g.group.plan_merge() else {
                 return Ok(None);
-            }
+            };
             let group = g.group.clone();
             let metas: Vec<Arc<RowMeta>> = st
                 .version
@@ -65,14 +65,14 @@ impl MatrixLevel0 {
                 .cloned()
                 .collect();
             st.merging = true;
-            (st.region.clone(), active, group, metas)
+            (st.region.clone(), group, metas, plan)
         };
         // Room for the rows flushed while the merge runs (a flush waits if it has none).
         let reserve = 2 * self.row_bytes(env.opts.write_buffer_size);
         let result = run_merge(
             &region,
-            group_id,
             &group,
+            plan,
             &metas,
             env.snapshots,
             new_number,
@@ -124,10 +124,10 @@ pub(super) struct MergeDone {
     pub(super) bytes: u64,
 }
 
-/// Runs the table merge group `group_id` (`group`) has due, if any. `metas` are the
-/// group's rows in the version (newest first, as in `group`); outputs and the relinked
+/// Runs `plan`, the table merge `group` has due. `metas` are the group's rows in the
+/// version (newest first, as in `group`); outputs and the relinked
 /// row take numbers from `new_number` and keep every version `snapshots` read. `Ok(None)`
-/// if no merge is due, the due merge would relink the top row (flushes stack rows on it
+/// if the merge would relink the top row (flushes stack rows on it
 /// meanwhile), the group has trimmed rows, or the region has no room for the outputs next
 /// to the inputs (held until the edit) and `reserve` bytes (rows flushed meanwhile).
 ///
@@ -135,8 +135,8 @@ pub(super) struct MergeDone {
 /// `InvalidArgument` if `metas` are not the group's rows; errors reading or storing rows.
 pub(super) fn run_merge(
     region: &Arc<PmemRegion>,
-    group_id: u64,
     group: &MatrixGroup<Extent>,
+    plan: MergePlan,
     metas: &[Arc<RowMeta>],
     snapshots: &[SeqNo],
     new_number: &dyn Fn() -> u64,
@@ -147,14 +147,12 @@ pub(super) fn run_merge(
             "matrix group differs from its version's rows".into(),
         ));
     }
-    let Some(plan) = group.plan_merge() else {
-        return Ok(None);
-    };
     // The row above the range is relinked: it must not be the top row.
     if plan.rows.start < 2 {
         return Ok(None);
     }
     // Only an untrimmed group is merged (the active group always is).
+    let group_id = metas.first().map_or(0, |m| m.group);
     if metas
         .iter()
         .any(|m| m.trim.is_some() || m.released_chunks != 0 || m.group != group_id)
