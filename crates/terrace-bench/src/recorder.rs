@@ -57,6 +57,9 @@ pub enum OpKind {
     Scan,
     /// A YCSB read-modify-write.
     ReadModifyWrite,
+    /// A manual compaction, or a wait for the background ones (`compact`,
+    /// `waitforcompaction`).
+    Compaction,
 }
 
 impl OpKind {
@@ -71,6 +74,7 @@ impl OpKind {
             OpKind::Insert => "insert",
             OpKind::Scan => "scan",
             OpKind::ReadModifyWrite => "readmodifywrite",
+            OpKind::Compaction => "compaction",
         }
     }
 

@@ -47,6 +47,8 @@ pub const BENCHMARKS: &[&str] = &[
     "readwhilewriting",
     "seekrandomwhilewriting",
     "stats",
+    "compact",
+    "waitforcompaction",
     "ycsb_load",
     "ycsb_a",
     "ycsb_b",
@@ -177,6 +179,7 @@ fn expected_ops(f: &Flags, name: &str) -> u64 {
     let per_thread = match name {
         "fillseq" | "fillrandom" | "overwrite" | "deleterandom" => f.num,
         "fillsync" => f.num / 1000,
+        "compact" | "waitforcompaction" => return 1,
         "ycsb_load" => f.num / f.threads as u64 + 1,
         _ => f.reads_per_thread(),
     };
@@ -222,6 +225,8 @@ fn worker(name: &str, ctx: Ctx<'_>, counter: &InsertCounter) -> Result<ThreadSta
         "seekrandom" | "seekrandomwhilewriting" => workload::seek_random(ctx),
         "deleterandom" => workload::delete_random(ctx),
         "updaterandom" => workload::update_random(ctx),
+        "compact" => workload::maintenance(ctx, |db| db.compact_range(None, None)),
+        "waitforcompaction" => workload::maintenance(ctx, Db::wait_for_compactions),
         "ycsb_load" => ycsb::load(ctx),
         other => match Workload::from_name(other) {
             Some(w) => ycsb::run(ctx, w, counter),

@@ -239,6 +239,26 @@ pub fn delete_random(ctx: Ctx<'_>) -> Result<ThreadStats> {
     Ok(st)
 }
 
+/// compact and waitforcompaction: the first worker runs `op` once (a manual compaction of
+/// the whole key range, or a wait until no flush or compaction is pending), timed as one
+/// operation; the other workers do nothing, as in db_bench.
+///
+/// # Errors
+/// The engine's errors.
+pub fn maintenance(
+    ctx: Ctx<'_>,
+    op: impl FnOnce(&Db) -> terrace::Result<()>,
+) -> Result<ThreadStats> {
+    let mut st = ThreadStats::new(ctx.shared)?;
+    if ctx.tid == 0 {
+        let began = Instant::now();
+        op(ctx.db)?;
+        st.finished(ctx.shared, OpKind::Compaction, began, 1, 0)?;
+    }
+    st.stop(ctx.shared);
+    Ok(st)
+}
+
 /// updaterandom: read a random key, then write a new value for it.
 ///
 /// # Errors

@@ -8,7 +8,8 @@ pub const HELP: &str = "\
 Usage: terrace bench [--name=value ...]   (db_bench's flag names and defaults)
   --benchmarks=LIST  fillseq fillrandom fillsync overwrite updaterandom readrandom readmissing
                      readseq readreverse seekrandom deleterandom readwhilewriting
-                     seekrandomwhilewriting stats ycsb_load ycsb_a .. ycsb_f
+                     seekrandomwhilewriting stats compact waitforcompaction ycsb_load
+                     ycsb_a .. ycsb_f
   --db=DIR --num --reads --duration --threads --key_size --value_size --compression_ratio
   --wal_dir=DIR      the write-ahead logs' directory (default: in --db; never throttled
                      unless inside --db); its logs are deleted with the database
