@@ -37,8 +37,9 @@ pub(super) struct Header {
 
 impl Header {
     /// Bytes of the whole file: the header page and the data area.
+    /// Saturates rather than overflow, so a crafted capacity reads as a truncated file.
     pub fn file_len(&self) -> u64 {
-        u64::from(self.page_size) + self.capacity
+        u64::from(self.page_size).saturating_add(self.capacity)
     }
 
     /// The checked fields and their checksum ([`HEADER_BYTES`] bytes).

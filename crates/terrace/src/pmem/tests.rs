@@ -638,3 +638,16 @@ proptest! {
         }
     }
 }
+
+/// A header whose capacity would overflow the file length (with a valid checksum) reads
+/// as a truncated file, not an arithmetic overflow.
+#[test]
+fn a_capacity_past_the_address_space_is_corrupt() {
+    let h = Header {
+        page_size: 4096,
+        capacity: u64::MAX - 4095,
+        creation_id: 1,
+    };
+    let err = Header::decode(Path::new("huge.pmem"), &h.encode(), 1 << 20).unwrap_err();
+    assert!(err.to_string().contains("truncated"), "{err}");
+}

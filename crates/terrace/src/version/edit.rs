@@ -175,7 +175,7 @@ impl VersionEdit {
                 TAG_RELEASED_ROW => {
                     let number = p.varint64()?;
                     let chunks = p.varint32()?;
-                    let size = p.varint64()?;
+                    let size = super::row_meta::row_bytes(p.varint64()?, file, at)?;
                     p.finish("released row")?;
                     edit.released_rows.push((number, chunks, size));
                 }

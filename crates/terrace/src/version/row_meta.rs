@@ -150,11 +150,11 @@ pub(super) fn decode_row_meta(mut d: Decoder<'_>) -> Result<RowMeta> {
                 seen[1] = true;
             }
             ROW_DIR_LEN => {
-                m.dir_len = p.only_varint64("row directory length")?;
+                m.dir_len = row_bytes(p.only_varint64("row directory length")?, d.file(), at)?;
                 seen[2] = true;
             }
             ROW_DIR_CHECKSUM => m.dir_checksum = p.only_fixed32("row directory checksum")?,
-            ROW_SIZE => m.size = p.only_varint64("row size")?,
+            ROW_SIZE => m.size = row_bytes(p.only_varint64("row size")?, d.file(), at)?,
             ROW_SMALLEST | ROW_LARGEST => {
                 let key_at = p.offset();
                 let k = p.rest();
@@ -195,4 +195,20 @@ pub(super) fn decode_row_meta(mut d: Decoder<'_>) -> Result<RowMeta> {
         ));
     }
     Ok(m)
+}
+
+/// No row, directory or region is this large (256 TiB); a larger figure in a manifest is
+/// corruption, and the bound keeps sums of row sizes far from overflowing.
+pub const MAX_ROW_BYTES: u64 = 1 << 48;
+
+/// `n` if it is a plausible byte count of a row, else a corruption error at `at`.
+pub(crate) fn row_bytes(n: u64, file: &std::path::Path, at: u64) -> Result<u64> {
+    if n > MAX_ROW_BYTES {
+        return Err(Error::corruption(
+            file,
+            at,
+            format!("row byte count {n} out of range"),
+        ));
+    }
+    Ok(n)
 }

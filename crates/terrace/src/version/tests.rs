@@ -692,3 +692,37 @@ fn edit_bytes_match_the_format_before_the_shared_integer_coding() {
         full_edit()
     );
 }
+
+/// Row byte counts past any region's size are corruption, so that sums of row sizes
+/// (room checks, group sizes) cannot overflow.
+#[test]
+fn row_sizes_past_any_region_are_corrupt() {
+    for edit in [
+        VersionEdit {
+            new_rows: vec![RowMeta {
+                size: u64::MAX,
+                ..row(12, 1, b"c", b"x", 8)
+            }],
+            ..VersionEdit::default()
+        },
+        VersionEdit {
+            new_rows: vec![RowMeta {
+                dir_len: 1 << 60,
+                ..row(12, 1, b"c", b"x", 8)
+            }],
+            ..VersionEdit::default()
+        },
+        VersionEdit {
+            released_rows: vec![(14, 3, u64::MAX)],
+            ..VersionEdit::default()
+        },
+    ] {
+        let err = VersionEdit::decode(&edit.encode(), Path::new("MANIFEST"), 0).unwrap_err();
+        assert!(matches!(err, Error::Corruption { .. }), "{err}");
+    }
+    let ok = edit_with_rows();
+    assert_eq!(
+        VersionEdit::decode(&ok.encode(), Path::new("MANIFEST"), 0).unwrap(),
+        ok
+    );
+}

@@ -130,8 +130,9 @@ impl MatrixLevel0 {
     /// True if a row from a memtable of `bytes` fits next to the live rows (an empty
     /// container always takes one, whatever its size).
     fn has_room(&self, version: &Version, bytes: usize) -> bool {
-        let used: u64 = version.rows().iter().map(|r| r.size).sum();
-        used + self.row_bytes(bytes) <= self.opts.capacity || version.rows().is_empty()
+        let used = self.size_bytes(version);
+        used.saturating_add(self.row_bytes(bytes)) <= self.opts.capacity
+            || version.rows().is_empty()
     }
 
     /// The region bytes a row from a memtable of `bytes` may take: about its memtable's
@@ -270,14 +271,18 @@ impl Level0 for MatrixLevel0 {
     }
 
     fn size_bytes(&self, version: &Version) -> u64 {
-        version.rows().iter().map(|r| r.size).sum()
+        // Saturating: row sizes come from the manifest, which may be corrupt.
+        version
+            .rows()
+            .iter()
+            .fold(0u64, |sum, r| sum.saturating_add(r.size))
     }
 
     fn backpressure(&self, version: &Version, opts: &Options) -> Backpressure {
         // Flushes stop when no row fits (see `ready_to_flush`); before that, writes are
         // slowed while the room left holds fewer than three memtables, so that compaction
         // catches up in many short delays instead of one long stop.
-        let used: u64 = version.rows().iter().map(|r| r.size).sum();
+        let used = self.size_bytes(version);
         let margin = 3 * opts.write_buffer_size as u64;
         if used.saturating_add(margin) > self.opts.capacity && !version.rows().is_empty() {
             Backpressure::Slowdown
@@ -406,7 +411,7 @@ impl Level0 for MatrixLevel0 {
         let region = PmemRegion::open(
             &path,
             PmemOptions {
-                capacity: self.opts.capacity + self.opts.capacity / 4,
+                capacity: self.opts.capacity.saturating_add(self.opts.capacity / 4),
                 page_size: self.opts.page_size,
                 mode: self.opts.mode,
             },

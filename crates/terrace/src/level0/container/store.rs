@@ -287,7 +287,11 @@ pub(crate) fn load_row(
         })
     };
     let page = u64::from(region.page_size());
-    let dir = claim(loc.offset, loc.len.div_ceil(page) * page)?;
+    let pages =
+        loc.len.div_ceil(page).checked_mul(page).ok_or_else(|| {
+            Error::corruption(name.clone(), loc.offset, "row directory too large")
+        })?;
+    let dir = claim(loc.offset, pages)?;
     let dir_bytes = dir.bytes().get(..loc.len as usize).unwrap_or_default();
     if dir_bytes.len() as u64 != loc.len || crc32c::crc32c(dir_bytes) != loc.checksum {
         return Err(Error::corruption(
