@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use super::PmemRegion;
 use crate::error::{Error, Result};
+use crate::storage::Verdict;
 
 /// One run of pages handed out by the free set; returned to it on drop.
 struct Pages {
@@ -61,10 +62,12 @@ impl Pages {
         }
         let region = &self.region;
         region.count_persist((range.end - range.start) as u64);
-        if region.skips_persists() {
-            return Ok(());
-        }
         let io = |e| Error::io(&region.path, e);
+        match region.persist_verdict() {
+            Verdict::Durable => {}
+            Verdict::Lie => return Ok(()),
+            Verdict::Fail => return Err(io(std::io::Error::other("injected power failure"))),
+        }
         let (at, n) = (off + range.start, range.end - range.start);
         if let Some(shadow) = &region.shadow {
             // SAFETY: `&mut self` excludes every slice of this run, so nobody writes the

@@ -31,11 +31,12 @@ mod map;
 use std::fs::{File, OpenOptions, TryLockError};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
+use crate::storage::{PointKind, PowerSupply, Verdict};
 
 pub use extent::{Extent, ExtentWriter};
 
@@ -113,6 +114,8 @@ pub struct PmemRegion {
     persist_calls: AtomicU64,
     /// Fault injection: persists return `Ok` without making anything durable.
     skip_persists: AtomicBool,
+    /// Fault injection: the simulated power supply every persist asks first.
+    power: OnceLock<Arc<PowerSupply>>,
     /// Holds the file's exclusive lock; declared last so it is closed after the unmapping.
     _file: File,
 }
@@ -199,6 +202,7 @@ impl PmemRegion {
             bytes_persisted: AtomicU64::new(0),
             persist_calls: AtomicU64::new(0),
             skip_persists: AtomicBool::new(false),
+            power: OnceLock::new(),
             _file: file,
         }))
     }
@@ -264,6 +268,20 @@ impl PmemRegion {
     #[doc(hidden)]
     pub fn set_skip_persists(&self, skip: bool) {
         self.skip_persists.store(skip, Ordering::Relaxed);
+    }
+
+    /// For crash tests only: every later persist asks `power` first, and fails once its
+    /// power is out or makes nothing durable when it lies (see [`PowerSupply`]), as
+    /// [`PmemRegion::set_skip_persists`] does. A region takes one supply for its life;
+    /// a second call is refused.
+    ///
+    /// # Errors
+    /// `InvalidArgument` if the region already has a supply.
+    #[doc(hidden)]
+    pub fn set_power(&self, power: Arc<PowerSupply>) -> Result<()> {
+        self.power
+            .set(power)
+            .map_err(|_| Error::InvalidArgument("the region already has a power supply".into()))
     }
 
     /// Hands out a writable extent of `bytes` rounded up to whole pages: the lowest free
@@ -353,9 +371,15 @@ impl PmemRegion {
         self.bytes_persisted.fetch_add(len, Ordering::Relaxed);
     }
 
-    /// Whether persists are skipped (see [`PmemRegion::set_skip_persists`]).
-    fn skips_persists(&self) -> bool {
-        self.skip_persists.load(Ordering::Relaxed)
+    /// What the next persist must do: skip it (see [`PmemRegion::set_skip_persists`]
+    /// and [`PmemRegion::set_power`]), fail it (the simulated power is out), or do it.
+    fn persist_verdict(&self) -> Verdict {
+        if self.skip_persists.load(Ordering::Relaxed) {
+            return Verdict::Lie;
+        }
+        self.power
+            .get()
+            .map_or(Verdict::Durable, |p| p.point(PointKind::Persist))
     }
 
     /// Makes `off..off + len` of the file mapping durable in the file.

@@ -651,3 +651,37 @@ fn a_capacity_past_the_address_space_is_corrupt() {
     let err = Header::decode(Path::new("huge.pmem"), &h.encode(), 1 << 20).unwrap_err();
     assert!(err.to_string().contains("truncated"), "{err}");
 }
+
+/// A region on a simulated power supply: persists go through while the power is on,
+/// those after a cut fail and leave the file as it was, and a second supply is refused.
+#[test]
+fn persists_after_a_power_cut_fail_and_reach_nothing() {
+    use crate::storage::{PointFilter, PointKind, PowerSupply};
+    let dir = tempfile::tempdir().unwrap();
+    let path = region_path(&dir);
+    let page = PAGE as usize;
+    let r = open(&path, 8 * P, PmemMode::Shadow);
+    let power = Arc::new(PowerSupply::new());
+    r.set_power(power.clone()).unwrap();
+    assert!(r.set_power(power.clone()).is_err(), "one supply per region");
+    power.cut_at(PointFilter::any().of_kinds(&[PointKind::Persist]), 1);
+    let mut first = r.alloc(P).unwrap();
+    first.write(0, &pattern(4, page)).unwrap();
+    let first = first.seal().unwrap();
+    let mut second = r.alloc(P).unwrap();
+    second.write(0, &pattern(5, page)).unwrap();
+    let err = second.seal().unwrap_err();
+    assert!(err.to_string().contains("power"), "{err}");
+    assert!(power.is_out() && power.cut_by_filter());
+    let file = std::fs::read(&path).unwrap();
+    let at = first.offset() as usize;
+    assert_eq!(
+        &file[at..at + page],
+        &pattern(4, page)[..],
+        "persisted before the cut"
+    );
+    assert!(
+        file[at + page..at + 2 * page].iter().all(|&b| b == 0),
+        "nothing of the extent sealed after the cut"
+    );
+}

@@ -12,7 +12,10 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::{FileLock, IoClass, IoStats, ReadableFile, Storage, WritableFile};
+use super::{
+    FileLock, IoClass, IoStats, PointKind, PowerSupply, ReadableFile, Storage, Verdict,
+    WritableFile,
+};
 use crate::error::{Error, Result};
 
 #[derive(Debug, Default)]
@@ -21,6 +24,25 @@ struct FaultState {
     fail_syncs: AtomicBool,
     /// Files created or renamed into place whose directory has not been synced since.
     undurable_names: Mutex<BTreeSet<PathBuf>>,
+    /// The simulated power supply every sync asks first (see [`PowerSupply`]).
+    power: Option<Arc<PowerSupply>>,
+}
+
+impl FaultState {
+    /// Whether file creations, renames and removals must fail (injected, or no power).
+    fn writes_fail(&self) -> bool {
+        self.fail_writes.load(Ordering::SeqCst) || self.power.as_ref().is_some_and(|p| p.is_out())
+    }
+
+    /// What a sync of `kind` must do.
+    fn sync_verdict(&self, kind: PointKind) -> Verdict {
+        if self.fail_syncs.load(Ordering::SeqCst) {
+            return Verdict::Fail;
+        }
+        self.power
+            .as_ref()
+            .map_or(Verdict::Durable, |p| p.point(kind))
+    }
 }
 
 /// Wraps another storage; unsynced data lives only in memory. See the module docs.
@@ -36,6 +58,19 @@ impl FaultStorage {
         FaultStorage {
             inner,
             state: Arc::default(),
+        }
+    }
+
+    /// Wraps `inner`, asking `power` at every sync and, once its power is out, failing
+    /// every sync, creation, rename and removal (appends still succeed: they stay in
+    /// memory and are lost with the crash).
+    pub fn with_power(inner: Arc<dyn Storage>, power: Arc<PowerSupply>) -> Self {
+        FaultStorage {
+            inner,
+            state: Arc::new(FaultState {
+                power: Some(power),
+                ..FaultState::default()
+            }),
         }
     }
 
@@ -78,6 +113,7 @@ struct FaultWritable {
     inner: Box<dyn WritableFile>,
     pending: Vec<u8>,
     len: u64,
+    class: IoClass,
     state: Arc<FaultState>,
 }
 
@@ -96,8 +132,10 @@ impl WritableFile for FaultWritable {
     }
 
     fn sync(&mut self) -> Result<()> {
-        if self.state.fail_syncs.load(Ordering::SeqCst) {
-            return Err(FaultStorage::injected("sync", &self.path));
+        match self.state.sync_verdict(PointKind::Sync(self.class)) {
+            Verdict::Fail => return Err(FaultStorage::injected("sync", &self.path)),
+            Verdict::Lie => return Ok(()),
+            Verdict::Durable => {}
         }
         if !self.pending.is_empty() {
             self.inner.append(&self.pending)?;
@@ -117,7 +155,7 @@ impl Storage for FaultStorage {
     }
 
     fn create(&self, path: &Path, class: IoClass) -> Result<Box<dyn WritableFile>> {
-        if self.state.fail_writes.load(Ordering::SeqCst) {
+        if self.state.writes_fail() {
             return Err(FaultStorage::injected("create", path));
         }
         let inner = self.inner.create(path, class)?;
@@ -127,6 +165,7 @@ impl Storage for FaultStorage {
             inner,
             pending: Vec::new(),
             len: 0,
+            class,
             state: self.state.clone(),
         }))
     }
@@ -136,7 +175,7 @@ impl Storage for FaultStorage {
     }
 
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {
-        if self.state.fail_writes.load(Ordering::SeqCst) {
+        if self.state.writes_fail() {
             return Err(FaultStorage::injected("rename", from));
         }
         self.inner.rename(from, to)?;
@@ -147,6 +186,9 @@ impl Storage for FaultStorage {
     }
 
     fn remove_file(&self, path: &Path) -> Result<()> {
+        if self.state.power.as_ref().is_some_and(|p| p.is_out()) {
+            return Err(FaultStorage::injected("remove", path));
+        }
         self.state.undurable_names.lock().remove(path);
         self.inner.remove_file(path)
     }
@@ -160,8 +202,10 @@ impl Storage for FaultStorage {
     }
 
     fn sync_dir(&self, dir: &Path) -> Result<()> {
-        if self.state.fail_syncs.load(Ordering::SeqCst) {
-            return Err(FaultStorage::injected("directory sync", dir));
+        match self.state.sync_verdict(PointKind::DirSync) {
+            Verdict::Fail => return Err(FaultStorage::injected("directory sync", dir)),
+            Verdict::Lie => return Ok(()),
+            Verdict::Durable => {}
         }
         self.inner.sync_dir(dir)?;
         self.state

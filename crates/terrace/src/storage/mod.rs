@@ -14,6 +14,7 @@
 mod accounting;
 mod fault;
 mod fs;
+mod power;
 mod throttle;
 
 use std::path::{Path, PathBuf};
@@ -24,6 +25,7 @@ use crate::error::Result;
 pub use accounting::{IoClass, IoClassStats, IoStats};
 pub use fault::FaultStorage;
 pub use fs::FsStorage;
+pub use power::{PointFilter, PointKind, PowerSupply, Verdict};
 pub use throttle::{ThrottleLimits, ThrottleStats, ThrottledStorage};
 
 /// A file being written: append-only, then synced.

@@ -417,6 +417,9 @@ impl Level0 for MatrixLevel0 {
             },
         )?;
         region.set_skip_persists(self.opts.skip_persists);
+        if let Some(power) = &self.opts.power {
+            region.set_power(power.clone())?;
+        }
         let mut rows = HashMap::new();
         for r in version.rows() {
             let loc = DirLocation {

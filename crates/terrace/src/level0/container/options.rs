@@ -6,9 +6,11 @@
 //! Concurrency: plain data, cloned into the container.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use crate::level0::matrix::MatrixParams;
 use crate::pmem::PmemMode;
+use crate::storage::PowerSupply;
 
 /// File name of the region inside the database directory when no path is given.
 pub const DEFAULT_REGION_FILE: &str = "MATRIX.pmem";
@@ -40,6 +42,11 @@ pub struct MatrixOptions {
     /// rows, as if the container had forgotten to persist them.
     #[doc(hidden)]
     pub skip_persists: bool,
+    /// For crash tests only: the simulated power supply the region's persists ask
+    /// (`PmemRegion::set_power`), shared with the database's `FaultStorage` so that one
+    /// cut stops both tiers.
+    #[doc(hidden)]
+    pub power: Option<Arc<PowerSupply>>,
 }
 
 impl Default for MatrixOptions {
@@ -53,6 +60,7 @@ impl Default for MatrixOptions {
             compaction_trigger: 2.0 / 3.0,
             columns: 32,
             skip_persists: false,
+            power: None,
         }
     }
 }
