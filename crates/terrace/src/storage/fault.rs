@@ -5,7 +5,7 @@
 //! since their directory was last synced can be dropped with [`FaultStorage::simulate_crash`]
 //! (in-process crash tests), and writes or syncs can be made to fail to test error paths.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -22,8 +22,10 @@ use crate::error::{Error, Result};
 struct FaultState {
     fail_writes: AtomicBool,
     fail_syncs: AtomicBool,
-    /// Files created or renamed into place whose directory has not been synced since.
-    undurable_names: Mutex<BTreeSet<PathBuf>>,
+    /// Files created or renamed into place whose directory has not been synced since,
+    /// each with the durable content the name had before (`None`: no file), which a
+    /// crash brings back.
+    undurable_names: Mutex<BTreeMap<PathBuf, Option<Vec<u8>>>>,
     /// The simulated power supply every sync asks first (see [`PowerSupply`]).
     power: Option<Arc<PowerSupply>>,
 }
@@ -84,17 +86,28 @@ impl FaultStorage {
         self.state.fail_syncs.store(on, Ordering::SeqCst);
     }
 
-    /// Deletes every file created (or renamed into place) since its directory was last
-    /// synced, as a power failure may. Unsynced appends are already absent from the
-    /// underlying files. Call it only when no database uses this storage.
+    /// Undoes every file creation and rename since its directory was last synced, as a
+    /// power failure may: a new name vanishes, and a name that a rename replaced gets
+    /// its old, durable content back (the source of the rename is not brought back:
+    /// the engine renames only temporary files). Unsynced appends are already absent
+    /// from the underlying files. Call it only when no database uses this storage.
     ///
     /// # Errors
     /// I/O errors of the underlying storage.
     pub fn simulate_crash(&self) -> Result<()> {
         let names = std::mem::take(&mut *self.state.undurable_names.lock());
-        for p in names {
-            if self.inner.exists(&p)? {
-                self.inner.remove_file(&p)?;
+        for (p, before) in names {
+            match before {
+                Some(old) => {
+                    let mut f = self.inner.create(&p, IoClass::Manifest)?;
+                    f.append(&old)?;
+                    f.sync()?;
+                }
+                None => {
+                    if self.inner.exists(&p)? {
+                        self.inner.remove_file(&p)?;
+                    }
+                }
             }
         }
         Ok(())
@@ -159,7 +172,11 @@ impl Storage for FaultStorage {
             return Err(FaultStorage::injected("create", path));
         }
         let inner = self.inner.create(path, class)?;
-        self.state.undurable_names.lock().insert(path.to_path_buf());
+        self.state
+            .undurable_names
+            .lock()
+            .entry(path.to_path_buf())
+            .or_insert(None);
         Ok(Box::new(FaultWritable {
             path: path.to_path_buf(),
             inner,
@@ -178,10 +195,16 @@ impl Storage for FaultStorage {
         if self.state.writes_fail() {
             return Err(FaultStorage::injected("rename", from));
         }
-        self.inner.rename(from, to)?;
         let mut names = self.state.undurable_names.lock();
+        // What a crash restores at `to`: what it held durably before this rename.
+        let before = match names.get(to) {
+            Some(before) => before.clone(),
+            None if self.inner.exists(to)? => Some(self.inner.read_all(to, IoClass::Manifest)?),
+            None => None,
+        };
+        self.inner.rename(from, to)?;
         names.remove(from);
-        names.insert(to.to_path_buf());
+        names.insert(to.to_path_buf(), before);
         Ok(())
     }
 
@@ -211,7 +234,7 @@ impl Storage for FaultStorage {
         self.state
             .undurable_names
             .lock()
-            .retain(|p| p.parent() != Some(dir));
+            .retain(|p, _| p.parent() != Some(dir));
         Ok(())
     }
 

@@ -69,6 +69,64 @@ fn fault_storage_loses_unsynced_data_and_undurable_files() {
     assert!(!f.exists(&fresh).unwrap());
 }
 
+/// A rename over a durable file that its directory never made durable is undone by a
+/// crash: the old content comes back (as CURRENT must, or the database is lost); once the
+/// directory is synced the new content stays.
+#[test]
+fn fault_storage_undoes_an_unsynced_rename_over_a_durable_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = FaultStorage::new(Arc::new(FsStorage::new()));
+    let current = dir.path().join("CURRENT");
+    let tmp = dir.path().join("CURRENT.tmp");
+    let replace = |data: &[u8]| {
+        let mut w = f.create(&tmp, IoClass::Manifest).unwrap();
+        w.append(data).unwrap();
+        w.sync().unwrap();
+        drop(w);
+        f.rename(&tmp, &current).unwrap();
+    };
+    replace(b"MANIFEST-1");
+    f.sync_dir(dir.path()).unwrap();
+    replace(b"MANIFEST-2");
+    replace(b"MANIFEST-3");
+    f.simulate_crash().unwrap();
+    assert_eq!(
+        f.read_all(&current, IoClass::Manifest).unwrap(),
+        b"MANIFEST-1"
+    );
+    replace(b"MANIFEST-4");
+    f.sync_dir(dir.path()).unwrap();
+    f.simulate_crash().unwrap();
+    assert_eq!(
+        f.read_all(&current, IoClass::Manifest).unwrap(),
+        b"MANIFEST-4"
+    );
+}
+
+/// Once the simulated power is out, syncs, creations, renames and removals fail.
+#[test]
+fn fault_storage_stops_when_its_power_is_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let power = Arc::new(PowerSupply::new());
+    let f = FaultStorage::with_power(Arc::new(FsStorage::new()), power.clone());
+    let p = dir.path().join("x");
+    let mut w = f.create(&p, IoClass::Flush).unwrap();
+    w.append(b"a").unwrap();
+    power.cut_at(PointFilter::any().of_kinds(&[PointKind::DirSync]), 0);
+    w.sync().unwrap();
+    assert!(f.sync_dir(dir.path()).is_err());
+    assert!(power.is_out());
+    w.append(b"b").unwrap();
+    assert!(w.sync().is_err());
+    assert!(f.create(&dir.path().join("y"), IoClass::Flush).is_err());
+    assert!(f.rename(&p, &dir.path().join("z")).is_err());
+    assert!(f.remove_file(&p).is_err());
+    drop(w);
+    power.restore();
+    f.simulate_crash().unwrap();
+    assert!(!f.exists(&p).unwrap(), "its directory was never synced");
+}
+
 #[test]
 fn fault_storage_injects_errors() {
     let dir = tempfile::tempdir().unwrap();

@@ -13,6 +13,15 @@
 //! Negative controls prove the checker can fail: [`Check::ClaimAllDurable`] counts every
 //! write as durable, and [`Check::SkipPersists`] makes the matrix level 0's region skip
 //! its persists, so the rows it flushed vanish with the crash.
+//!
+//! With a matrix level 0, [`run_crashing_in`] lands the crash inside one background job:
+//! the storage and the region share a simulated power supply ([`PowerSupply`]) that is cut
+//! at a random durability point (file sync, directory sync or region persist) of the
+//! thread running the job: a flush to a row, a column compaction (the compaction thread,
+//! whose other work here is a few level-1 compactions) or a table merge. Each job has a
+//! negative control, [`Check::LieIn`], in which that job's own durability points lie (a
+//! row or merge output never persisted, a compaction output never synced) and the checker
+//! must notice.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -20,7 +29,7 @@ use std::sync::Arc;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use terrace::storage::{FaultStorage, FsStorage};
+use terrace::storage::{FaultStorage, FsStorage, IoClass, PointFilter, PointKind, PowerSupply};
 use terrace::{Db, Options, WriteBatch, WriteOptions};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -80,10 +89,67 @@ pub enum Check {
     /// rows flushed to it are lost with the crash; reopening must fail, or the recovered
     /// state must miss durable writes.
     SkipPersists,
+    /// Negative control (matrix level 0 only): the durability points a job needs lie
+    /// (return success, make nothing durable); see [`Job::lying_points`].
+    LieIn(Job),
+}
+
+impl Check {
+    /// Whether this is a negative control, expected to fail to open or read.
+    fn is_control(self) -> bool {
+        !matches!(self, Check::Honest)
+    }
+
+    fn may_fail_to_read(self) -> bool {
+        matches!(self, Check::SkipPersists | Check::LieIn(_))
+    }
+}
+
+/// A background job of a matrix level 0 that a crash can land in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Job {
+    /// A flush of a memtable to a row (the flush thread).
+    Flush,
+    /// A column compaction into level 1 (the compaction thread).
+    ColumnCompaction,
+    /// A table merge of rows (the level-0 rewrite thread).
+    TableMerge,
+}
+
+impl Job {
+    /// The name prefix of the engine's thread that runs the job.
+    fn thread(self) -> &'static str {
+        match self {
+            Job::Flush => "terrace-flush",
+            Job::ColumnCompaction => "terrace-compact",
+            Job::TableMerge => "terrace-l0-rewrite",
+        }
+    }
+
+    /// The points that lie in the job's negative control: the persists of a flushed row
+    /// or of a merge's outputs, the syncs of a compaction's output tables.
+    fn lying_points(self) -> PointFilter {
+        let kind = match self {
+            Job::Flush | Job::TableMerge => PointKind::Persist,
+            Job::ColumnCompaction => PointKind::Sync(IoClass::Compaction),
+        };
+        PointFilter::on_thread(self.thread()).of_kinds(&[kind])
+    }
+
+    /// The durability points of a cycle among which the cut is drawn (a cycle that ends
+    /// before the cut crashes at its end instead).
+    fn points_per_cycle(self) -> u64 {
+        match self {
+            Job::Flush => 300,
+            Job::ColumnCompaction => 150,
+            Job::TableMerge => 60,
+        }
+    }
 }
 
 fn options(
     fault: &FaultStorage,
+    power: &Arc<PowerSupply>,
     dir: &Path,
     layout: Layout,
     check: Check,
@@ -102,6 +168,7 @@ fn options(
     if layout == Layout::MatrixLevel0 {
         let mut m = crate::matrix_options(dir, 256 << 10, terrace::pmem::PmemMode::Shadow);
         m.skip_persists = check == Check::SkipPersists;
+        m.power = Some(power.clone());
         // One row per segment: a group of four rows already has a table merge due, so
         // crashes land before, during and after merges.
         m.params.segment_rows = 1;
@@ -122,6 +189,9 @@ pub struct Outcome {
     pub open_errors: u32,
     /// Matrix table merges recorded before the crashes: what the crashes could cut into.
     pub row_merges: u64,
+    /// Cycles whose crash landed at a durability point of the job chosen by
+    /// [`run_crashing_in`] (the others crashed at their end).
+    pub cut_in_job: u32,
 }
 
 impl Outcome {
@@ -143,7 +213,7 @@ fn try_scan(db: &Db) -> terrace::Result<Model> {
 fn reopen(dir: &Path, opts: Options, check: Check, what: &str) -> Option<Db> {
     match crate::open_retrying_lock(dir, opts) {
         Ok(db) => Some(db),
-        Err(e) if check == Check::SkipPersists => {
+        Err(e) if check.may_fail_to_read() => {
             eprintln!("{what} failed, as the negative control expects: {e}");
             None
         }
@@ -153,9 +223,19 @@ fn reopen(dir: &Path, opts: Options, check: Check, what: &str) -> Option<Db> {
 
 /// Runs `cycles` crash cycles held to `check`. An honest run panics on the first
 /// violation; a negative control counts them. A failed reopen or scan panics too, except
-/// under [`Check::SkipPersists`], where it is what the control expects: it is counted and
-/// the run stops.
+/// under [`Check::SkipPersists`] and [`Check::LieIn`], where it is what the control
+/// expects: it is counted and the run stops.
 pub fn run(cycles: u32, check: Check, layout: Layout) -> Outcome {
+    run_cycles(cycles, check, layout, None)
+}
+
+/// Like [`run`] on a matrix level 0, each cycle's crash drawn among the durability points
+/// of `job`'s thread.
+pub fn run_crashing_in(cycles: u32, check: Check, job: Job) -> Outcome {
+    run_cycles(cycles, check, Layout::MatrixLevel0, Some(job))
+}
+
+fn run_cycles(cycles: u32, check: Check, layout: Layout, job: Option<Job>) -> Outcome {
     let seed: u64 = std::env::var("TERRACE_CRASH_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -167,14 +247,16 @@ pub fn run(cycles: u32, check: Check, layout: Layout) -> Outcome {
     let mut rng = StdRng::seed_from_u64(seed);
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("db");
-    let fault = FaultStorage::new(Arc::new(FsStorage::new()));
+    let power = Arc::new(PowerSupply::new());
+    let fault = FaultStorage::with_power(Arc::new(FsStorage::new()), power.clone());
     let mut baseline = Model::new();
     let mut next_value = 0u64;
     let mut violations = 0;
     let mut open_errors = 0;
     let mut row_merges = 0;
+    let mut cut_in_job = 0;
     for cycle in 0..cycles {
-        let opts = options(&fault, tmp.path(), layout, check, &mut rng);
+        let opts = options(&fault, &power, tmp.path(), layout, check, &mut rng);
         let Some(db) = reopen(
             &dir,
             opts,
@@ -184,24 +266,56 @@ pub fn run(cycles: u32, check: Check, layout: Layout) -> Outcome {
             open_errors += 1;
             break;
         };
+        if let Some(job) = job {
+            let at = rng.gen_range(0..job.points_per_cycle());
+            power.cut_at(PointFilter::on_thread(job.thread()), at);
+            if let Check::LieIn(j) = check {
+                power.lie(j.lying_points());
+            }
+        }
+        // Once the power is out every operation may fail; the workload stops there. A
+        // negative control may also fail before: the engine reads back what never reached
+        // the device (a lied sync leaves an empty table file) and stops with an error.
+        let noticed = std::cell::Cell::new(false);
+        let failed = |r: terrace::Result<()>, what: &str| match r {
+            Ok(()) => false,
+            Err(_) if power.is_out() => true,
+            Err(e) if check.may_fail_to_read() => {
+                eprintln!("cycle {cycle}: {what} failed, as the negative control expects: {e}");
+                noticed.set(true);
+                true
+            }
+            Err(e) => panic!("cycle {cycle}: {what} failed (seed {seed}): {e}"),
+        };
         let mut ops: Vec<Op> = Vec::new();
         let mut durable = 0usize;
-        let n_ops = rng.gen_range(50..600);
+        let n_ops = if job.is_some() {
+            rng.gen_range(1500..3000)
+        } else {
+            rng.gen_range(50..600)
+        };
         for _ in 0..n_ops {
             let roll = rng.gen_range(0..1000);
             if roll < 10 {
-                db.flush().unwrap();
+                if failed(db.flush(), "flush") {
+                    break;
+                }
                 durable = ops.len();
                 continue;
             }
-            if roll < 16 {
+            // Manual compactions run on the caller's thread; with a crash in a job they
+            // would only take work from it.
+            if roll < 16 && job.is_none() {
                 let a = rng.gen_range(0..300);
                 let b = a + rng.gen_range(0..150);
                 let (lo, hi) = (key(a), key(b));
-                match rng.gen_range(0..3) {
-                    0 => db.compact_range(None, None).unwrap(),
-                    1 => db.compact_range(Some(&lo), Some(&hi)).unwrap(),
-                    _ => db.compact_range(Some(&lo), None).unwrap(),
+                let r = match rng.gen_range(0..3) {
+                    0 => db.compact_range(None, None),
+                    1 => db.compact_range(Some(&lo), Some(&hi)),
+                    _ => db.compact_range(Some(&lo), None),
+                };
+                if failed(r, "compaction") {
+                    break;
                 }
                 durable = ops.len();
                 continue;
@@ -224,35 +338,43 @@ pub fn run(cycles: u32, check: Check, layout: Layout) -> Outcome {
                 Op::DeleteRange(a, z) => b.delete_range(a, z),
             }
             let sync = rng.gen_bool(0.05);
-            db.write(
+            let r = db.write(
                 b,
                 WriteOptions {
                     sync,
                     disable_wal: false,
                 },
-            )
-            .unwrap();
+            );
+            if failed(r, "write") {
+                break;
+            }
             ops.push(op);
             if sync {
                 durable = ops.len();
             }
         }
         row_merges += db.stats().row_merges;
-        let power_loss = rng.gen_bool(0.7);
+        if noticed.get() {
+            violations += 1;
+            break;
+        }
+        let in_job = power.cut_by_filter();
+        cut_in_job += u32::from(in_job);
+        let power_loss = power.is_out() || rng.gen_bool(0.7);
         if power_loss {
             // Nothing becomes durable from here on; background jobs fail and stop.
-            fault.set_fail_syncs(true);
+            power.cut_now();
         } else {
             durable = ops.len();
         }
         drop(db);
-        fault.set_fail_syncs(false);
+        power.restore();
         fault.simulate_crash().unwrap();
         if check == Check::ClaimAllDurable {
             durable = ops.len();
         }
 
-        let opts = options(&fault, tmp.path(), layout, check, &mut rng);
+        let opts = options(&fault, &power, tmp.path(), layout, check, &mut rng);
         let what = format!("cycle {cycle}: reopen after the crash (seed {seed})");
         let Some(db) = reopen(&dir, opts, check, &what) else {
             open_errors += 1;
@@ -260,7 +382,7 @@ pub fn run(cycles: u32, check: Check, layout: Layout) -> Outcome {
         };
         let got = match try_scan(&db) {
             Ok(got) => got,
-            Err(e) if check == Check::SkipPersists => {
+            Err(e) if check.may_fail_to_read() => {
                 eprintln!("cycle {cycle}: scan failed, as the negative control expects: {e}");
                 violations += 1;
                 break;
@@ -277,22 +399,27 @@ pub fn run(cycles: u32, check: Check, layout: Layout) -> Outcome {
             }
         }
         for (k, v) in got.iter().take(20) {
-            assert_eq!(
-                db.get(k).unwrap().as_ref(),
-                Some(v),
-                "get {k:?} (seed {seed})"
-            );
+            match db.get(k) {
+                Ok(found) => assert_eq!(found.as_ref(), Some(v), "get {k:?} (seed {seed})"),
+                Err(e) if check.may_fail_to_read() => {
+                    eprintln!("cycle {cycle}: get failed, as the negative control expects: {e}");
+                    violations += 1;
+                    break;
+                }
+                Err(e) => panic!("cycle {cycle}: get {k:?} failed (seed {seed}): {e}"),
+            }
         }
         drop(db);
         match matched {
             Some(n) => {
                 eprintln!(
-                    "cycle {cycle}: {} ops, durable {durable}, recovered {n}, power loss {power_loss}",
+                    "cycle {cycle}: {} ops, durable {durable}, recovered {n}, power loss \
+                     {power_loss}, cut in the job {in_job}",
                     ops.len()
                 );
                 baseline = got;
             }
-            None if check != Check::Honest => {
+            None if check.is_control() => {
                 eprintln!("cycle {cycle}: no allowed prefix, as the negative control expects");
                 violations += 1;
                 baseline = got;
@@ -309,6 +436,7 @@ pub fn run(cycles: u32, check: Check, layout: Layout) -> Outcome {
         violations,
         open_errors,
         row_merges,
+        cut_in_job,
     }
 }
 
@@ -368,4 +496,63 @@ fn with_a_matrix_level0_negative_control_notices_rows_that_were_never_persisted(
         out.detected(),
         "the checker accepted every cycle although the matrix rows were never persisted"
     );
+}
+
+/// Honest crash cycles whose power is cut inside `job`: every cycle must recover, and
+/// enough of the cuts must land in the job for the test to mean something.
+fn crashes_in(job: Job) {
+    let n = cycles();
+    let out = run_crashing_in(n, Check::Honest, job);
+    assert!(
+        out.cut_in_job * 3 >= n,
+        "only {} of {n} crashes landed in a {job:?}",
+        out.cut_in_job
+    );
+}
+
+/// The negative control of `job`: its durability points lie, and the checker must see a
+/// failed reopen or read, or a recovered state that misses durable writes.
+fn lies_in(job: Job) {
+    let out = run_crashing_in(cycles().max(10) / 2, Check::LieIn(job), job);
+    assert!(
+        out.detected(),
+        "the checker accepted every cycle although the {job:?}'s durability points lied"
+    );
+}
+
+#[test]
+fn a_crash_inside_a_flush_to_a_row_recovers_every_durable_write() {
+    crashes_in(Job::Flush);
+}
+
+#[test]
+fn negative_control_notices_flushed_rows_that_were_never_persisted() {
+    lies_in(Job::Flush);
+}
+
+#[test]
+fn a_crash_inside_a_column_compaction_recovers_every_durable_write() {
+    crashes_in(Job::ColumnCompaction);
+}
+
+#[test]
+fn negative_control_notices_column_compaction_outputs_that_were_never_synced() {
+    lies_in(Job::ColumnCompaction);
+}
+
+#[test]
+fn a_crash_inside_a_table_merge_recovers_every_durable_write() {
+    let out = run_crashing_in(cycles(), Check::Honest, Job::TableMerge);
+    assert!(out.row_merges > 0, "no table merge ran");
+    assert!(
+        out.cut_in_job * 3 >= cycles(),
+        "only {} of {} crashes landed in a table merge",
+        out.cut_in_job,
+        cycles()
+    );
+}
+
+#[test]
+fn negative_control_notices_table_merge_outputs_that_were_never_persisted() {
+    lies_in(Job::TableMerge);
 }
