@@ -2,7 +2,8 @@
 # The MatrixKV comparison (docs/techniques/matrixkv.md): the same random-write load on
 #   classic-ssd : level-0 table files, the whole database on the throttled "SSD" directory,
 #                 max_bytes_for_level_base = memtable x L0 trigger (the thesis's RocksDB-SSD)
-#   classic-nvm : the same on an unthrottled directory (the thesis's RocksDB-NVM, a bound)
+#   classic-nvm : the same in the unthrottled persistent-memory directory (the thesis's
+#                 RocksDB-NVM, a bound)
 #   matrix      : the matrix container on the persistent-memory directory (with the WAL),
 #                 levels 1+ on the throttled directory
 # then random reads, and sequential writes and reads, with one flush and one compaction
@@ -41,14 +42,16 @@ base=$((MEMTABLE * 4))
 run() { # name, extra flags...
   local name="$1"; shift
   case " $CONFIGS " in *" $name "*) ;; *) return 0 ;; esac
-  rm -rf "$WORK/db-$name" "$PMEM_DIR"/* "$WORK/wal-$name"
+  local db="$WORK/db-$name"
+  [ "$name" = classic-nvm ] && db="$PMEM_DIR/db-$name"
+  rm -rf "$db" "$PMEM_DIR"/*
   echo "=== $name"
-  "$BIN" bench --db="$WORK/db-$name" "${common[@]}" "$@" \
+  "$BIN" bench --db="$db" "${common[@]}" "$@" \
     --benchmarks=fillrandom,readrandom --reads=$((NUM / 10)) \
     --report_file="$WORK/$name-random.csv" ${PLOT:+--plot="$WORK/$name-random.svg"}
-  rm -rf "$WORK/db-$name" "$PMEM_DIR"/* "$WORK/wal-$name"
+  rm -rf "$db" "$PMEM_DIR"/*
   [ "$SEQ" = 0 ] && return 0
-  "$BIN" bench --db="$WORK/db-$name" "${common[@]}" "$@" --benchmarks=fillseq,readseq \
+  "$BIN" bench --db="$db" "${common[@]}" "$@" --benchmarks=fillseq,readseq \
     --report_file="$WORK/$name-seq.csv" ${PLOT:+--plot="$WORK/$name-seq.svg"}
 }
 

@@ -157,6 +157,12 @@ pub struct BenchResult {
     pub throttle_wait_micros: u64,
     /// File I/Os that waited for a throttled device during the benchmark.
     pub throttle_waits: u64,
+    /// Bytes written to throttled directories during the benchmark, whatever the file
+    /// (tables, logs, manifests): what the slower tier ("SSD") was given to store.
+    pub throttled_bytes_written: u64,
+    /// `throttled_bytes_written` / user bytes: the write amplification of the slower tier
+    /// (0 without a throttle).
+    pub throttled_write_amplification: f64,
     /// Levels after the benchmark.
     pub levels: Vec<LevelBytes>,
     /// Tree depth after the benchmark: the number of non-empty levels below the
@@ -229,6 +235,9 @@ impl BenchResult {
             .compaction_bytes_written
             .saturating_sub(b.compaction_bytes_written);
         let rows = a.row_bytes_written.saturating_sub(b.row_bytes_written);
+        let throttled = a
+            .throttled_bytes_written
+            .saturating_sub(b.throttled_bytes_written);
         let ratio = |x: u64| {
             if user > 0 {
                 x as f64 / user as f64
@@ -272,6 +281,8 @@ impl BenchResult {
                 .throttle_wait_micros
                 .saturating_sub(b.throttle_wait_micros),
             throttle_waits: a.throttle_waits.saturating_sub(b.throttle_waits),
+            throttled_bytes_written: throttled,
+            throttled_write_amplification: ratio(throttled),
             tree_depth: Some(tree_depth(&a.levels)),
             levels: a
                 .levels

@@ -99,6 +99,14 @@ impl BenchResult {
                 self.row_merges, self.column_compactions
             )?;
         }
+        if self.throttled_bytes_written > 0 {
+            writeln!(
+                out,
+                "  write amplification of the throttled tier: {:.3} ({:.1} MB written to throttled directories, logs and manifests included)",
+                self.throttled_write_amplification,
+                mb(self.throttled_bytes_written)
+            )?;
+        }
         let by_level = if self.counters == Counters::ServerInfo {
             "-".to_string()
         } else {

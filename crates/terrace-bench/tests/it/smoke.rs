@@ -105,6 +105,7 @@ fn every_benchmark_runs_on_a_tiny_database() {
             "slow_seconds",
             "tree_depth",
             "throttle_wait_micros",
+            "throttled_write_amplification",
         ] {
             assert!(b.get(field).is_some(), "{field}");
         }
@@ -184,6 +185,19 @@ fn a_run_on_throttled_storage_reports_its_device_and_depth() {
         "{text}"
     );
     assert_eq!(results[2].found, 3000, "every key of fillseq reads back");
+    // The whole database is behind the throttle: its tables and its log (at least the
+    // user bytes) count as the throttled tier's.
+    let fill = &results[0];
+    assert!(
+        fill.throttled_bytes_written
+            >= fill.flush_bytes_written + fill.compaction_bytes_written + fill.user_bytes_written,
+        "{fill:?}"
+    );
+    assert!(fill.throttled_write_amplification > fill.write_amplification);
+    assert!(
+        text.contains("  write amplification of the throttled tier: "),
+        "{text}"
+    );
     let depth = results[1].tree_depth.unwrap();
     assert!(depth >= 1 && depth == results[1].levels.len(), "{depth}");
     let doc: serde_json::Value =
@@ -209,6 +223,10 @@ fn wal_dir_holds_the_logs_and_is_emptied_with_the_database() {
     let mut out = Vec::new();
     let results = run(&flags, &mut out).unwrap();
     let text = String::from_utf8(out).unwrap();
+    assert!(
+        results.iter().all(|r| r.throttled_bytes_written == 0),
+        "no throttle"
+    );
     assert!(
         text.contains(&format!("WAL dir:    {}", wal.display())),
         "{text}"

@@ -107,6 +107,11 @@ pub struct DbStats {
     pub throttle_waits: u64,
     /// Microseconds those I/Os waited.
     pub throttle_wait_micros: u64,
+    /// Bytes written to throttled devices (every class: tables, logs, manifests), counted
+    /// by the storage like `throttle_waits`: what the slower tier was given to store.
+    pub throttled_bytes_written: u64,
+    /// Bytes read from throttled devices.
+    pub throttled_bytes_read: u64,
     /// Damaged write-ahead-log records dropped on open.
     pub wal_records_dropped: u64,
     /// Block cache hits and misses.
@@ -257,12 +262,8 @@ impl super::DbInner {
             .map(|m| m.approximate_memory_usage() as u64)
             .sum();
         let io = self.storage.io_stats();
-        let (throttle_waits, throttle_wait_micros) = IoClass::ALL
-            .iter()
-            .map(|c| io.get(*c))
-            .fold((0, 0), |(n, us), c| {
-                (n + c.throttle_waits, us + c.throttle_wait_micros)
-            });
+        let classes: Vec<_> = IoClass::ALL.iter().map(|c| io.get(*c)).collect();
+        let sum = |f: fn(&crate::storage::IoClassStats) -> u64| classes.iter().map(f).sum();
         DbStats {
             levels,
             user_bytes_written: user,
@@ -284,8 +285,10 @@ impl super::DbInner {
             row_chunks_released: load(&self.counters.row_chunks_released),
             stall_micros: load(&self.counters.stall_micros),
             stall_count: load(&self.counters.stall_count),
-            throttle_waits,
-            throttle_wait_micros,
+            throttle_waits: sum(|c| c.throttle_waits),
+            throttle_wait_micros: sum(|c| c.throttle_wait_micros),
+            throttled_bytes_written: sum(|c| c.throttled_write_bytes),
+            throttled_bytes_read: sum(|c| c.throttled_read_bytes),
             wal_records_dropped: load(&self.counters.wal_records_dropped),
             block_cache_hits: self.block_cache.hits(),
             block_cache_misses: self.block_cache.misses(),

@@ -62,6 +62,11 @@ pub struct IoClassStats {
     /// Microseconds those I/Os waited, as slept (a short sleep oversleeps; the rule's own
     /// `ThrottleStats::wait_micros` counts the waits it asked for).
     pub throttle_wait_micros: u64,
+    /// Bytes read from a throttled device (part of `read_bytes`).
+    pub throttled_read_bytes: u64,
+    /// Bytes written to a throttled device (part of `write_bytes`): what a slower tier
+    /// (a directory behind `ThrottledStorage`) was given to store.
+    pub throttled_write_bytes: u64,
 }
 
 #[derive(Debug, Default)]
@@ -73,6 +78,8 @@ struct Counters {
     sync_ops: AtomicU64,
     throttle_waits: AtomicU64,
     throttle_wait_micros: AtomicU64,
+    throttled_read_bytes: AtomicU64,
+    throttled_write_bytes: AtomicU64,
 }
 
 /// Thread-safe I/O counters, one set per [`IoClass`].
@@ -106,6 +113,16 @@ impl IoStats {
         c.throttle_waits.fetch_add(1, Ordering::Relaxed);
         c.throttle_wait_micros.fetch_add(micros, Ordering::Relaxed);
     }
+    /// Counts `bytes` read from (or, with `write`, written to) a throttled device.
+    pub fn record_throttled(&self, class: IoClass, bytes: u64, write: bool) {
+        let c = &self.classes[class.index()];
+        let counter = if write {
+            &c.throttled_write_bytes
+        } else {
+            &c.throttled_read_bytes
+        };
+        counter.fetch_add(bytes, Ordering::Relaxed);
+    }
     /// The current counters of `class`.
     pub fn get(&self, class: IoClass) -> IoClassStats {
         let c = &self.classes[class.index()];
@@ -117,6 +134,8 @@ impl IoStats {
             sync_ops: c.sync_ops.load(Ordering::Relaxed),
             throttle_waits: c.throttle_waits.load(Ordering::Relaxed),
             throttle_wait_micros: c.throttle_wait_micros.load(Ordering::Relaxed),
+            throttled_read_bytes: c.throttled_read_bytes.load(Ordering::Relaxed),
+            throttled_write_bytes: c.throttled_write_bytes.load(Ordering::Relaxed),
         }
     }
 }

@@ -200,8 +200,11 @@ impl Throttle {
         self.budget.limits().io_unit_bytes
     }
 
-    /// Charges an I/O and sleeps until it may run.
-    fn admit(&self, class: IoClass, bytes: u64, ios: u64) {
+    /// Charges an I/O (a write when `write`) and sleeps until it may run.
+    fn admit(&self, class: IoClass, bytes: u64, ios: u64, write: bool) {
+        self.storage
+            .io_stats()
+            .record_throttled(class, bytes, write);
         let now = self.clock.now();
         let wait = self.budget.charge(now, bytes, ios);
         if !wait.is_zero() {
@@ -227,7 +230,7 @@ impl WritableFile for ThrottledWritable {
     fn append(&mut self, data: &[u8]) -> Result<()> {
         let bytes = data.len() as u64;
         let ios = self.run.ios(self.inner.len(), bytes, self.throttle.unit());
-        self.throttle.admit(self.class, bytes, ios);
+        self.throttle.admit(self.class, bytes, ios, true);
         self.inner.append(data)
     }
 
@@ -255,7 +258,7 @@ impl ReadableFile for ThrottledReadable {
     fn read_exact_at(&self, offset: u64, buf: &mut [u8], class: IoClass) -> Result<()> {
         let bytes = buf.len() as u64;
         let ios = self.run.lock().ios(offset, bytes, self.throttle.unit());
-        self.throttle.admit(class, bytes, ios);
+        self.throttle.admit(class, bytes, ios, false);
         self.inner.read_exact_at(offset, buf, class)
     }
 

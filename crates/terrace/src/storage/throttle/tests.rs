@@ -215,6 +215,23 @@ fn waits_are_slept_before_the_io_and_counted_by_class() {
     assert_eq!(io.get(IoClass::Foreground).throttle_waits, 1);
     assert_eq!(io.get(IoClass::Foreground).throttle_wait_micros, 500_000);
     assert_eq!(io.get(IoClass::Wal).write_bytes, 1100);
+    // The bytes the throttled device stored and served, by class.
+    assert_eq!(io.get(IoClass::Wal).throttled_write_bytes, 1100);
+    assert_eq!(io.get(IoClass::Wal).throttled_read_bytes, 0);
+    assert_eq!(io.get(IoClass::Foreground).throttled_read_bytes, 500);
+}
+
+#[test]
+fn files_outside_every_rule_are_not_counted_as_throttled() {
+    let dir = tempfile::tempdir().unwrap();
+    let slow = dir.path().join("slow");
+    let (s, _clock) = storage(vec![(slow.clone(), ThrottleLimits::bandwidth(1 << 30))]);
+    s.create_dir_all(&slow).unwrap();
+    write(&s, &slow.join("t"), &[300], IoClass::Compaction);
+    write(&s, &dir.path().join("fast"), &[700], IoClass::Compaction);
+    let io = s.io_stats().get(IoClass::Compaction);
+    assert_eq!(io.write_bytes, 1000);
+    assert_eq!(io.throttled_write_bytes, 300);
 }
 
 #[test]
