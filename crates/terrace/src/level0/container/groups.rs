@@ -182,16 +182,20 @@ pub(super) fn build_groups(
         // One new row on top of an unchanged group: stack it. The same rows with a new
         // trim (a column compaction): trim the cached group and take the rows' readers,
         // which may have given chunks back, keeping its filters.
+        // Rows a column consumed whole leave the group: drop them from the cached one.
         let stacked = cached.filter(|c| sig.get(1..) == Some(c.rows.as_slice()));
-        let same_rows = cached.filter(|c| {
-            c.rows.len() == sig.len() && c.rows.iter().zip(&sig).all(|(a, b)| a.0 == b.0)
-        });
-        let group = match (stacked, same_rows, sig.first()) {
+        let kept_rows = cached.and_then(|c| dropped_rows(&c.rows, &sig).map(|d| (c, d)));
+        let group = match (stacked, kept_rows, sig.first()) {
             (Some(c), _, Some((n, None))) => c.group.with_row_on_top(reader(*n)?)?,
-            (_, Some(c), _) => {
+            (_, Some((c, dropped)), _) => {
+                let kept = if dropped.is_empty() {
+                    (*c.group).clone()
+                } else {
+                    c.group.without_rows(&dropped)?
+                };
                 let retrimmed = match sig.iter().filter_map(|(_, t)| t.as_deref()).max() {
-                    Some(t) => c.group.trimmed(t)?,
-                    None => (*c.group).clone(),
+                    Some(t) => kept.trimmed(t)?,
+                    None => kept,
                 };
                 let readers = sig
                     .iter()
@@ -211,6 +215,26 @@ pub(super) fn build_groups(
         });
     }
     Ok(out)
+}
+
+/// The positions of the rows of `cached` (`(number, trim)`, newest first) that `sig` no
+/// longer holds, if `sig` is `cached`'s rows less those, in the same order; `None` if
+/// `sig` has a row `cached` lacks or orders them differently.
+pub(super) fn dropped_rows(
+    cached: &[(u64, Option<Vec<u8>>)],
+    sig: &[(u64, Option<Vec<u8>>)],
+) -> Option<Vec<usize>> {
+    let mut dropped = Vec::new();
+    let mut want = sig.iter().peekable();
+    for (i, (n, _)) in cached.iter().enumerate() {
+        match want.peek() {
+            Some((m, _)) if m == n => {
+                want.next();
+            }
+            _ => dropped.push(i),
+        }
+    }
+    want.next().is_none().then_some(dropped)
 }
 
 /// The group of the rows `sig` (`(number, trim)`, newest first) from their loaded readers,

@@ -84,3 +84,28 @@ fn rows_of_disjoint_key_ranges_are_not_merged() {
     let nested = [span(2, b"b", b"c"), span(1, b"a", b"z")];
     assert!(!merge::key_disjoint(&nested));
 }
+
+/// A column install that deletes rows consumed whole keeps the cached group less those
+/// rows; a row the cache lacks, or rows in another order, need a rebuild.
+#[test]
+fn dropped_rows_are_the_cached_rows_a_version_no_longer_holds() {
+    let sig = |ns: &[u64]| -> Vec<(u64, Option<Vec<u8>>)> {
+        ns.iter().map(|&n| (n, Some(b"k".to_vec()))).collect()
+    };
+    let cached = sig(&[9, 7, 5, 3]);
+    assert_eq!(
+        groups::dropped_rows(&cached, &sig(&[9, 7, 5, 3])),
+        Some(vec![])
+    );
+    assert_eq!(
+        groups::dropped_rows(&cached, &sig(&[9, 3])),
+        Some(vec![1, 2])
+    );
+    assert_eq!(
+        groups::dropped_rows(&cached, &sig(&[7])),
+        Some(vec![0, 2, 3])
+    );
+    assert_eq!(groups::dropped_rows(&cached, &sig(&[9, 8, 3])), None);
+    assert_eq!(groups::dropped_rows(&cached, &sig(&[3, 9])), None);
+    assert_eq!(groups::dropped_rows(&cached, &sig(&[11, 9, 7, 5, 3])), None);
+}

@@ -91,6 +91,30 @@ impl SegmentFilter {
         }
     }
 
+    /// This segment without its `i`-th row (newest first), `None` if that was its last.
+    /// A closed segment keeps its filter, which still covers the rows left (a superset
+    /// only costs false positives); an open one rebuilds it from the hashes it keeps.
+    pub(crate) fn without_row(&self, i: usize, bits: usize) -> Option<Self> {
+        if self.rows <= 1 {
+            return None;
+        }
+        Some(match &self.pending {
+            Some(rows) => {
+                let mut rows = rows.clone();
+                if i < rows.len() {
+                    rows.remove(i);
+                }
+                SegmentFilter::open(rows, bits)
+            }
+            None => SegmentFilter {
+                rows: self.rows - 1,
+                filter: self.filter.clone(),
+                pending: None,
+                merged: self.merged,
+            },
+        })
+    }
+
     /// Number of rows in the segment.
     pub fn rows(&self) -> usize {
         self.rows

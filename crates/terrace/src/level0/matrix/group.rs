@@ -242,6 +242,55 @@ impl<E: AsRef<[u8]>> MatrixGroup<E> {
         Ok(g)
     }
 
+    /// This group without the rows at positions `drop` (newest first; a column
+    /// compaction consumed them whole). The other rows keep their starts and trims, the
+    /// segments their filters (now covering a row or more than they hold), so nothing is
+    /// read; a row whose pointers referred to a dropped row is searched in full.
+    ///
+    /// # Errors
+    /// `InvalidArgument` if a position is past the rows.
+    pub fn without_rows(&self, drop: &[usize]) -> Result<Self> {
+        if let Some(bad) = drop.iter().find(|&&i| i >= self.rows.len()) {
+            return Err(Error::InvalidArgument(format!(
+                "matrix group: no row {bad} to drop of {}",
+                self.rows.len()
+            )));
+        }
+        let mut g = self.clone();
+        let bits = g.params.bloom_bits_per_key;
+        let mut drop = drop.to_vec();
+        drop.sort_unstable();
+        drop.dedup();
+        // From the bottom up, so the positions above stay valid.
+        for &i in drop.iter().rev() {
+            let mut first = 0;
+            for s in 0..g.segments.len() {
+                let n = g.segments.get(s).map_or(0, |seg| seg.rows());
+                if i < first + n {
+                    match g
+                        .segments
+                        .get(s)
+                        .and_then(|seg| seg.without_row(i - first, bits))
+                    {
+                        Some(seg) => {
+                            if let Some(slot) = g.segments.get_mut(s) {
+                                *slot = Arc::new(seg);
+                            }
+                        }
+                        None => {
+                            g.segments.remove(s);
+                        }
+                    }
+                    break;
+                }
+                first += n;
+            }
+            g.rows.remove(i);
+        }
+        g.set_links();
+        Ok(g)
+    }
+
     /// This group with its rows' readers replaced by `readers` (newest first): the same
     /// rows, some of which gave data chunks back since. Starts, trims, links and segment
     /// filters are kept, so nothing is read.

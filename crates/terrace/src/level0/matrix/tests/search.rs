@@ -221,6 +221,7 @@ proptest! {
         chunk in MIN_CHUNK_BYTES..600,
         trim in prop::option::weighted(0.3, 0usize..48),
         snap_picks in prop::collection::vec(any::<prop::sample::Index>(), 4),
+        drop_picks in prop::collection::vec(any::<prop::sample::Index>(), 0..4),
     ) {
         let (rows, last_seq) = model_rows(&specs);
         let p = params(segment_rows, bits, chunk);
@@ -234,6 +235,20 @@ proptest! {
         let mut snaps: Vec<SeqNo> = snap_picks.iter().map(|i| i.index(last_seq as usize + 1) as SeqNo).collect();
         snaps.push(MAX_SEQ);
         check_all(&g, &rows, trim_key.as_deref(), &snaps);
+        // Rows dropped from the group (a column consumed them whole) leave a group that
+        // answers as the remaining rows do, its segments still adding up.
+        let drop: Vec<usize> = drop_picks.iter().map(|i| i.index(rows.len())).collect();
+        let fewer = g.without_rows(&drop).unwrap();
+        let left: Vec<ModelRow> = rows
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !drop.contains(&(rows.len() - 1 - i)))
+            .map(|(_, r)| r.clone())
+            .collect();
+        prop_assert_eq!(fewer.len(), left.len());
+        prop_assert_eq!(fewer.segments().iter().map(|s| s.rows()).sum::<usize>(), left.len());
+        check_all(&fewer, &left, trim_key.as_deref(), &snaps);
+        prop_assert!(g.without_rows(&[rows.len()]).is_err());
         // The same rows regrouped from scratch (as after a restart) answer the same.
         let readers: Vec<_> = g.rows().cloned().collect();
         let mut again = MatrixGroup::from_rows(readers, p).unwrap();
