@@ -7,7 +7,10 @@
 #   matrix      : the matrix container on the persistent-memory directory (with the WAL),
 #                 levels 1+ on the throttled directory
 # then random reads, and sequential writes and reads, with one flush and one compaction
-# thread. Prints each run's report; with PLOT=1 writes per-second SVG plots.
+# thread. Each load is followed by waitforcompaction, whose report is the compaction the
+# load left behind (its bytes and time complete the load's write amplification and
+# sustained rate), so the reads run on a settled tree. Prints each run's report; with
+# PLOT=1 writes per-second SVG plots.
 #
 # Usage: bench/matrixkv.sh [NUM] [VALUE_SIZE]     (defaults: 1300000 entries of 1024 B)
 # Environment: WORK (scratch directory, default a temporary one; put PMEM_DIR on tmpfs or
@@ -47,11 +50,11 @@ run() { # name, extra flags...
   rm -rf "$db" "$PMEM_DIR"/*
   echo "=== $name"
   "$BIN" bench --db="$db" "${common[@]}" "$@" \
-    --benchmarks=fillrandom,readrandom --reads=$((NUM / 10)) \
+    --benchmarks=fillrandom,waitforcompaction,readrandom --reads=$((NUM / 10)) \
     --report_file="$WORK/$name-random.csv" ${PLOT:+--plot="$WORK/$name-random.svg"}
   rm -rf "$db" "$PMEM_DIR"/*
   [ "$SEQ" = 0 ] && return 0
-  "$BIN" bench --db="$db" "${common[@]}" "$@" --benchmarks=fillseq,readseq \
+  "$BIN" bench --db="$db" "${common[@]}" "$@" --benchmarks=fillseq,waitforcompaction,readseq \
     --report_file="$WORK/$name-seq.csv" ${PLOT:+--plot="$WORK/$name-seq.svg"}
 }
 

@@ -28,7 +28,7 @@ use super::store::{store_relinked, store_row, StoredRow};
 use super::{MatrixLevel0, State};
 use crate::error::{Error, Result};
 use crate::key::SeqNo;
-use crate::level0::matrix::{MatrixGroup, MergePlan};
+use crate::level0::matrix::{MatrixGroup, MergePlan, SegmentFilter};
 use crate::level0::{Level0Env, Level0Flush};
 use crate::pmem::{Extent, PmemRegion};
 use crate::version::{RowMeta, Version};
@@ -114,6 +114,8 @@ pub(super) struct MergeDone {
     plan: MergePlan,
     /// The outputs by number, top first.
     outputs: Vec<(u64, Arc<StoredRow>)>,
+    /// The outputs' segment filters, made before the database's lock is taken.
+    segments: Vec<Arc<SegmentFilter>>,
     /// The row above the merged range: its old number, its new one and the relinked row.
     above: Option<(u64, u64, Arc<StoredRow>)>,
     /// Metadata of the outputs and the relinked row above.
@@ -238,10 +240,13 @@ pub(super) fn run_merge(
         deleted_rows.push(old_meta.number);
         above = Some((old_meta.number, number, s));
     }
+    let readers: Vec<_> = outputs.iter().map(|(_, s)| s.reader.clone()).collect();
+    let segments = MatrixGroup::merged_segments(&readers, group.params())?;
     Ok(Some(MergeDone {
         group_id,
         plan,
         outputs,
+        segments,
         above,
         new_rows,
         deleted_rows,
@@ -255,7 +260,7 @@ pub(super) fn run_merge(
 /// inputs changed: the merge is then simply not recorded.
 ///
 /// # Errors
-/// Errors reading the output rows' keys for the group's filters.
+/// `InvalidArgument` if the merged group's row numbers do not add up.
 pub(super) fn accept(st: &mut State, done: MergeDone, version: &Version) -> Result<bool> {
     if done.group_id != st.active_group {
         return Ok(false);
@@ -277,7 +282,10 @@ pub(super) fn accept(st: &mut State, done: MergeDone, version: &Version) -> Resu
     };
     let outputs = done.outputs.iter().map(|(_, s)| s.reader.clone()).collect();
     let above = done.above.as_ref().map(|(_, _, s)| s.reader.clone());
-    let Ok(merged) = current.group.apply_merge(&done.plan, outputs, above) else {
+    let Ok(merged) = current
+        .group
+        .apply_merge_with(&done.plan, outputs, above, done.segments)
+    else {
         return Ok(false);
     };
     let first_input = done.deleted_rows.first().copied();

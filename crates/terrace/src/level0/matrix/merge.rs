@@ -25,6 +25,7 @@ use super::build::{relink, Below, BuiltRow, RelinkedMeta, RowBuilder};
 use super::group::{GroupRow, MatrixGroup};
 use super::iter::RowIterator;
 use super::row::RowReader;
+use super::MatrixParams;
 use crate::compaction::stream::{tombstones_to_keep, CompactionStream, StreamConfig};
 use crate::compaction::StreamCounters;
 use crate::error::{Error, Result};
@@ -239,6 +240,51 @@ impl<E: AsRef<[u8]> + Send + Sync + 'static> MatrixGroup<E> {
         outputs: Vec<Arc<RowReader<E>>>,
         above: Option<Arc<RowReader<E>>>,
     ) -> Result<Self> {
+        let segments = Self::merged_segments(&outputs, &self.params)?;
+        self.apply_merge_with(plan, outputs, above, segments)
+    }
+
+    /// The segment filters of a merge's `outputs` (top first): closed, marked merged, cut
+    /// every `segment_rows` rows from the bottom. It reads every output key, so a caller
+    /// that must not hold a lock while it does computes them first and hands them to
+    /// [`MatrixGroup::apply_merge_with`].
+    ///
+    /// # Errors
+    /// Errors reading the outputs' keys.
+    pub fn merged_segments(
+        outputs: &[Arc<RowReader<E>>],
+        params: &MatrixParams,
+    ) -> Result<Vec<Arc<SegmentFilter>>> {
+        let hashes = outputs
+            .iter()
+            .map(|r| row_hashes(r, 0))
+            .collect::<Result<Vec<_>>>()?;
+        let (seg_rows, bits) = (params.segment_rows, params.bloom_bits_per_key);
+        let mut new_segments = Vec::new();
+        let mut end_at = hashes.len();
+        while end_at > 0 {
+            let begin = end_at.saturating_sub(seg_rows);
+            let h = hashes.get(begin..end_at).unwrap_or_default();
+            new_segments.push(Arc::new(SegmentFilter::closed(h, bits, true)));
+            end_at = begin;
+        }
+        new_segments.reverse();
+        Ok(new_segments)
+    }
+
+    /// [`MatrixGroup::apply_merge`] with the outputs' segment filters already made by
+    /// [`MatrixGroup::merged_segments`] (with this group's parameters): reads nothing.
+    ///
+    /// # Errors
+    /// As [`MatrixGroup::apply_merge`]; `InvalidArgument` if `segments` do not hold
+    /// the outputs' rows.
+    pub fn apply_merge_with(
+        &self,
+        plan: &MergePlan,
+        outputs: Vec<Arc<RowReader<E>>>,
+        above: Option<Arc<RowReader<E>>>,
+        new_segments: Vec<Arc<SegmentFilter>>,
+    ) -> Result<Self> {
         let bad = |r: &str| Error::InvalidArgument(format!("table merge: {r}"));
         let first_id = plan.row_ids.first().ok_or_else(|| bad("empty plan"))?;
         let start = self
@@ -278,20 +324,9 @@ impl<E: AsRef<[u8]> + Send + Sync + 'static> MatrixGroup<E> {
                 _ => return Err(bad("relinked row is not the row above")),
             }
         }
-        let hashes = outputs
-            .iter()
-            .map(|r| row_hashes(r, 0))
-            .collect::<Result<Vec<_>>>()?;
-        let (seg_rows, bits) = (self.params.segment_rows, self.params.bloom_bits_per_key);
-        let mut new_segments = Vec::new();
-        let mut end_at = hashes.len();
-        while end_at > 0 {
-            let begin = end_at.saturating_sub(seg_rows);
-            let h = hashes.get(begin..end_at).unwrap_or_default();
-            new_segments.push(Arc::new(SegmentFilter::closed(h, bits, true)));
-            end_at = begin;
+        if new_segments.iter().map(|s| s.rows()).sum::<usize>() != outputs.len() {
+            return Err(bad("segments do not hold the outputs"));
         }
-        new_segments.reverse();
         g.rows
             .splice(start..end, outputs.into_iter().map(GroupRow::new));
         g.segments.splice(seg_start..seg_end, new_segments);

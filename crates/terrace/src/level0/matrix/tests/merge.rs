@@ -40,7 +40,31 @@ fn run_merge(
             RowReader::open(&a.header, a.meta_chunks.clone(), old.data_chunks().to_vec()).unwrap(),
         )
     });
-    (g.apply_merge(plan, rows, above).unwrap(), out)
+    // Filters made ahead (as the container does, outside the database's lock) give the
+    // same group; filters that do not hold the outputs are refused.
+    let segments = MatrixGroup::merged_segments(&rows, g.params()).unwrap();
+    if !rows.is_empty() {
+        assert!(g
+            .apply_merge_with(plan, rows.clone(), above.clone(), Vec::new())
+            .is_err());
+    }
+    let ahead = g
+        .apply_merge_with(plan, rows.clone(), above.clone(), segments)
+        .unwrap();
+    let merged = g.apply_merge(plan, rows, above).unwrap();
+    assert_eq!(
+        ahead
+            .segments()
+            .iter()
+            .map(|s| s.rows())
+            .collect::<Vec<_>>(),
+        merged
+            .segments()
+            .iter()
+            .map(|s| s.rows())
+            .collect::<Vec<_>>()
+    );
+    (merged, out)
 }
 
 /// Every read at every listed snapshot, and at the latest data, ends the same way.
