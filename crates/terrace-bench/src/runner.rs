@@ -61,6 +61,11 @@ pub const BENCHMARKS: &[&str] = &[
 /// Benchmarks that start from an empty database (skipped with `--use_existing_db`).
 const FRESH: &[&str] = &["fillseq", "fillrandom", "fillsync", "ycsb_load"];
 
+/// Benchmarks of one maintenance call, not a stream of operations: they add no rows to the
+/// interval report and the plot (a single operation lasting seconds would read as a stall
+/// and set the latency axis).
+const MAINTENANCE: &[&str] = &["compact", "waitforcompaction"];
+
 /// Runs every benchmark of `flags`, printing to `out`, and returns their results. Writes
 /// the report file, JSON and plot that the flags ask for.
 ///
@@ -283,7 +288,7 @@ fn run_one(
     run_start: Instant,
     csv: &Mutex<Option<CsvReport>>,
 ) -> Result<BenchResult> {
-    let reporting = flags.report_interval_seconds > 0;
+    let reporting = flags.report_interval_seconds > 0 && !MAINTENANCE.contains(&name);
     let shared = Shared::new(reporting, progress_bar(flags, name));
     let counter = InsertCounter::new(flags.num);
     let with_writer = name.ends_with("whilewriting");
