@@ -89,6 +89,10 @@ impl DbInner {
         for l in &self.listeners {
             l.on_flush_completed(&info);
         }
+        // The flushed memtable is freed here, with the lock released, unless a reader
+        // still holds it: freeing a memtable's entries one by one takes milliseconds,
+        // which under the lock a writer would wait out.
+        MutexGuard::unlocked(st, move || drop(mem));
         Ok(true)
     }
 
