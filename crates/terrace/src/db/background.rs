@@ -15,6 +15,9 @@ use crate::error::Result;
 
 /// How long a flush that found no room in level 0 waits before looking again.
 const FLUSH_RETRY: std::time::Duration = std::time::Duration::from_millis(50);
+/// How often `wait_idle` looks again when no wake-up comes (a rewrite that found nothing
+/// due sends none).
+const IDLE_POLL: std::time::Duration = std::time::Duration::from_millis(10);
 
 #[derive(Clone, Copy)]
 enum Kind {
@@ -106,7 +109,8 @@ impl DbInner {
                 return Ok(());
             }
             self.bg_work.notify_all();
-            self.bg_done.wait(&mut st);
+            // A rewrite that finds nothing due ends without a wake-up: look again soon.
+            self.bg_done.wait_for(&mut st, IDLE_POLL);
         }
     }
 }

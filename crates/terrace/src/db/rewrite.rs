@@ -29,17 +29,20 @@ impl DbInner {
         st.running_rewrite = true;
         let done = MutexGuard::unlocked(st, || self.level0.rewrite(&env));
         st.running_rewrite = false;
+        let Some(changes) = done? else {
+            // Nothing was due, so no room was held and nobody waits for this thread
+            // (`wait_idle` polls): no wake-up. Waking the writers here made a writer
+            // waiting for a flush and this thread wake each other every few microseconds,
+            // each turn taking the state lock the flush needs. Look again at once if the
+            // state changed meanwhile (its wake-up went by while the lock was released).
+            let changed = !std::sync::Arc::ptr_eq(&before, &st.versions.current());
+            return Ok(changed || st.shutting_down);
+        };
         // A flush waiting for the room the rewrite held may go on now.
         if st.imms.front().is_some_and(|i| !i.flushing) {
             self.bg_work.notify_all();
         }
         self.bg_done.notify_all();
-        let Some(changes) = done? else {
-            // Nothing was due; look again at once if the state changed meanwhile (its
-            // wake-up went by while the lock was released).
-            let changed = !std::sync::Arc::ptr_eq(&before, &st.versions.current());
-            return Ok(changed || st.shutting_down);
-        };
         if !self.level0.accept_rewrite(&st.versions.current())? {
             // Its group changed meanwhile (column compaction took it): nothing recorded.
             return Ok(true);
