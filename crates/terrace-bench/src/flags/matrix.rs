@@ -42,6 +42,9 @@ pub struct MatrixFlags {
     /// `--matrix_trigger`: fraction of the capacity that freezes the rows for column
     /// compaction.
     pub trigger: f64,
+    /// The first of `--pmem_path` and `--matrix_*` given, with its value: refused with
+    /// `--l0=classic`, where it would mean nothing.
+    pub given: Option<(String, String)>,
 }
 
 impl Default for MatrixFlags {
@@ -55,6 +58,7 @@ impl Default for MatrixFlags {
             segment_rows: d.params.segment_rows,
             merge_segments: d.params.merge_segments,
             trigger: d.compaction_trigger,
+            given: None,
         }
     }
 }
@@ -85,16 +89,22 @@ impl MatrixFlags {
             "matrix_trigger" => num(name, v).map(|n| self.trigger = n),
             _ => return None,
         };
+        if name != "l0" && self.given.is_none() {
+            self.given = Some((name.to_string(), v.to_string()));
+        }
         Some(r)
     }
 
     /// The level 0 these flags describe (a fresh instance for every open).
     ///
     /// # Errors
-    /// A bad value for a matrix setting.
+    /// A bad value for a matrix setting; a matrix setting with `--l0=classic`.
     pub fn level0(&self) -> Result<Arc<dyn Level0>> {
         match self.l0 {
-            L0Kind::Classic => Ok(Arc::new(ClassicLevel0)),
+            L0Kind::Classic => match &self.given {
+                Some((name, v)) => Err(bad(name, v, "applies only with --l0=matrix")),
+                None => Ok(Arc::new(ClassicLevel0)),
+            },
             L0Kind::Matrix => {
                 let mut opts = MatrixOptions {
                     region_path: self.pmem_path.as_ref().map(|p| p.join(DEFAULT_REGION_FILE)),

@@ -234,3 +234,34 @@ fn compaction_pri_takes_names_and_db_bench_integers() {
         }
     }
 }
+
+#[test]
+fn matrix_flags_parse_and_need_the_matrix_level0() {
+    let f = Flags::parse([
+        "--l0=matrix",
+        "--pmem_path=/mnt/pmem",
+        "--matrix_capacity=134217728",
+        "--matrix_columns=16",
+        "--matrix_segment_rows=4",
+        "--matrix_merge_segments=2",
+        "--matrix_trigger=0.5",
+    ])
+    .unwrap();
+    assert_eq!(f.matrix.l0, L0Kind::Matrix);
+    assert_eq!(f.matrix.pmem_path, Some(PathBuf::from("/mnt/pmem")));
+    assert_eq!(
+        (f.matrix.capacity, f.matrix.columns, f.matrix.segment_rows),
+        (134_217_728, 16, 4)
+    );
+    assert_eq!((f.matrix.merge_segments, f.matrix.trigger), (2, 0.5));
+    // Without --l0=matrix a matrix setting would silently mean nothing: refused, named.
+    for arg in ["--pmem_path=/mnt/pmem", "--matrix_columns=16"] {
+        let e = Flags::parse([arg]).unwrap_err().to_string();
+        let name = arg.split('=').next().unwrap();
+        assert!(e.contains(name) && e.contains("--l0=matrix"), "{e}");
+        assert!(Flags::parse([arg, "--l0=classic"]).is_err());
+        assert!(Flags::parse([arg, "--l0=matrix"]).is_ok());
+    }
+    assert!(Flags::parse(["--l0=matrix", "--matrix_trigger=2"]).is_err());
+    assert!(Flags::parse(["--l0=nvm"]).is_err());
+}
