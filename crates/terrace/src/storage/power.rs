@@ -115,6 +115,12 @@ impl PowerSupply {
         self.state.lock().cut = Some((filter, n));
     }
 
+    /// Forgets a pending [`PowerSupply::cut_at`] that has not happened (a clean shutdown
+    /// follows); the power stays as it is.
+    pub fn disarm(&self) {
+        self.state.lock().cut = None;
+    }
+
     /// Cuts the power now.
     pub fn cut_now(&self) {
         let mut st = self.state.lock();
@@ -202,6 +208,14 @@ mod tests {
         p.cut_now();
         assert_eq!(p.point(wal), Verdict::Fail);
         assert!(!p.cut_by_filter());
+        p.restore();
+        p.cut_at(PointFilter::any(), 0);
+        p.disarm();
+        assert_eq!(
+            p.point(wal),
+            Verdict::Durable,
+            "a disarmed cut never happens"
+        );
     }
 
     #[test]

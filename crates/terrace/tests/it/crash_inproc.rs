@@ -365,6 +365,8 @@ fn run_cycles(cycles: u32, check: Check, layout: Layout, job: Option<Job>) -> Ou
             // Nothing becomes durable from here on; background jobs fail and stop.
             power.cut_now();
         } else {
+            // A clean shutdown: the cut drawn for this cycle must not land in the close.
+            power.disarm();
             durable = ops.len();
         }
         drop(db);
