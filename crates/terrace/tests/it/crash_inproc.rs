@@ -501,12 +501,13 @@ fn with_a_matrix_level0_negative_control_notices_rows_that_were_never_persisted(
 }
 
 /// Honest crash cycles whose power is cut inside `job`: every cycle must recover, and
-/// enough of the cuts must land in the job for the test to mean something.
+/// a quarter of the cuts at least must land in the job (the others end their cycle first)
+/// for the test to mean something.
 fn crashes_in(job: Job) {
     let n = cycles();
     let out = run_crashing_in(n, Check::Honest, job);
     assert!(
-        out.cut_in_job * 3 >= n,
+        out.cut_in_job * 4 >= n,
         "only {} of {n} crashes landed in a {job:?}",
         out.cut_in_job
     );
@@ -547,7 +548,7 @@ fn a_crash_inside_a_table_merge_recovers_every_durable_write() {
     let out = run_crashing_in(cycles(), Check::Honest, Job::TableMerge);
     assert!(out.row_merges > 0, "no table merge ran");
     assert!(
-        out.cut_in_job * 3 >= cycles(),
+        out.cut_in_job * 4 >= cycles(),
         "only {} of {} crashes landed in a table merge",
         out.cut_in_job,
         cycles()
