@@ -86,8 +86,10 @@ pub fn database(out: &mut impl Write, dir: &Path, verify: bool) -> anyhow::Resul
     writeln!(out, "last sequence:   {}", layout.last_sequence)?;
     writeln!(out, "log number:      {}", layout.log_number)?;
     writeln!(out, "next file:       {}", layout.next_file_number)?;
-    let total: u64 = layout.levels.iter().flatten().map(|f| f.size).sum();
+    let total: u64 = layout.levels.iter().flatten().map(|f| f.size).sum::<u64>()
+        + layout.rows.iter().map(|r| r.size).sum::<u64>();
     writeln!(out, "total bytes:     {total}")?;
+    rows(out, dir, &layout.rows)?;
     for (level, files) in layout.levels.iter().enumerate() {
         if files.is_empty() {
             continue;
@@ -117,6 +119,58 @@ pub fn database(out: &mut impl Write, dir: &Path, verify: bool) -> anyhow::Resul
     }
     if verify {
         writeln!(out, "\nchecksums: ok")?;
+        if !layout.rows.is_empty() {
+            writeln!(
+                out,
+                "level-0 rows: not checked here (opening the database checks every row)"
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// The rows of a matrix level 0, and where their region file is expected.
+fn rows(
+    out: &mut impl Write,
+    dir: &Path,
+    rows: &[terrace::version::RowMeta],
+) -> anyhow::Result<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let bytes: u64 = rows.iter().map(|r| r.size).sum();
+    let entries: u64 = rows.iter().map(|r| r.num_entries).sum();
+    writeln!(
+        out,
+        "\nlevel 0 (matrix container on persistent memory): {} rows, {bytes} bytes, {entries} entries",
+        rows.len()
+    )?;
+    let region = dir.join(terrace::level0::DEFAULT_REGION_FILE);
+    if region.exists() {
+        writeln!(out, "  region: {}", region.display())?;
+    } else {
+        writeln!(
+            out,
+            "  region: not in this directory (the database's matrix options name it)"
+        )?;
+    }
+    for r in rows {
+        let trim = r
+            .trim
+            .as_deref()
+            .map_or(String::new(), |t| format!("  trimmed below {}", show(t)));
+        writeln!(
+            out,
+            "  row {:06} group {} {:>10} bytes {:>8} entries  seq {}..{}  [{} .. {}]{trim}",
+            r.number,
+            r.group,
+            r.size,
+            r.num_entries,
+            r.smallest_seq,
+            r.largest_seq,
+            show_ikey(r.smallest.encoded()),
+            show_ikey(r.largest.encoded())
+        )?;
     }
     Ok(())
 }

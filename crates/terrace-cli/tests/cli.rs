@@ -95,3 +95,40 @@ fn bad_input_gets_a_clear_error() {
     let out = terrace().arg("inspect").output().unwrap();
     assert!(!out.status.success());
 }
+
+/// A checkpoint of a database whose level 0 is the matrix container: inspect lists the
+/// rows it holds and the region file that keeps them.
+#[test]
+fn inspect_shows_the_rows_of_a_matrix_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut matrix = terrace::level0::MatrixOptions {
+        region_path: Some(dir.path().join("region.pmem")),
+        capacity: 4 << 20,
+        page_size: 4096,
+        ..Default::default()
+    };
+    matrix.params.chunk_bytes = 4096;
+    let opts = Options {
+        level0: std::sync::Arc::new(terrace::level0::MatrixLevel0::new(matrix).unwrap()),
+        ..small()
+    };
+    let db = Db::open(dir.path().join("db"), opts).unwrap();
+    for i in 0..3000u32 {
+        db.put(format!("key{i:05}").as_bytes(), b"value").unwrap();
+    }
+    let cp = dir.path().join("cp");
+    db.checkpoint(&cp).unwrap();
+    let rows = db.stats().levels[0].rows;
+    assert!(rows > 0);
+    let out = terrace().arg("inspect").arg(&cp).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains(&format!(
+            "matrix container on persistent memory): {rows} rows"
+        )),
+        "{text}"
+    );
+    assert!(text.contains("MATRIX.pmem"), "{text}");
+    assert_eq!(text.matches("  row ").count() as u64, rows as u64, "{text}");
+}

@@ -59,6 +59,10 @@ pub enum Error {
     /// The operation is not supported by this build or configuration.
     #[error("not supported: {0}")]
     Unsupported(String),
+    /// An invariant inside the engine does not hold (a bug, not the caller's input or a
+    /// damaged file). The operation did nothing it could not undo.
+    #[error("internal error: {0}")]
+    Internal(String),
 }
 
 impl Error {

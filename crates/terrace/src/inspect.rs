@@ -12,7 +12,9 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::storage::Storage;
-use crate::version::{manifest_file_name, replay_manifest, table_file_name, FileMeta, Replayed};
+use crate::version::{
+    manifest_file_name, replay_manifest, table_file_name, FileMeta, Replayed, RowMeta,
+};
 
 /// The most levels any configuration allows (`Options::num_levels` is at most 64); the
 /// manifest is replayed with this many so that inspection needs no options.
@@ -36,6 +38,9 @@ pub struct DatabaseLayout {
     /// The files of each level: level 0 newest first, the others ordered by key. As many
     /// levels as the highest non-empty one needs, and at least 7.
     pub levels: Vec<Vec<FileMeta>>,
+    /// The rows of a matrix level 0 (on persistent memory, in the region the database is
+    /// opened with; a checkpoint keeps them in its `MATRIX.pmem`), in the version's order.
+    pub rows: Vec<RowMeta>,
 }
 
 impl DatabaseLayout {
@@ -62,6 +67,7 @@ impl DatabaseLayout {
             levels: (0..n)
                 .map(|l| r.version.files(l).iter().map(|f| (**f).clone()).collect())
                 .collect(),
+            rows: r.version.rows().iter().map(|r| (**r).clone()).collect(),
         }
     }
 }

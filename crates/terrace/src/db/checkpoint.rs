@@ -6,6 +6,12 @@
 //! (or copied) into the target, the MANIFEST is copied up to its current end, the logs a
 //! recovery would replay (numbered at or above the manifest's log number: the writes since
 //! the flush) are synced and copied from the log directory, and CURRENT is written last.
+//! Level 0 copies its own state for the same version (`Level0::checkpoint`): the matrix
+//! container writes its live rows into a region file `MATRIX.pmem` of the checkpoint, at
+//! the offsets the manifest records.
+//!
+//! The copy is built in `<target>.checkpoint-tmp` and renamed to the target when whole;
+//! files a failed attempt left there are removed by the next attempt.
 //!
 //! The copy is a self-contained database directory: table files of every volume and the
 //! logs land in the target's own directory, so a database opened there without extra
@@ -39,6 +45,11 @@ impl DbInner {
             return Err(e);
         }
         let tmp = target.with_extension("checkpoint-tmp");
+        if self.storage.exists(&tmp)? {
+            for name in self.storage.list(&tmp)? {
+                self.storage.remove_file(&tmp.join(name))?;
+            }
+        }
         self.storage.create_dir_all(&tmp)?;
         let version = st.versions.current();
         for level in version.levels() {
@@ -48,6 +59,9 @@ impl DbInner {
                     .link_or_copy(&self.tables.path(f.volume, f.number), &tmp.join(&name))?;
             }
         }
+        // Level 0's own state (the matrix container's rows on persistent memory) for the
+        // same version as the table files and the manifest.
+        self.level0.checkpoint(&version, &tmp)?;
         let manifest = manifest_file_name(st.versions.manifest_number());
         let bytes = self
             .storage

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use super::{Backpressure, Level0, Level0Env, Level0Flush, Level0View};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::SeqNo;
 use crate::memtable::MemTable;
@@ -119,9 +119,27 @@ impl Level0 for ClassicLevel0 {
             .unwrap_or(0)
     }
 
-    fn recover(&self, _env: &Level0Env<'_>, _version: &Version) -> Result<()> {
-        // Level-0 files are recorded in the manifest; the version set has checked them.
+    fn checkpoint(&self, _version: &Version, _dir: &std::path::Path) -> Result<()> {
+        // Level-0 files are table files of the version: the database links them.
         Ok(())
+    }
+
+    fn recover(&self, _env: &Level0Env<'_>, version: &Version) -> Result<()> {
+        // Level-0 files are recorded in the manifest; the version set has checked them.
+        // Rows of a matrix level 0 are not readable here: opening without them would
+        // silently lose every write they hold.
+        let rows = version.rows();
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let bytes: u64 = rows.iter().map(|r| r.size).sum();
+        Err(Error::InvalidArgument(format!(
+            "the manifest records {} rows ({bytes} bytes) of a matrix level 0 on persistent \
+             memory; open this database with Options::level0 set to a MatrixLevel0 whose \
+             region holds them (a checkpoint keeps them in {})",
+            rows.len(),
+            super::DEFAULT_REGION_FILE
+        )))
     }
 }
 

@@ -232,6 +232,16 @@ pub trait Level0: Send + Sync {
     /// it are no longer needed once the edit installing it is durable.
     fn durable_seq(&self, version: &Version) -> SeqNo;
 
+    /// Copies level 0's durable state that is not a table file of `version` (those the
+    /// database links itself) into `dir`, the directory of a checkpoint being made, so
+    /// that a database opened there with the same kind of level 0 (and its default
+    /// location for that state) holds `version`'s level 0 whole. Called with the
+    /// database's lock held: `version` is the current one and stays live meanwhile.
+    ///
+    /// # Errors
+    /// I/O errors; the checkpoint is then abandoned.
+    fn checkpoint(&self, version: &Version, dir: &std::path::Path) -> Result<()>;
+
     /// Brings level 0 back after open, checking it against `version`.
     ///
     /// # Errors

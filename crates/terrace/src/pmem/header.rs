@@ -158,25 +158,34 @@ pub(super) fn create(path: &Path, page_size: u32, capacity: u64) -> Result<()> {
         capacity,
         creation_id: creation_id(),
     };
+    write_new(path, header, |_| Ok(()))
+}
+
+/// Creates a region file at `path` with `header` atomically, as [`create`] does, letting
+/// `fill` write data pages into it before it is synced and renamed into place. Refuses to
+/// replace an existing file.
+pub(super) fn write_new(
+    path: &Path,
+    header: Header,
+    fill: impl FnOnce(&File) -> std::io::Result<()>,
+) -> Result<()> {
     let mut tmp_name = path.as_os_str().to_owned();
     tmp_name.push(format!(".creating-{}", std::process::id()));
     let tmp = Path::new(&tmp_name);
-    let io = |e| Error::io(tmp, e);
-    let mut file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(tmp)
-        .map_err(io)?;
-    let mut page = vec![0u8; page_size as usize];
-    let fixed = header.encode();
-    page[..fixed.len()].copy_from_slice(&fixed);
-    file.write_all(&page).map_err(io)?;
-    file.set_len(header.file_len()).map_err(io)?;
-    super::map::reserve(&file, header.file_len()).map_err(io)?;
-    file.sync_all().map_err(io)?;
-    drop(file);
+    let written = write_file(tmp, header, fill).and_then(|()| {
+        if path.try_exists().map_err(|e| Error::io(path, e))? {
+            return Err(Error::InvalidArgument(format!(
+                "pmem region {} already exists",
+                path.display()
+            )));
+        }
+        Ok(())
+    });
+    if let Err(e) = written {
+        // Best effort: the error that stopped the creation matters more than this one.
+        let _ = std::fs::remove_file(tmp);
+        return Err(e);
+    }
     std::fs::rename(tmp, path).map_err(|e| Error::io(path, e))?;
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         File::open(dir)
@@ -184,6 +193,30 @@ pub(super) fn create(path: &Path, page_size: u32, capacity: u64) -> Result<()> {
             .map_err(|e| Error::io(dir, e))?;
     }
     Ok(())
+}
+
+/// Writes and syncs a whole region file at `path` (no rename).
+fn write_file(
+    path: &Path,
+    header: Header,
+    fill: impl FnOnce(&File) -> std::io::Result<()>,
+) -> Result<()> {
+    let io = |e| Error::io(path, e);
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+        .map_err(io)?;
+    let mut page = vec![0u8; header.page_size as usize];
+    let fixed = header.encode();
+    page[..fixed.len()].copy_from_slice(&fixed);
+    file.write_all(&page).map_err(io)?;
+    file.set_len(header.file_len()).map_err(io)?;
+    super::map::reserve(&file, header.file_len()).map_err(io)?;
+    fill(&file).map_err(io)?;
+    file.sync_all().map_err(io)
 }
 
 /// A fresh 64-bit identity for a new file: the standard library's randomly keyed hasher

@@ -685,3 +685,52 @@ fn persists_after_a_power_cut_fail_and_reach_nothing() {
         "nothing of the extent sealed after the cut"
     );
 }
+
+// ---- copies (checkpoints) ----
+
+#[test]
+fn a_copy_holds_the_given_extents_at_their_offsets_and_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = region_path(&dir);
+    let r = open(&path, 16 * P, PmemMode::Shadow);
+    let mut kept = r.alloc(2 * P).unwrap();
+    kept.write(0, &pattern(3, 2 * PAGE as usize)).unwrap();
+    let kept = kept.seal().unwrap();
+    let mut other = r.alloc(P).unwrap();
+    other.write(0, &pattern(9, PAGE as usize)).unwrap();
+    let other = other.seal().unwrap();
+    let copy = dir.path().join("copy.pmem");
+    r.copy_to(&copy, &[&kept]).unwrap();
+
+    let c = open(&copy, P, PmemMode::Mapped);
+    assert_eq!(c.creation_id(), r.creation_id());
+    assert_eq!(c.capacity(), r.capacity());
+    let got = c.claim(kept.offset(), kept.len()).unwrap();
+    assert_eq!(got.bytes(), kept.bytes());
+    // An extent not named is zero in the copy.
+    let skipped = c.claim(other.offset(), other.len()).unwrap();
+    assert!(skipped.bytes().iter().all(|&b| b == 0));
+    // No temporary file is left beside it.
+    let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+}
+
+#[test]
+fn a_copy_refuses_a_foreign_extent_and_an_existing_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = open(&region_path(&dir), 4 * P, PmemMode::Mapped);
+    let s = open(&dir.path().join("other.pmem"), 4 * P, PmemMode::Mapped);
+    let foreign = s.alloc(P).unwrap().seal().unwrap();
+    let target = dir.path().join("copy.pmem");
+    let err = r.copy_to(&target, &[&foreign]).unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+    assert!(!target.exists());
+    std::fs::write(&target, b"mine").unwrap();
+    let err = r.copy_to(&target, &[]).unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+    assert_eq!(
+        std::fs::read(&target).unwrap(),
+        b"mine",
+        "an existing file is kept"
+    );
+}

@@ -199,3 +199,51 @@ fn a_missing_or_damaged_region_is_an_error_not_a_wrong_answer() {
     let db = Db::open(&dir, options(tmp.path(), PmemMode::Mapped)).unwrap();
     check(&db, &model);
 }
+
+/// Issue: a checkpoint of a matrix level 0 copied the tables, the manifest and the logs
+/// but not the rows on persistent memory; the copy then opened empty with a classic level
+/// 0, and failed with a matrix one. The rows now travel in the checkpoint's own region.
+#[test]
+fn a_checkpoint_holds_the_rows_of_level_0() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let mut rng = StdRng::seed_from_u64(11);
+    let mut model = BTreeMap::new();
+    let db = Db::open(&dir, options(tmp.path(), PmemMode::Mapped)).unwrap();
+    churn(&db, &mut model, &mut rng, 3000);
+    let cp = tmp.path().join("checkpoint");
+    db.checkpoint(&cp).unwrap();
+    let rows = db.stats().levels[0].rows;
+    assert!(rows > 0, "the checkpoint was taken with no row in level 0");
+    assert!(cp.join(terrace::level0::DEFAULT_REGION_FILE).exists());
+    // The original goes on changing; the checkpoint must not follow it.
+    let at_checkpoint = model.clone();
+    churn(&db, &mut model, &mut rng, 1500);
+    db.close().unwrap();
+
+    // A classic level 0 cannot read the rows: it refuses rather than open without them.
+    match Db::open(&cp, crate::small_options()) {
+        Err(terrace::Error::InvalidArgument(m)) => assert!(m.contains("matrix"), "{m}"),
+        Err(e) => panic!("unexpected error: {e}"),
+        Ok(_) => panic!("a checkpoint with level-0 rows opened without them"),
+    }
+    // The matrix level 0 at its default place (the checkpoint's own region) holds them.
+    let mut o = crate::small_options();
+    o.write_buffer_size = 8 << 10;
+    let mut m = crate::matrix_options(tmp.path(), 128 << 10, PmemMode::Mapped);
+    m.region_path = None;
+    o.level0 = std::sync::Arc::new(terrace::level0::MatrixLevel0::new(m).unwrap());
+    let copy = Db::open(&cp, o).unwrap();
+    assert_eq!(copy.stats().levels[0].rows, rows);
+    check(&copy, &at_checkpoint);
+    // And it is a working database: writes, flushes and compactions go on in it.
+    let mut copy_model = at_checkpoint;
+    churn(&copy, &mut copy_model, &mut rng, 1500);
+    copy.flush().unwrap();
+    copy.wait_for_compactions().unwrap();
+    check(&copy, &copy_model);
+    drop(copy);
+    // The original is untouched by all this.
+    let db = Db::open(&dir, options(tmp.path(), PmemMode::Mapped)).unwrap();
+    check(&db, &model);
+}

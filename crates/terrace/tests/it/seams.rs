@@ -191,6 +191,13 @@ impl terrace::level0::Level0 for ByteBudgetLevel0 {
     fn durable_seq(&self, version: &terrace::version::Version) -> u64 {
         terrace::level0::ClassicLevel0.durable_seq(version)
     }
+    fn checkpoint(
+        &self,
+        version: &terrace::version::Version,
+        dir: &std::path::Path,
+    ) -> terrace::Result<()> {
+        terrace::level0::ClassicLevel0.checkpoint(version, dir)
+    }
     fn recover(
         &self,
         env: &terrace::level0::Level0Env<'_>,

@@ -47,6 +47,9 @@ impl Level0 for AlwaysSlow {
     fn durable_seq(&self, version: &Version) -> u64 {
         ClassicLevel0.durable_seq(version)
     }
+    fn checkpoint(&self, version: &Version, dir: &std::path::Path) -> terrace::Result<()> {
+        ClassicLevel0.checkpoint(version, dir)
+    }
     fn recover(&self, env: &Level0Env<'_>, version: &Version) -> terrace::Result<()> {
         ClassicLevel0.recover(env, version)
     }

@@ -399,6 +399,37 @@ impl Level0 for MatrixLevel0 {
         files.chain(rows).max().unwrap_or(0)
     }
 
+    fn checkpoint(&self, version: &Version, dir: &std::path::Path) -> Result<()> {
+        if version.rows().is_empty() {
+            return Ok(());
+        }
+        let guard = self.state.lock();
+        let st = guard.as_ref().ok_or_else(Self::not_open)?;
+        let mut extents = Vec::new();
+        for r in version.rows() {
+            let stored = st.rows.get(&r.number).ok_or_else(|| {
+                Error::Internal(format!(
+                    "matrix row {} of the current version is not in the container",
+                    r.number
+                ))
+            })?;
+            // A row's held chunks are a superset of what the version names as long as the
+            // container has not released more than the version records.
+            if stored.released() > r.released_chunks as usize {
+                return Err(Error::Internal(format!(
+                    "matrix row {}: {} data chunks released, the version records {}",
+                    r.number,
+                    stored.released(),
+                    r.released_chunks
+                )));
+            }
+            extents.push(&stored.dir);
+            extents.extend(stored.reader.meta_chunks());
+            extents.extend(stored.reader.data_chunks());
+        }
+        st.region.copy_to(&dir.join(DEFAULT_REGION_FILE), &extents)
+    }
+
     fn recover(&self, env: &Level0Env<'_>, version: &Version) -> Result<()> {
         let mut guard = self.state.lock();
         // A previous open's mapping goes first, so that the region file can be locked.
