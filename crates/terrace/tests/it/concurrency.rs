@@ -1,5 +1,6 @@
 //! Many threads writing and reading while flushes and compactions run.
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use terrace::{Db, ReadOptions};
@@ -10,9 +11,12 @@ use crate::small_options;
 fn concurrent_writers_and_readers() {
     let dir = tempfile::tempdir().unwrap();
     let db = Arc::new(Db::open(dir.path(), small_options()).unwrap());
+    // How many keys each writer has written: a key below it must be readable.
+    let written: Arc<Vec<AtomicU32>> = Arc::new((0..4).map(|_| AtomicU32::new(0)).collect());
     let writers: Vec<_> = (0..4u32)
         .map(|t| {
             let db = db.clone();
+            let written = written.clone();
             std::thread::spawn(move || {
                 for i in 0..2500u32 {
                     db.put(
@@ -20,6 +24,7 @@ fn concurrent_writers_and_readers() {
                         format!("{t}:{i}").as_bytes(),
                     )
                     .unwrap();
+                    written[t as usize].store(i + 1, Ordering::Release);
                 }
             })
         })
@@ -27,34 +32,56 @@ fn concurrent_writers_and_readers() {
     let readers: Vec<_> = (0..2u32)
         .map(|_| {
             let db = db.clone();
+            let written = written.clone();
             std::thread::spawn(move || {
+                let mut checked_present = 0u32;
+                // Start once every writer has begun, so that the first round has keys
+                // that must be found.
+                while written.iter().any(|w| w.load(Ordering::Acquire) == 0) {
+                    std::thread::yield_now();
+                }
                 for round in 0..30u32 {
                     for t in 0..4u32 {
-                        let k = format!("t{t}-{:05}", round * 50);
-                        if let Some(v) = db.get(k.as_bytes()).unwrap() {
-                            assert_eq!(v, format!("{t}:{}", round * 50).into_bytes());
+                        let i = round * 50;
+                        let done = written[t as usize].load(Ordering::Acquire);
+                        let k = format!("t{t}-{i:05}");
+                        let got = db.get(k.as_bytes()).unwrap();
+                        let want = format!("{t}:{i}").into_bytes();
+                        if i < done {
+                            // Written before this read began: it must be there.
+                            assert_eq!(got.as_deref(), Some(want.as_slice()), "{k}");
+                            checked_present += 1;
+                        } else if let Some(v) = got {
+                            // Written while the read ran: if seen, seen whole.
+                            assert_eq!(v, want, "{k}");
                         }
                     }
+                    let before: u32 = written.iter().map(|w| w.load(Ordering::Acquire)).sum();
                     let mut it = db.iter(ReadOptions::default()).unwrap();
                     it.seek_to_first().unwrap();
                     let mut prev: Option<Vec<u8>> = None;
+                    let mut seen = 0u32;
                     while it.valid() {
                         if let Some(p) = &prev {
                             assert!(p.as_slice() < it.key());
                         }
                         prev = Some(it.key().to_vec());
+                        seen += 1;
                         it.next().unwrap();
                     }
+                    // Every key written before the iterator was made is in its view.
+                    assert!(seen >= before, "iterator saw {seen} keys, {before} written");
                 }
+                checked_present
             })
         })
         .collect();
     for w in writers {
         w.join().unwrap();
     }
-    for r in readers {
-        r.join().unwrap();
-    }
+    let present: u32 = readers.into_iter().map(|r| r.join().unwrap()).sum();
+    // Reads ran alongside the writes, or there was nothing to check.
+    assert!(present > 0, "no read found a key written before it");
     db.wait_for_compactions().unwrap();
     assert_eq!(crate::scan_all(&db).len(), 10_000);
 }
