@@ -8,6 +8,7 @@ mod concurrency;
 mod corruption;
 mod crash;
 mod crash_inproc;
+mod format_fixtures;
 mod level_stats;
 mod matrix;
 mod matrix_full;
