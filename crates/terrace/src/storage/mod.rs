@@ -23,7 +23,7 @@ use std::sync::Arc;
 use crate::error::Result;
 
 pub use accounting::{IoClass, IoClassStats, IoStats};
-pub use fault::FaultStorage;
+pub use fault::{FaultOp, FaultRule, FaultStorage, InjectedError};
 pub use fs::FsStorage;
 pub use power::{PointFilter, PointKind, PowerSupply, Verdict};
 pub use throttle::{ThrottleLimits, ThrottleStats, ThrottledStorage};

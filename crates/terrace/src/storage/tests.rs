@@ -1,6 +1,7 @@
 use std::sync::Arc;
 
 use super::*;
+use crate::error::Error;
 
 #[test]
 fn fs_round_trip_and_accounting() {
@@ -140,4 +141,61 @@ fn fault_storage_injects_errors() {
     f.set_fail_writes(true);
     assert!(w.append(b"b").is_err());
     assert!(f.create(&dir.path().join("y"), IoClass::Flush).is_err());
+}
+
+#[test]
+fn fault_rules_fail_chosen_operations_with_the_chosen_errno() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = FaultStorage::new(Arc::new(FsStorage::new()));
+    let errno = |e: &Error| match e {
+        Error::Io { source, .. } => source.raw_os_error(),
+        _ => None,
+    };
+    // Appends to logs fail with ENOSPC after two go through, twice; tables are untouched.
+    f.inject(
+        FaultRule::new(&[FaultOp::Append], InjectedError::NoSpace)
+            .on_paths(".log")
+            .after(2)
+            .times(2),
+    );
+    let mut log = f
+        .create(&dir.path().join("000001.log"), IoClass::Wal)
+        .unwrap();
+    let mut sst = f
+        .create(&dir.path().join("000002.sst"), IoClass::Flush)
+        .unwrap();
+    log.append(b"a").unwrap();
+    log.append(b"b").unwrap();
+    let e = log.append(b"c").unwrap_err();
+    assert_eq!(errno(&e), Some(libc::ENOSPC), "{e}");
+    assert!(e.to_string().contains("000001.log"), "{e}");
+    sst.append(b"table").unwrap();
+    assert!(log.append(b"d").is_err());
+    log.append(b"e").unwrap(); // disarmed after two failures
+    assert_eq!(f.injected_faults(), 2);
+
+    // Reads of one class fail with EIO; other classes still read.
+    sst.sync().unwrap();
+    drop(sst);
+    f.inject(FaultRule::new(&[FaultOp::Read], InjectedError::Io).of_class(IoClass::Foreground));
+    let r = f.open(&dir.path().join("000002.sst")).unwrap();
+    let mut buf = [0u8; 5];
+    let e = r
+        .read_exact_at(0, &mut buf, IoClass::Foreground)
+        .unwrap_err();
+    assert_eq!(errno(&e), Some(libc::EIO), "{e}");
+    r.read_exact_at(0, &mut buf, IoClass::Compaction).unwrap();
+    assert_eq!(&buf, b"table");
+    f.clear_faults();
+    r.read_exact_at(0, &mut buf, IoClass::Foreground).unwrap();
+
+    // Creations, renames and directory syncs.
+    f.inject(FaultRule::new(
+        &[FaultOp::Create, FaultOp::DirSync],
+        InjectedError::NoSpace,
+    ));
+    assert!(f.create(&dir.path().join("x"), IoClass::Manifest).is_err());
+    assert!(f.sync_dir(dir.path()).is_err());
+    f.clear_faults();
+    f.sync_dir(dir.path()).unwrap();
 }

@@ -3,7 +3,13 @@
 //! Bytes appended to a file stay in this process's memory until the file is synced, so
 //! killing the process (SIGKILL) loses exactly what a power failure would. Files created
 //! since their directory was last synced can be dropped with [`FaultStorage::simulate_crash`]
-//! (in-process crash tests), and writes or syncs can be made to fail to test error paths.
+//! (in-process crash tests), and writes or syncs can be made to fail to test error paths:
+//! wholesale (`set_fail_writes`, `set_fail_syncs`) or by rule ([`FaultRule`]: chosen
+//! operations on chosen files fail with `ENOSPC` or `EIO`, reads included).
+
+mod rules;
+
+pub use rules::{FaultOp, FaultRule, InjectedError};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -28,6 +34,8 @@ struct FaultState {
     undurable_names: Mutex<BTreeMap<PathBuf, Option<Vec<u8>>>>,
     /// The simulated power supply every sync asks first (see [`PowerSupply`]).
     power: Option<Arc<PowerSupply>>,
+    /// Errors injected by rule.
+    rules: rules::Rules,
 }
 
 impl FaultState {
@@ -86,6 +94,22 @@ impl FaultStorage {
         self.state.fail_syncs.store(on, Ordering::SeqCst);
     }
 
+    /// Arms `rule`: matching operations fail with its error (see [`FaultRule`]). Rules
+    /// are checked in the order they were armed; the first that hits decides.
+    pub fn inject(&self, rule: FaultRule) {
+        self.state.rules.arm(rule);
+    }
+
+    /// Disarms every rule (the device has space again, or was repaired).
+    pub fn clear_faults(&self) {
+        self.state.rules.clear();
+    }
+
+    /// Errors injected by rule so far.
+    pub fn injected_faults(&self) -> u64 {
+        self.state.rules.injected()
+    }
+
     /// Undoes every file creation and rename since its directory was last synced, as a
     /// power failure may: a new name vanishes, and a name that a rename replaced gets
     /// its old, durable content back (the source of the rename is not brought back:
@@ -135,6 +159,9 @@ impl WritableFile for FaultWritable {
         if self.state.fail_writes.load(Ordering::SeqCst) {
             return Err(FaultStorage::injected("write", &self.path));
         }
+        self.state
+            .rules
+            .check(FaultOp::Append, &self.path, Some(self.class))?;
         self.pending.extend_from_slice(data);
         self.len += data.len() as u64;
         Ok(())
@@ -145,6 +172,9 @@ impl WritableFile for FaultWritable {
     }
 
     fn sync(&mut self) -> Result<()> {
+        self.state
+            .rules
+            .check(FaultOp::Sync, &self.path, Some(self.class))?;
         match self.state.sync_verdict(PointKind::Sync(self.class)) {
             Verdict::Fail => return Err(FaultStorage::injected("sync", &self.path)),
             Verdict::Lie => return Ok(()),
@@ -162,6 +192,26 @@ impl WritableFile for FaultWritable {
     }
 }
 
+/// A file opened for reading; reads can be made to fail by rule.
+struct FaultReadable {
+    path: PathBuf,
+    inner: Arc<dyn ReadableFile>,
+    state: Arc<FaultState>,
+}
+
+impl ReadableFile for FaultReadable {
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8], class: IoClass) -> Result<()> {
+        self.state
+            .rules
+            .check(FaultOp::Read, &self.path, Some(class))?;
+        self.inner.read_exact_at(offset, buf, class)
+    }
+
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+}
+
 impl Storage for FaultStorage {
     fn create_dir_all(&self, dir: &Path) -> Result<()> {
         self.inner.create_dir_all(dir)
@@ -171,6 +221,7 @@ impl Storage for FaultStorage {
         if self.state.writes_fail() {
             return Err(FaultStorage::injected("create", path));
         }
+        self.state.rules.check(FaultOp::Create, path, Some(class))?;
         let inner = self.inner.create(path, class)?;
         self.state
             .undurable_names
@@ -188,13 +239,19 @@ impl Storage for FaultStorage {
     }
 
     fn open(&self, path: &Path) -> Result<Arc<dyn ReadableFile>> {
-        self.inner.open(path)
+        self.state.rules.check(FaultOp::Read, path, None)?;
+        Ok(Arc::new(FaultReadable {
+            path: path.to_path_buf(),
+            inner: self.inner.open(path)?,
+            state: self.state.clone(),
+        }))
     }
 
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {
         if self.state.writes_fail() {
             return Err(FaultStorage::injected("rename", from));
         }
+        self.state.rules.check(FaultOp::Rename, from, None)?;
         let mut names = self.state.undurable_names.lock();
         // What a crash restores at `to`: what it held durably before this rename.
         let before = match names.get(to) {
@@ -212,6 +269,7 @@ impl Storage for FaultStorage {
         if self.state.power.as_ref().is_some_and(|p| p.is_out()) {
             return Err(FaultStorage::injected("remove", path));
         }
+        self.state.rules.check(FaultOp::Remove, path, None)?;
         self.state.undurable_names.lock().remove(path);
         self.inner.remove_file(path)
     }
@@ -225,6 +283,7 @@ impl Storage for FaultStorage {
     }
 
     fn sync_dir(&self, dir: &Path) -> Result<()> {
+        self.state.rules.check(FaultOp::DirSync, dir, None)?;
         match self.state.sync_verdict(PointKind::DirSync) {
             Verdict::Fail => return Err(FaultStorage::injected("directory sync", dir)),
             Verdict::Lie => return Ok(()),
@@ -239,6 +298,7 @@ impl Storage for FaultStorage {
     }
 
     fn link_or_copy(&self, from: &Path, to: &Path) -> Result<()> {
+        self.state.rules.check(FaultOp::Link, from, None)?;
         self.inner.link_or_copy(from, to)
     }
 
