@@ -248,10 +248,22 @@ impl Recovery<'_> {
         let mut mem = MemTable::new();
         // The first log holding an entry of `mem`.
         let mut mem_log = None;
-        for (i, log) in logs.iter().enumerate() {
-            let newest = i + 1 == logs.len();
+        let files = logs
+            .iter()
+            .map(|l| self.storage.open(&l.path))
+            .collect::<Result<Vec<_>>>()?;
+        for (i, (log, file)) in logs.iter().zip(files.iter()).enumerate() {
+            // The newest log holding anything: a log started after a failed write (whose
+            // torn record ends the log before it) stays empty until a flush has made the
+            // older log obsolete, so a crash in between leaves the tear at the end of
+            // the newest non-empty log.
+            let newest = files
+                .get(i + 1..)
+                .unwrap_or_default()
+                .iter()
+                .all(|f| f.is_empty());
             let path = &log.path;
-            let mut reader = LogReader::new(self.storage.open(path)?, path.clone());
+            let mut reader = LogReader::new(file.clone(), path.clone());
             let stop = loop {
                 match reader.read_record()? {
                     ReadOutcome::Record { data, offset } => {
