@@ -112,6 +112,12 @@ pub struct Options {
     pub delayed_write_rate: u64,
     /// Handling of write-ahead-log damage on open.
     pub wal_recovery_mode: WalRecoveryMode,
+    /// Automatic resumes after a retryable background error (a full device) before the
+    /// database stays read-only until `Db::resume` or a reopen (RocksDB's
+    /// `max_bgerror_resume_count`); 0 turns automatic recovery off.
+    pub max_bgerror_resume_count: u32,
+    /// Time between automatic resumes (RocksDB's `bgerror_resume_retry_interval`).
+    pub bgerror_resume_retry_interval: std::time::Duration,
     /// Manifest size after which a new manifest is started.
     pub max_manifest_file_size: u64,
     /// Directory of the write-ahead logs (RocksDB's `wal_dir`), e.g. on a faster device
@@ -164,6 +170,8 @@ impl Default for Options {
             max_subcompactions: 1,
             delayed_write_rate: 16 << 20,
             wal_recovery_mode: WalRecoveryMode::default(),
+            max_bgerror_resume_count: u32::MAX,
+            bgerror_resume_retry_interval: std::time::Duration::from_secs(1),
             max_manifest_file_size: 64 << 20,
             wal_dir: None,
             volumes: Vec::new(),

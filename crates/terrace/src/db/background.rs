@@ -24,6 +24,8 @@ enum Kind {
     Flush,
     Compaction,
     Rewrite,
+    /// Automatic recovery from retryable background errors (`db::resume`).
+    Resume,
 }
 
 /// Starts the configured flush and compaction threads.
@@ -35,13 +37,18 @@ pub(crate) fn spawn(inner: &Arc<DbInner>) -> Result<Vec<JoinHandle<()>>> {
             Kind::Compaction,
             inner.opts.max_background_compactions,
         ))
-        .chain(std::iter::repeat_n(Kind::Rewrite, rewrites));
+        .chain(std::iter::repeat_n(Kind::Rewrite, rewrites))
+        .chain(std::iter::repeat_n(
+            Kind::Resume,
+            usize::from(inner.opts.max_bgerror_resume_count > 0),
+        ));
     for (i, kind) in kinds.enumerate() {
         let db = inner.clone();
         let name = match kind {
             Kind::Flush => format!("terrace-flush-{i}"),
             Kind::Compaction => format!("terrace-compact-{i}"),
             Kind::Rewrite => format!("terrace-l0-rewrite-{i}"),
+            Kind::Resume => "terrace-resume".to_string(),
         };
         let h = std::thread::Builder::new()
             .name(name)
@@ -53,6 +60,9 @@ pub(crate) fn spawn(inner: &Arc<DbInner>) -> Result<Vec<JoinHandle<()>>> {
 }
 
 fn worker(db: &DbInner, kind: Kind) {
+    if let Kind::Resume = kind {
+        return db.run_resume_worker();
+    }
     let mut st = db.state.lock();
     loop {
         if st.shutting_down {
@@ -66,6 +76,7 @@ fn worker(db: &DbInner, kind: Kind) {
             Kind::Flush => db.run_flush(&mut st),
             Kind::Compaction => run_compaction_step(db, &mut st),
             Kind::Rewrite => db.run_level0_rewrite(&mut st),
+            Kind::Resume => Ok(false),
         };
         match did {
             Ok(true) => continue,

@@ -16,6 +16,7 @@ mod iterator;
 mod listener;
 mod open;
 mod read;
+mod resume;
 mod rewrite;
 mod snapshot;
 mod stats;
@@ -83,6 +84,8 @@ pub(crate) struct DbState {
     pub(crate) running_rewrite: bool,
     pub(crate) manual_compactions: usize,
     pub(crate) bg_error: Option<Error>,
+    /// Automatic resumes left for the current background error (`db::resume`).
+    pub(crate) resumes_left: u32,
     pub(crate) shutting_down: bool,
 }
 
@@ -348,6 +351,25 @@ impl Db {
         r
     }
 
+    /// Leaves the read-only mode a background error put the database in (RocksDB's
+    /// `DB::Resume`): starts a new write-ahead log, flushes every memtable, and lets
+    /// writes in again once that succeeded. Returns `Ok` at once if there is no error.
+    /// Retryable errors (a full device) are also resumed from automatically
+    /// (`Options::max_bgerror_resume_count`, `Options::bgerror_resume_retry_interval`).
+    ///
+    /// # Errors
+    /// `Background` holding the error if it cannot be resumed from (corruption: reopen
+    /// the database), or the error that made the attempt fail (the database stays
+    /// read-only); `Closed`.
+    pub fn resume(&self) -> Result<()> {
+        self.inner.resume()
+    }
+
+    /// The error that made the database read-only, if any.
+    pub fn background_error(&self) -> Option<Error> {
+        self.inner.state.lock().bg_error.clone()
+    }
+
     /// Stops background work, waits for running jobs and syncs the WAL. Also done on drop.
     ///
     /// # Errors
@@ -415,14 +437,22 @@ impl DbInner {
         }
     }
 
-    /// Records a background failure: the database becomes read-only.
+    /// Records a background failure: the database becomes read-only until `Db::resume`
+    /// (or the automatic recovery, for a retryable error) succeeds, or it is reopened.
     pub(crate) fn set_bg_error(&self, st: &mut DbState, e: Error) {
         if st.bg_error.is_none() {
-            tracing::error!(error = %e, "background error; database is now read-only");
+            let retryable = resume::is_retryable(&e);
+            tracing::error!(
+                error = %e,
+                retryable,
+                "background error; the database is read-only until resumed"
+            );
+            stats::add(&self.counters.bg_errors, 1);
             for l in &self.listeners {
                 l.on_background_error(&e);
             }
             st.bg_error = Some(e);
+            st.resumes_left = self.opts.max_bgerror_resume_count;
         }
         self.bg_done.notify_all();
     }

@@ -183,6 +183,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
         running_rewrite: false,
         manual_compactions: 0,
         bg_error: None,
+        resumes_left: 0,
         shutting_down: false,
     };
     let inner = Arc::new(DbInner {

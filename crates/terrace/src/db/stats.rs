@@ -114,6 +114,12 @@ pub struct DbStats {
     pub throttled_bytes_read: u64,
     /// Damaged write-ahead-log records dropped on open.
     pub wal_records_dropped: u64,
+    /// The error that made the database read-only, if any (`Db::resume` clears it).
+    pub background_error: Option<String>,
+    /// Background errors since open (each made the database read-only).
+    pub background_errors: u64,
+    /// Successful resumes from a background error, manual or automatic.
+    pub resumes: u64,
     /// Block cache hits and misses.
     pub block_cache_hits: u64,
     /// Block cache misses.
@@ -144,6 +150,8 @@ pub(crate) struct Counters {
     pub(crate) stall_micros: AtomicU64,
     pub(crate) stall_count: AtomicU64,
     pub(crate) wal_records_dropped: AtomicU64,
+    pub(crate) bg_errors: AtomicU64,
+    pub(crate) resumes: AtomicU64,
     /// Compaction figures by output level (`Counters::record_compaction`,
     /// `Counters::record_trivial_move`); the report's compaction totals are their sums.
     levels: Vec<levels::LevelCounters>,
@@ -172,6 +180,8 @@ impl Counters {
             stall_micros: AtomicU64::new(0),
             stall_count: AtomicU64::new(0),
             wal_records_dropped: AtomicU64::new(0),
+            bg_errors: AtomicU64::new(0),
+            resumes: AtomicU64::new(0),
             levels: levels::level_counters(num_levels),
             get_hist: Mutex::new(new_hist()),
             write_hist: Mutex::new(new_hist()),
@@ -290,6 +300,9 @@ impl super::DbInner {
             throttled_bytes_written: sum(|c| c.throttled_write_bytes),
             throttled_bytes_read: sum(|c| c.throttled_read_bytes),
             wal_records_dropped: load(&self.counters.wal_records_dropped),
+            background_error: self.state.lock().bg_error.as_ref().map(|e| e.to_string()),
+            background_errors: load(&self.counters.bg_errors),
+            resumes: load(&self.counters.resumes),
             block_cache_hits: self.block_cache.hits(),
             block_cache_misses: self.block_cache.misses(),
             memtable_bytes,

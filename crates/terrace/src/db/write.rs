@@ -216,6 +216,12 @@ impl DbInner {
         self.storage.sync_dir(&self.wal_dir.path)?;
         wal.log = Box::new(FileLogWriter::new(file));
         wal.number = number;
+        self.push_memtable(st, number);
+        Ok(())
+    }
+
+    /// Makes the active memtable immutable and gives its successor the log `number`.
+    pub(crate) fn push_memtable(&self, st: &mut DbState, number: u64) {
         let old = std::mem::replace(
             &mut st.mem,
             Arc::new(MemTable::with_point_index(self.opts.write_buffer_size)),
@@ -228,7 +234,6 @@ impl DbInner {
         st.mem_wal_number = number;
         self.install_super_version(st);
         self.bg_work.notify_all();
-        Ok(())
     }
 }
 

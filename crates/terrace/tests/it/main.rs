@@ -9,6 +9,7 @@ mod corruption;
 mod crash;
 mod crash_inproc;
 mod format_fixtures;
+mod io_errors;
 mod level_stats;
 mod matrix;
 mod matrix_full;
