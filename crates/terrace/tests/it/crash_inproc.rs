@@ -22,6 +22,11 @@
 //! negative control, [`Check::LieIn`], in which that job's own durability points lie (a
 //! row or merge output never persisted, a compaction output never synced) and the checker
 //! must notice.
+//!
+//! The classic engine has its jobs too: a flush to a table file, a compaction, and the
+//! MANIFEST writes (edits and rollovers, on whichever thread makes them), each with a
+//! negative control whose syncs lie; two more controls make the log's syncs and the
+//! directory syncs lie.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -89,8 +94,8 @@ pub enum Check {
     /// rows flushed to it are lost with the crash; reopening must fail, or the recovered
     /// state must miss durable writes.
     SkipPersists,
-    /// Negative control (matrix level 0 only): the durability points a job needs lie
-    /// (return success, make nothing durable); see [`Job::lying_points`].
+    /// Negative control: the durability points a job needs lie (return success, make
+    /// nothing durable); see [`Job::lying_points`].
     LieIn(Job),
 }
 
@@ -105,7 +110,8 @@ impl Check {
     }
 }
 
-/// A background job of a matrix level 0 that a crash can land in.
+/// A background job a crash can land in: three of a matrix level 0, three of the classic
+/// engine, and two kinds of durability point that only negative controls use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Job {
     /// A flush of a memtable to a row (the flush thread).
@@ -114,26 +120,68 @@ pub enum Job {
     ColumnCompaction,
     /// A table merge of rows (the level-0 rewrite thread).
     TableMerge,
+    /// Classic level 0: a flush of a memtable to a level-0 table file.
+    TableFlush,
+    /// Classic level 0: a compaction (the compaction thread).
+    Compaction,
+    /// Any MANIFEST write: an edit's sync, or a rollover's new MANIFEST and CURRENT.
+    ManifestWrite,
+    /// Negative controls only: the log's syncs (a synced write, a memtable switch).
+    LogSync,
+    /// Negative controls only: directory syncs (new tables, logs, MANIFESTs, renames).
+    DirSync,
 }
 
 impl Job {
-    /// The name prefix of the engine's thread that runs the job.
-    fn thread(self) -> &'static str {
+    /// Where the job runs.
+    fn layout(self) -> Layout {
         match self {
-            Job::Flush => "terrace-flush",
-            Job::ColumnCompaction => "terrace-compact",
-            Job::TableMerge => "terrace-l0-rewrite",
+            Job::Flush | Job::ColumnCompaction | Job::TableMerge => Layout::MatrixLevel0,
+            _ => Layout::OneDir,
+        }
+    }
+
+    /// The name prefix of the engine's thread that runs the job (`None`: any thread).
+    fn thread(self) -> Option<&'static str> {
+        match self {
+            Job::Flush | Job::TableFlush => Some("terrace-flush"),
+            Job::ColumnCompaction | Job::Compaction => Some("terrace-compact"),
+            Job::TableMerge => Some("terrace-l0-rewrite"),
+            Job::ManifestWrite | Job::LogSync | Job::DirSync => None,
+        }
+    }
+
+    /// The points the job's own durability rests on.
+    fn kinds(self) -> Vec<PointKind> {
+        match self {
+            Job::Flush | Job::TableMerge => vec![PointKind::Persist],
+            Job::ColumnCompaction | Job::Compaction => {
+                vec![PointKind::Sync(IoClass::Compaction)]
+            }
+            Job::TableFlush => vec![PointKind::Sync(IoClass::Flush)],
+            Job::ManifestWrite => vec![PointKind::Sync(IoClass::Manifest)],
+            Job::LogSync => vec![PointKind::Sync(IoClass::Wal)],
+            Job::DirSync => vec![PointKind::DirSync],
+        }
+    }
+
+    /// Where the cut is drawn: every durability point of the job's thread, or the job's
+    /// own points on any thread.
+    fn cut_filter(self) -> PointFilter {
+        match self.thread() {
+            Some(t) => PointFilter::on_thread(t),
+            None => PointFilter::any().of_kinds(&self.kinds()),
         }
     }
 
     /// The points that lie in the job's negative control: the persists of a flushed row
-    /// or of a merge's outputs, the syncs of a compaction's output tables.
+    /// or of a merge's outputs, the syncs of a flush's or a compaction's output tables,
+    /// of the MANIFEST, of the log, or of directories.
     fn lying_points(self) -> PointFilter {
-        let kind = match self {
-            Job::Flush | Job::TableMerge => PointKind::Persist,
-            Job::ColumnCompaction => PointKind::Sync(IoClass::Compaction),
-        };
-        PointFilter::on_thread(self.thread()).of_kinds(&[kind])
+        match self.thread() {
+            Some(t) => PointFilter::on_thread(t).of_kinds(&self.kinds()),
+            None => PointFilter::any().of_kinds(&self.kinds()),
+        }
     }
 
     /// The durability points of a cycle among which the cut is drawn (a cycle that ends
@@ -143,6 +191,11 @@ impl Job {
             Job::Flush => 300,
             Job::ColumnCompaction => 150,
             Job::TableMerge => 60,
+            Job::TableFlush => 150,
+            Job::Compaction => 60,
+            Job::ManifestWrite => 60,
+            Job::LogSync => 40,
+            Job::DirSync => 60,
         }
     }
 }
@@ -229,10 +282,10 @@ pub fn run(cycles: u32, check: Check, layout: Layout) -> Outcome {
     run_cycles(cycles, check, layout, None)
 }
 
-/// Like [`run`] on a matrix level 0, each cycle's crash drawn among the durability points
-/// of `job`'s thread.
+/// Like [`run`] with the level 0 `job` belongs to, each cycle's crash drawn among the
+/// durability points of `job` (see [`Job::cut_filter`]).
 pub fn run_crashing_in(cycles: u32, check: Check, job: Job) -> Outcome {
-    run_cycles(cycles, check, Layout::MatrixLevel0, Some(job))
+    run_cycles(cycles, check, job.layout(), Some(job))
 }
 
 fn run_cycles(cycles: u32, check: Check, layout: Layout, job: Option<Job>) -> Outcome {
@@ -268,7 +321,7 @@ fn run_cycles(cycles: u32, check: Check, layout: Layout, job: Option<Job>) -> Ou
         };
         if let Some(job) = job {
             let at = rng.gen_range(0..job.points_per_cycle());
-            power.cut_at(PointFilter::on_thread(job.thread()), at);
+            power.cut_at(job.cut_filter(), at);
             if let Check::LieIn(j) = check {
                 power.lie(j.lying_points());
             }
@@ -553,4 +606,44 @@ fn a_crash_inside_a_table_merge_recovers_every_durable_write() {
 #[test]
 fn negative_control_notices_table_merge_outputs_that_were_never_persisted() {
     lies_in(Job::TableMerge);
+}
+
+#[test]
+fn a_crash_inside_a_table_flush_recovers_every_durable_write() {
+    crashes_in(Job::TableFlush);
+}
+
+#[test]
+fn negative_control_notices_flushed_tables_that_were_never_synced() {
+    lies_in(Job::TableFlush);
+}
+
+#[test]
+fn a_crash_inside_a_compaction_recovers_every_durable_write() {
+    crashes_in(Job::Compaction);
+}
+
+#[test]
+fn negative_control_notices_compaction_outputs_that_were_never_synced() {
+    lies_in(Job::Compaction);
+}
+
+#[test]
+fn a_crash_inside_a_manifest_write_recovers_every_durable_write() {
+    crashes_in(Job::ManifestWrite);
+}
+
+#[test]
+fn negative_control_notices_manifest_edits_that_were_never_synced() {
+    lies_in(Job::ManifestWrite);
+}
+
+#[test]
+fn negative_control_notices_log_syncs_that_did_nothing() {
+    lies_in(Job::LogSync);
+}
+
+#[test]
+fn negative_control_notices_directory_syncs_that_did_nothing() {
+    lies_in(Job::DirSync);
 }
