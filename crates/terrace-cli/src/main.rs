@@ -1,6 +1,7 @@
 //! The `terrace` command: one binary with a subcommand per job.
 
 mod inspect;
+mod logging;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -13,6 +14,14 @@ use clap::{Parser, Subcommand};
 #[derive(Parser)]
 #[command(name = "terrace", version)]
 struct Cli {
+    /// Log level or filter for the engine's and the server's events (`error`, `warn`,
+    /// `info`, `debug`, `trace`, or e.g. `terrace=debug,warn`); `RUST_LOG` overrides it.
+    /// Default: `info` for serve, `warn` otherwise.
+    #[arg(long, global = true, value_name = "LEVEL")]
+    log_level: Option<String>,
+    /// Append log events to this file instead of stderr.
+    #[arg(long, global = true, value_name = "FILE")]
+    log_file: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -51,6 +60,18 @@ enum Command {
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
+    let default_level = match cli.command {
+        Command::Serve(_) => "info",
+        _ => "warn",
+    };
+    if let Err(e) = logging::init(
+        cli.log_level.as_deref(),
+        cli.log_file.as_deref(),
+        default_level,
+    ) {
+        eprintln!("terrace: {e:#}");
+        return std::process::ExitCode::FAILURE;
+    }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let result = run(cli, &mut out).and_then(|()| Ok(out.flush()?));

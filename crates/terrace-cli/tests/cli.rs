@@ -132,3 +132,54 @@ fn inspect_shows_the_rows_of_a_matrix_checkpoint() {
     assert!(text.contains("MATRIX.pmem"), "{text}");
     assert_eq!(text.matches("  row ").count() as u64, rows as u64, "{text}");
 }
+
+/// Log events go to stderr or to `--log-file`, at `--log-level`; a bad level is refused.
+#[test]
+fn log_level_and_log_file() {
+    let dir = tempfile::tempdir().unwrap();
+    // A log whose tail is damaged: the open drops it and logs a warning.
+    let db_dir = dir.path().join("db");
+    let db = Db::open(&db_dir, small()).unwrap();
+    db.put(b"k", b"v").unwrap();
+    db.close().unwrap();
+    let log = std::fs::read_dir(&db_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "log"))
+        .unwrap();
+    let mut bytes = std::fs::read(&log).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    std::fs::write(&log, &bytes).unwrap();
+    let log_file = dir.path().join("terrace.log");
+    let out = terrace()
+        .args(["--log-level", "warn", "--log-file"])
+        .arg(&log_file)
+        .args([
+            "bench",
+            "--use_existing_db=1",
+            "--benchmarks=readrandom",
+            "--num=10",
+        ])
+        .arg(format!("--db={}", db_dir.display()))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let logged = std::fs::read_to_string(&log_file).unwrap();
+    assert!(logged.contains("WARN"), "{logged}");
+    assert!(
+        logged.contains("dropping damaged write-ahead-log records"),
+        "{logged}"
+    );
+
+    let out = terrace()
+        .args(["--log-level", "loud", "version"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--log-level loud"));
+}

@@ -17,6 +17,9 @@ use crate::batch::{BatchOp, WriteBatch};
 use crate::error::{Error, Result};
 use crate::key::ValueType;
 use crate::level0::Backpressure;
+
+/// A stop of the writers longer than this is logged (when it crosses it and when it ends).
+const LONG_STOP: Duration = Duration::from_secs(1);
 use crate::memtable::MemTable;
 use crate::options::WriteOptions;
 use crate::storage::IoClass;
@@ -148,7 +151,31 @@ impl DbInner {
     /// Waits out stalls and switches a full memtable. Called by the leader with the WAL lock.
     fn make_room_for_write(&self, wal: &mut WalState, bytes: usize) -> Result<()> {
         let mut allow_delay = true;
+        // When writes started to wait for room, and whether that was logged (a stop
+        // longer than `LONG_STOP`: once when it crosses it, once when it ends).
+        let mut stopped: Option<(Instant, bool)> = None;
         let mut st = self.state.lock();
+        let r = self.make_room_locked(wal, bytes, &mut allow_delay, &mut stopped, &mut st);
+        drop(st);
+        if let Some((since, true)) = stopped {
+            tracing::info!(
+                waited_ms = since.elapsed().as_millis() as u64,
+                "writes go on after a long stop"
+            );
+        }
+        r
+    }
+
+    /// The loop of `make_room_for_write`, with the state lock held (released while it
+    /// sleeps or waits).
+    fn make_room_locked(
+        &self,
+        wal: &mut WalState,
+        bytes: usize,
+        allow_delay: &mut bool,
+        stopped: &mut Option<(Instant, bool)>,
+        st: &mut parking_lot::MutexGuard<'_, DbState>,
+    ) -> Result<()> {
         loop {
             if let Some(e) = &st.bg_error {
                 return Err(Error::Background(Arc::new(e.clone())));
@@ -159,8 +186,8 @@ impl DbInner {
             let pressure = self.level0.backpressure(&st.versions.current(), &self.opts);
             if pressure != Backpressure::Slowdown {
                 wal.delay.reset();
-            } else if allow_delay {
-                allow_delay = false;
+            } else if *allow_delay {
+                *allow_delay = false;
                 let version = st.versions.current();
                 let debt = self.level0.size_bytes(&version);
                 let id = Arc::as_ptr(&version) as usize;
@@ -168,10 +195,8 @@ impl DbInner {
                 let now = Instant::now();
                 let wait = wal.delay.admit(now, bytes);
                 if !wait.is_zero() {
-                    drop(st);
-                    std::thread::sleep(wait);
+                    parking_lot::MutexGuard::unlocked(st, || std::thread::sleep(wait));
                     self.record_stall(now);
-                    st = self.state.lock();
                     continue;
                 }
             }
@@ -182,13 +207,22 @@ impl DbInner {
                 || pressure == Backpressure::Stop
             {
                 let t = Instant::now();
+                let (since, logged) = stopped.get_or_insert((t, false));
+                if !*logged && since.elapsed() >= LONG_STOP {
+                    *logged = true;
+                    tracing::warn!(
+                        immutable_memtables = st.imms.len(),
+                        level0 = ?pressure,
+                        "writes stopped for over a second: waiting for flushes or compactions"
+                    );
+                }
                 self.bg_work.notify_all();
-                self.bg_done.wait_for(&mut st, Duration::from_millis(100));
+                self.bg_done.wait_for(st, Duration::from_millis(100));
                 self.record_stall(t);
                 continue;
             }
-            if let Err(e) = self.switch_memtable(&mut st, wal) {
-                self.set_bg_error(&mut st, e.clone());
+            if let Err(e) = self.switch_memtable(st, wal) {
+                self.set_bg_error(st, e.clone());
                 return Err(e);
             }
         }
