@@ -55,7 +55,7 @@ enum Command {
     },
     /// Serve the Redis protocol (RESP2/RESP3) on a database (default 127.0.0.1:6380,
     /// ./terrace-data).
-    Serve(terrace_server::ServeArgs),
+    Serve(Box<terrace_server::ServeArgs>),
 }
 
 fn main() -> std::process::ExitCode {

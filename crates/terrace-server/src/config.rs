@@ -1,8 +1,10 @@
 //! Server configuration: defaults, the TOML file (`--config`), command-line flags, and
 //! the CONFIG GET/SET view of the settings that can change while running.
 //!
-//! Owns: [`Config`] and [`ServeArgs`].
-//! Must not touch: sockets or the engine; `net` and `commands` read the values.
+//! Owns: [`Config`], [`ServeArgs`], and what each CONFIG SET parameter accepts
+//! ([`Config::set`], [`SetError`]).
+//! Must not touch: sockets or the engine; `net` and `commands` read the values, and
+//! `commands` makes a CONFIG SET take effect.
 //! Concurrency: plain values; the running server keeps its copy behind a lock.
 
 use std::path::PathBuf;
@@ -61,8 +63,12 @@ pub struct Config {
     pub max_args: u64,
     /// Most bytes buffered for one client's unfinished commands.
     pub client_query_buffer_limit: u64,
-    /// Port of the Prometheus text endpoint on `bind`; 0 turns it off.
+    /// Port of the Prometheus text endpoint; 0 turns it off.
     pub metrics_port: u16,
+    /// Address of the Prometheus text endpoint (loopback unless set: it has no password).
+    pub metrics_bind: String,
+    /// Seconds a client may stay idle (nothing received) before it is closed; 0: never.
+    pub timeout: u64,
     /// Engine: bytes of one memtable.
     pub write_buffer_size: usize,
     /// Engine: bytes of the block cache.
@@ -88,6 +94,8 @@ impl Default for Config {
             max_args: 1024 * 1024,
             client_query_buffer_limit: 1024 * 1024 * 1024,
             metrics_port: 0,
+            metrics_bind: "127.0.0.1".to_string(),
+            timeout: 0,
             write_buffer_size: engine.write_buffer_size,
             block_cache_bytes: engine.block_cache_bytes,
             internal_fault_storage: false,
@@ -132,9 +140,18 @@ pub struct ServeArgs {
     /// Largest bulk string accepted, in bytes (default 512 MiB).
     #[arg(long)]
     pub proto_max_bulk_len: Option<u64>,
+    /// Most bytes buffered for one client's unfinished commands (default 1 GiB).
+    #[arg(long)]
+    pub client_query_buffer_limit: Option<u64>,
     /// Prometheus text endpoint port (default off).
     #[arg(long)]
     pub metrics_port: Option<u16>,
+    /// Address of the metrics endpoint (default 127.0.0.1; it has no password).
+    #[arg(long)]
+    pub metrics_bind: Option<String>,
+    /// Close a client idle for this many seconds (default 0: never).
+    #[arg(long)]
+    pub timeout: Option<u64>,
     /// Engine memtable size in bytes.
     #[arg(long)]
     pub write_buffer_size: Option<usize>,
@@ -174,7 +191,10 @@ impl ServeArgs {
             threads,
             fsync,
             proto_max_bulk_len,
+            client_query_buffer_limit,
             metrics_port,
+            metrics_bind,
+            timeout,
             write_buffer_size,
             block_cache_bytes
         );
@@ -216,18 +236,270 @@ impl Config {
                 .is_ok_and(|a| a.is_loopback())
     }
 
-    /// Checks the start-up rules (protected mode).
+    /// Whether protected mode forbids this configuration: a non-loopback bind without a
+    /// password while protected mode is on.
+    pub fn protected_mode_violated(&self) -> bool {
+        self.protected_mode && !self.is_loopback() && self.requirepass.is_empty()
+    }
+
+    /// Checks the start-up rules: protected mode and the bounds of the limits.
     ///
     /// # Errors
-    /// `Error::Config` when a non-loopback bind has no password and protected mode is on.
+    /// `Error::Config` when a non-loopback bind has no password and protected mode is on,
+    /// or a limit is out of its range.
     pub fn validate(&self) -> Result<()> {
-        if self.protected_mode && !self.is_loopback() && self.requirepass.is_empty() {
+        if self.protected_mode_violated() {
             return Err(Error::Config(format!(
                 "refusing to listen on non-loopback address {} without a password: set \
                  --requirepass, or --protected-mode no to accept unauthenticated clients",
                 self.bind
             )));
         }
+        let at_least = |name: &str, v: u64, min: u64| {
+            if v < min {
+                Err(Error::Config(format!(
+                    "{name} must be at least {min}, got {v}"
+                )))
+            } else {
+                Ok(())
+            }
+        };
+        at_least("maxclients", self.maxclients, 1)?;
+        at_least("max_args", self.max_args, 1)?;
+        at_least(
+            "proto_max_bulk_len",
+            self.proto_max_bulk_len,
+            MIN_LIMIT_BYTES,
+        )?;
+        at_least(
+            "client_query_buffer_limit",
+            self.client_query_buffer_limit,
+            MIN_LIMIT_BYTES,
+        )?;
         Ok(())
+    }
+
+    /// Applies one CONFIG SET parameter (`name` in lower case) to this configuration.
+    /// The caller applies a command's parameters to a copy, checks the result with
+    /// [`Config::check_set`], and only then installs it, so a CONFIG SET takes effect
+    /// whole or not at all. What each parameter does is in docs/formats/resp.md
+    /// ("CONFIG").
+    ///
+    /// # Errors
+    /// [`SetError`] for an unknown parameter, a bad value, or a parameter (or value)
+    /// Terrace cannot honour while running.
+    pub fn set(&mut self, name: &str, value: &[u8]) -> std::result::Result<(), SetError> {
+        let text = std::str::from_utf8(value).map_err(|_| SetError::Invalid {
+            name: name.to_string(),
+            reason: "argument must be UTF-8".to_string(),
+        })?;
+        let invalid = |reason: &str| SetError::Invalid {
+            name: name.to_string(),
+            reason: reason.to_string(),
+        };
+        let unsupported = |reason: &str| SetError::Unsupported {
+            name: name.to_string(),
+            reason: reason.to_string(),
+        };
+        let integer = || -> std::result::Result<u64, SetError> {
+            text.parse()
+                .map_err(|_| invalid("argument couldn't be parsed into an integer"))
+        };
+        let memory = || -> std::result::Result<u64, SetError> {
+            parse_memory(text).ok_or_else(|| invalid("argument must be a memory value"))
+        };
+        let at_least = |v: u64, min: u64| -> std::result::Result<u64, SetError> {
+            if v < min {
+                Err(invalid(&format!("argument must be at least {min}")))
+            } else {
+                Ok(v)
+            }
+        };
+        match name {
+            "requirepass" => self.requirepass = text.to_string(),
+            "maxclients" => self.maxclients = at_least(integer()?, 1)?,
+            "timeout" => self.timeout = integer()?,
+            "proto-max-bulk-len" => {
+                self.proto_max_bulk_len = at_least(memory()?, MIN_LIMIT_BYTES)?;
+            }
+            "client-query-buffer-limit" => {
+                self.client_query_buffer_limit = at_least(memory()?, MIN_LIMIT_BYTES)?;
+            }
+            "protected-mode" => {
+                self.protected_mode =
+                    parse_yes_no(text).map_err(|_| invalid("argument must be 'yes' or 'no'"))?;
+            }
+            // Values that say what Terrace does anyway are accepted; others are refused.
+            "appendonly" => {
+                if !parse_yes_no(text).map_err(|_| invalid("argument must be 'yes' or 'no'"))? {
+                    return Err(unsupported("Terrace always writes a write-ahead log"));
+                }
+            }
+            "save" => {
+                if !text.trim().is_empty() {
+                    return Err(unsupported(
+                        "Terrace takes no RDB snapshots (every write goes to the write-ahead \
+                         log); only \"\" is accepted",
+                    ));
+                }
+            }
+            "maxmemory" => {
+                if memory()? != 0 {
+                    return Err(unsupported(
+                        "Terrace keeps the data on disk and evicts nothing; only 0 is \
+                         accepted (the memtable and block cache sizes are set at start)",
+                    ));
+                }
+            }
+            "appendfsync" => {
+                return Err(unsupported(
+                    "the WAL sync policy is chosen at start (--fsync)",
+                ))
+            }
+            "bind" | "port" | "dir" | "io-threads" => {
+                return Err(unsupported("it is set at start only (terrace serve flags)"))
+            }
+            "databases" => return Err(unsupported("Terrace has one database")),
+            _ => return Err(SetError::Unknown(name.to_string())),
+        }
+        Ok(())
+    }
+
+    /// Checks a configuration CONFIG SET produced: protected mode holds as at start.
+    ///
+    /// # Errors
+    /// [`SetError::Invalid`] naming the parameter that broke the rule.
+    pub fn check_set(&self, changed: &[String]) -> std::result::Result<(), SetError> {
+        if self.protected_mode_violated() {
+            let name = if changed.iter().any(|n| n == "requirepass") {
+                "requirepass"
+            } else {
+                "protected-mode"
+            };
+            return Err(SetError::Invalid {
+                name: name.to_string(),
+                reason: format!(
+                    "protected mode refuses an empty password while listening on \
+                     non-loopback address {}",
+                    self.bind
+                ),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The smallest `proto-max-bulk-len` and `client-query-buffer-limit` accepted.
+pub const MIN_LIMIT_BYTES: u64 = 1024;
+
+/// Why CONFIG SET refused a parameter; the reply is `-ERR` and this text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SetError {
+    /// No such parameter.
+    #[error("Unknown option or number of arguments for CONFIG SET - '{0}'")]
+    Unknown(String),
+    /// A value the parameter does not accept.
+    #[error("CONFIG SET failed (possibly related to argument '{name}') - {reason}")]
+    Invalid {
+        /// The parameter.
+        name: String,
+        /// Why.
+        reason: String,
+    },
+    /// A parameter (or value) Terrace does not honour while running.
+    #[error("CONFIG SET '{name}' is not supported: {reason}")]
+    Unsupported {
+        /// The parameter.
+        name: String,
+        /// Why.
+        reason: String,
+    },
+    /// The same parameter twice in one CONFIG SET.
+    #[error("CONFIG SET failed (possibly related to argument '{0}') - duplicate parameter")]
+    Duplicate(String),
+}
+
+/// Parses a Redis memory value: a count of bytes, optionally with a unit (`k` 1000,
+/// `kb` 1024, `m`, `mb`, `g`, `gb`; any case). `None` for anything else or an overflow.
+pub fn parse_memory(s: &str) -> Option<u64> {
+    let lower = s.to_ascii_lowercase();
+    let digits_end = lower
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(lower.len());
+    let (digits, unit) = lower.split_at(digits_end);
+    let mul: u64 = match unit {
+        "" | "b" => 1,
+        "k" => 1000,
+        "kb" => 1024,
+        "m" => 1000 * 1000,
+        "mb" => 1024 * 1024,
+        "g" => 1000 * 1000 * 1000,
+        "gb" => 1024 * 1024 * 1024,
+        _ => return None,
+    };
+    if digits.is_empty() {
+        return None;
+    }
+    digits.parse::<u64>().ok()?.checked_mul(mul)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_values() {
+        assert_eq!(parse_memory("1024"), Some(1024));
+        assert_eq!(parse_memory("1k"), Some(1000));
+        assert_eq!(parse_memory("1KB"), Some(1024));
+        assert_eq!(parse_memory("512mb"), Some(512 << 20));
+        assert_eq!(parse_memory("2gb"), Some(2 << 30));
+        assert_eq!(parse_memory("3g"), Some(3_000_000_000));
+        assert_eq!(parse_memory(""), None);
+        assert_eq!(parse_memory("mb"), None);
+        assert_eq!(parse_memory("-1"), None);
+        assert_eq!(parse_memory("1tb"), None);
+        assert_eq!(parse_memory("99999999999999999999gb"), None);
+    }
+
+    #[test]
+    fn metrics_listen_on_loopback_unless_told() {
+        let c = Config::default();
+        assert_eq!(c.metrics_bind, "127.0.0.1");
+        let args = ServeArgs {
+            bind: Some("0.0.0.0".into()),
+            ..ServeArgs::default()
+        };
+        assert_eq!(args.resolve().unwrap().metrics_bind, "127.0.0.1");
+        let args = ServeArgs {
+            metrics_bind: Some("0.0.0.0".into()),
+            timeout: Some(30),
+            ..ServeArgs::default()
+        };
+        let c = args.resolve().unwrap();
+        assert_eq!((c.metrics_bind.as_str(), c.timeout), ("0.0.0.0", 30));
+    }
+
+    #[test]
+    fn start_up_checks_the_limits() {
+        let ok = Config::default();
+        assert!(ok.validate().is_ok());
+        for bad in [
+            Config {
+                proto_max_bulk_len: 10,
+                ..Config::default()
+            },
+            Config {
+                client_query_buffer_limit: 0,
+                ..Config::default()
+            },
+            Config {
+                maxclients: 0,
+                ..Config::default()
+            },
+        ] {
+            assert!(bad.validate().is_err(), "{bad:?}");
+        }
     }
 }

@@ -12,6 +12,7 @@
 pub mod commands;
 pub mod config;
 pub mod error;
+pub mod fdlimit;
 pub mod net;
 pub mod resp;
 pub mod value;

@@ -96,3 +96,110 @@ fn protected_mode_refuses_an_open_bind_without_password() {
     assert!(err.contains("protected-mode"), "{err}");
     let _ = Client::encode(&[]);
 }
+
+#[test]
+fn unauthenticated_clients_cannot_make_the_server_buffer_big_requests() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Server::start(tmp.path(), &["--requirepass", "pw"]);
+    // A 300 MB claim before AUTH: an error at once, then the connection closes; the
+    // server does not wait for (or buffer) the body.
+    let mut c = s.client();
+    c.read_timeout(std::time::Duration::from_secs(10));
+    c.send_raw(b"*1\r\n$300000000\r\n");
+    assert_eq!(
+        c.read(),
+        Some(Value::Error(
+            "ERR Protocol error: unauthenticated bulk length".into()
+        ))
+    );
+    assert_eq!(c.read(), None);
+    // More than ten arguments before AUTH.
+    let mut c = s.client();
+    c.read_timeout(std::time::Duration::from_secs(10));
+    c.send_raw(b"*11\r\n");
+    assert_eq!(
+        c.read(),
+        Some(Value::Error(
+            "ERR Protocol error: unauthenticated multibulk length".into()
+        ))
+    );
+    assert_eq!(c.read(), None);
+    // Small commands still get their NOAUTH reply.
+    let mut c = s.client();
+    assert_eq!(
+        c.cmd("GET k"),
+        Value::Error("NOAUTH Authentication required.".into())
+    );
+    // Once authenticated, the configured limits apply: a 1 MiB value, even pipelined
+    // right behind the AUTH.
+    let value = vec![b'v'; 1 << 20];
+    let mut batch = Client::encode(&[b"AUTH", b"pw"]);
+    batch.extend(Client::encode(&[b"SET", b"big", &value]));
+    c.send_raw(&batch);
+    assert_eq!(c.read(), Some(Value::Status("OK".into())));
+    assert_eq!(c.read(), Some(Value::Status("OK".into())));
+    assert_eq!(c.cmd("STRLEN big"), Value::Int(1 << 20));
+}
+
+#[test]
+fn metrics_listen_on_loopback_unless_told_otherwise() {
+    let free_port = || {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+            .to_string()
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    // The server on another loopback address: the metrics stay on 127.0.0.1.
+    let port = free_port();
+    let s = Server::start(
+        tmp.path(),
+        &["--bind", "127.0.0.2", "--metrics-port", &port],
+    );
+    assert_eq!(s.banner, vec![format!("metrics on 127.0.0.1:{port}")]);
+    drop(s);
+    let port = free_port();
+    let s = Server::start(
+        tmp.path(),
+        &["--metrics-port", &port, "--metrics-bind", "127.0.0.3"],
+    );
+    assert_eq!(s.banner, vec![format!("metrics on 127.0.0.3:{port}")]);
+}
+
+#[test]
+fn maxclients_is_clamped_to_the_open_files_limit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let stderr = tmp.path().join("stderr");
+    // Soft and hard limit 1100: no raise possible, room for a few dozen clients only.
+    let mut cmd = std::process::Command::new("sh");
+    cmd.arg("-c")
+        .arg("ulimit -n 1100 && exec \"$0\" serve --port 0 --threads 1 --maxclients 10000 --dir \"$1\"")
+        .arg(env!("CARGO_BIN_EXE_terrace"))
+        .arg(tmp.path().join("db"))
+        .stderr(std::fs::File::create(&stderr).unwrap());
+    let s = Server::spawn(cmd);
+    let warning = std::fs::read_to_string(&stderr).unwrap();
+    assert!(
+        warning.contains("maxclients lowered from 10000") && warning.contains("open-files"),
+        "{warning}"
+    );
+    let mut c = s.client();
+    let Value::Array(got) = c.cmd("CONFIG GET maxclients") else {
+        panic!()
+    };
+    let Some(Value::Bulk(n)) = got.get(1) else {
+        panic!("{got:?}")
+    };
+    let n: u64 = String::from_utf8_lossy(n).parse().unwrap();
+    assert!(n > 0 && n < 1100, "maxclients {n}");
+    let Value::Error(e) = c.cmd("CONFIG SET maxclients 10000") else {
+        panic!("maxclients over the open-files limit accepted")
+    };
+    assert!(e.contains("open-files limit"), "{e}");
+    assert_eq!(
+        c.cmd(&format!("CONFIG SET maxclients {}", n - 1)),
+        Value::Status("OK".into())
+    );
+}

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod basics;
+mod config_set;
 mod durability;
 mod limits;
 mod real_clients;
@@ -18,20 +19,26 @@ use std::time::Duration;
 pub(crate) struct Server {
     pub(crate) child: Child,
     pub(crate) addr: String,
+    /// What the server printed before `listening on` (e.g. `metrics on ADDR`).
+    pub(crate) banner: Vec<String>,
 }
 
 impl Server {
     /// Starts a server on `dir` with extra flags and waits until it listens.
     pub(crate) fn start(dir: &Path, extra: &[&str]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_terrace"))
-            .args(["serve", "--port", "0", "--dir"])
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_terrace"));
+        cmd.args(["serve", "--port", "0", "--dir"])
             .arg(dir)
             .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
+            .stderr(Stdio::inherit());
+        Server::spawn(cmd)
+    }
+
+    /// Runs `cmd` (a `terrace serve` command line) and waits until it listens.
+    pub(crate) fn spawn(mut cmd: Command) -> Server {
+        let mut child = cmd.stdout(Stdio::piped()).spawn().unwrap();
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut banner = Vec::new();
         let addr = loop {
             let line = lines
                 .next()
@@ -40,10 +47,15 @@ impl Server {
             if let Some(a) = line.strip_prefix("listening on ") {
                 break a.to_string();
             }
+            banner.push(line);
         };
         // Keep draining stdout so the server never blocks on a full pipe.
         std::thread::spawn(move || for _ in lines {});
-        Server { child, addr }
+        Server {
+            child,
+            addr,
+            banner,
+        }
     }
 
     pub(crate) fn client(&self) -> Client {
@@ -117,6 +129,11 @@ impl Client {
             out.extend_from_slice(b"\r\n");
         }
         out
+    }
+
+    /// How long a read waits before it gives up (and reads as the end of the stream).
+    pub(crate) fn read_timeout(&mut self, d: Duration) {
+        self.stream.set_read_timeout(Some(d)).unwrap();
     }
 
     pub(crate) fn send_raw(&mut self, bytes: &[u8]) {

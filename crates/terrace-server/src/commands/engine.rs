@@ -9,13 +9,20 @@ use parking_lot::{Mutex, RwLock};
 use terrace::compaction::FilterSpec;
 use terrace::storage::{FaultStorage, FsStorage};
 use terrace::{Db, Options};
+use tokio::sync::watch;
 
 use super::store::Store;
 use super::{Session, SessionState};
-use crate::config::{Config, Fsync};
+use crate::config::{Config, Fsync, SetError};
 use crate::error::Result;
+use crate::fdlimit;
 use crate::resp::{Limits, Protocol, Reply};
 use crate::value::{ExpiryFilterFactory, EXPIRY_FILTER};
+
+/// The table cache's size: the engine's default, which [`Engine::open`] keeps.
+fn engine_options_max_open_files() -> u64 {
+    Options::default().max_open_files as u64
+}
 
 /// Most SCAN cursors remembered; older ones restart from the beginning.
 const MAX_CURSORS: usize = 4096;
@@ -30,6 +37,11 @@ pub struct Engine {
     /// `proto-max-bulk-len` and `client-query-buffer-limit`, read on every request.
     pub(crate) proto_max_bulk_len: AtomicU64,
     pub(crate) query_buffer_limit: AtomicU64,
+    /// `timeout` in seconds (0: never); connections watch it for their idle timers.
+    timeout: watch::Sender<u64>,
+    /// Open files set aside beside the clients when the server manages the open-files
+    /// limit ([`Engine::reserve_open_files`]); 0 when it does not.
+    files_reserved: AtomicU64,
     max_args: u64,
     fsync: Fsync,
     pub(crate) stats: EngineStats,
@@ -230,6 +242,8 @@ impl Engine {
             auth_required: AtomicBool::new(!config.requirepass.is_empty()),
             proto_max_bulk_len: AtomicU64::new(config.proto_max_bulk_len),
             query_buffer_limit: AtomicU64::new(config.client_query_buffer_limit),
+            timeout: watch::Sender::new(config.timeout),
+            files_reserved: AtomicU64::new(0),
             max_args: config.max_args,
             fsync: config.fsync,
             stats: EngineStats::new(),
@@ -306,6 +320,71 @@ impl Engine {
     /// Most bytes one client may have buffered.
     pub fn query_buffer_limit(&self) -> u64 {
         self.query_buffer_limit.load(Ordering::Relaxed)
+    }
+
+    /// The idle timeout in seconds (0: never), as a receiver that sees every change.
+    pub fn watch_timeout(&self) -> watch::Receiver<u64> {
+        self.timeout.subscribe()
+    }
+
+    /// Open files the engine and the server may keep open besides clients' sockets:
+    /// [`fdlimit::RESERVED_FDS`], the table cache's `max_open_files`, and the network
+    /// threads' event descriptors.
+    pub fn open_files_reserve(network_threads: usize) -> u64 {
+        fdlimit::RESERVED_FDS
+            + engine_options_max_open_files()
+            + fdlimit::FDS_PER_NETWORK_THREAD * network_threads as u64
+    }
+
+    /// Makes CONFIG SET maxclients check the open-files limit: a value needing more than
+    /// `reserve` + maxclients files is refused unless the soft limit can be raised.
+    pub fn reserve_open_files(&self, reserve: u64) {
+        self.files_reserved.store(reserve, Ordering::Relaxed);
+    }
+
+    /// CONFIG SET: applies every `(parameter, value)` pair, or none. Each takes effect at
+    /// once for every connection (docs/formats/resp.md, "CONFIG").
+    ///
+    /// # Errors
+    /// [`SetError`] for the first pair refused; nothing changed then.
+    pub fn config_set(&self, pairs: &[(&[u8], &[u8])]) -> std::result::Result<(), SetError> {
+        let mut config = self.config.write();
+        let mut next = config.clone();
+        let mut changed: Vec<String> = Vec::with_capacity(pairs.len());
+        for (name, value) in pairs {
+            let name = String::from_utf8_lossy(name).to_ascii_lowercase();
+            if changed.contains(&name) {
+                return Err(SetError::Duplicate(name));
+            }
+            next.set(&name, value)?;
+            changed.push(name);
+        }
+        next.check_set(&changed)?;
+        let reserve = self.files_reserved.load(Ordering::Relaxed);
+        if reserve != 0 && next.maxclients > config.maxclients {
+            let room = fdlimit::make_room(next.maxclients, reserve);
+            if room.clients < next.maxclients {
+                return Err(SetError::Invalid {
+                    name: "maxclients".to_string(),
+                    reason: format!(
+                        "the open-files limit (ulimit -n) is {} and {reserve} files are kept \
+                         for the engine, which leaves room for at most {} clients",
+                        room.soft_limit, room.clients
+                    ),
+                });
+            }
+        }
+        self.auth_required
+            .store(!next.requirepass.is_empty(), Ordering::Relaxed);
+        self.proto_max_bulk_len
+            .store(next.proto_max_bulk_len, Ordering::Relaxed);
+        self.query_buffer_limit
+            .store(next.client_query_buffer_limit, Ordering::Relaxed);
+        if next.timeout != config.timeout {
+            self.timeout.send_replace(next.timeout);
+        }
+        *config = next;
+        Ok(())
     }
 
     /// The WAL sync policy.

@@ -38,7 +38,7 @@ pub use engine::{Engine, EngineStats};
 pub use run::{Gathered, Run};
 use table::{CommandSpec, EXCLUSIVE, FAST, NOAUTH, NOQUEUE, WRITE};
 
-use crate::resp::{Protocol, Reply};
+use crate::resp::{Limits, Protocol, Reply};
 use crate::value::{now_ms, ValueError};
 
 /// What the transport must do after sending a reply.
@@ -128,6 +128,19 @@ impl Session {
     /// The protocol replies must be written in.
     pub fn protocol(&self) -> Protocol {
         self.st.protocol
+    }
+
+    /// The request parser's limits for this client's next request: the configured ones,
+    /// narrowed to [`Limits::unauthenticated`] while a password is required and the
+    /// client has not given it (so an unauthenticated client cannot make the server
+    /// buffer a large request).
+    pub fn limits(&self) -> Limits {
+        let limits = self.engine.limits();
+        if !self.st.authenticated && self.engine.requires_auth() {
+            limits.unauthenticated()
+        } else {
+            limits
+        }
     }
 
     /// What the transport must do after the last reply, if anything.

@@ -305,3 +305,181 @@ fn metrics_text_has_the_engine_and_latency() {
         assert!(text.contains(name), "{name} missing from\n{text}");
     }
 }
+
+fn config_get(s: &mut Session, name: &str) -> Reply {
+    match run(s, &format!("CONFIG GET {name}")) {
+        Reply::Map(mut pairs) if pairs.len() == 1 => pairs.remove(0).1,
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn unauthenticated_clients_get_small_limits_until_auth() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = Config {
+        dir: tmp.path().to_path_buf(),
+        requirepass: "secret".into(),
+        ..Config::default()
+    };
+    let e = Engine::open(&config).unwrap();
+    let mut s = e.connect("t".into()).unwrap();
+    let pre = s.limits();
+    assert!(pre.unauthenticated);
+    assert_eq!(
+        pre.proto_max_bulk_len,
+        crate::resp::UNAUTHENTICATED_MAX_BULK_LEN
+    );
+    assert_eq!(pre.max_args, crate::resp::UNAUTHENTICATED_MAX_ARGS);
+    assert_eq!(run(&mut s, "AUTH secret"), Reply::Ok);
+    let after = s.limits();
+    assert!(!after.unauthenticated);
+    assert_eq!(after.proto_max_bulk_len, config.proto_max_bulk_len);
+    // Without a password nobody is narrowed.
+    let tmp2 = tempfile::tempdir().unwrap();
+    let open = engine(tmp2.path());
+    assert!(!open.connect("u".into()).unwrap().limits().unauthenticated);
+}
+
+#[test]
+fn passwords_compare_whole() {
+    use super::server::password_matches;
+    assert!(password_matches(b"secret", b"secret"));
+    assert!(!password_matches(b"secre", b"secret"));
+    assert!(!password_matches(b"secretx", b"secret"));
+    assert!(!password_matches(b"Secret", b"secret"));
+    assert!(!password_matches(b"", b"secret"));
+    assert!(password_matches(b"", b""));
+}
+
+#[test]
+fn config_set_limits_take_effect_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let e = engine(tmp.path());
+    let mut s = e.connect("t".into()).unwrap();
+    let other = e.connect("u".into()).unwrap();
+    assert_eq!(run(&mut s, "CONFIG SET proto-max-bulk-len 1000"), err(
+        "ERR CONFIG SET failed (possibly related to argument 'proto-max-bulk-len') - argument must be at least 1024"
+    ));
+    assert_eq!(run(&mut s, "CONFIG SET proto-max-bulk-len 2048"), Reply::Ok);
+    assert_eq!(config_get(&mut s, "proto-max-bulk-len"), bulk("2048"));
+    assert_eq!(other.limits().proto_max_bulk_len, 2048);
+    assert_eq!(run(&mut s, "CONFIG SET proto-max-bulk-len 1mb"), Reply::Ok);
+    assert_eq!(other.limits().proto_max_bulk_len, 1024 * 1024);
+    assert_eq!(
+        run(&mut s, "CONFIG SET client-query-buffer-limit 4kb"),
+        Reply::Ok
+    );
+    assert_eq!(e.query_buffer_limit(), 4096);
+    assert_eq!(
+        config_get(&mut s, "client-query-buffer-limit"),
+        bulk("4096")
+    );
+    assert_eq!(
+        run(&mut s, "CONFIG SET client-query-buffer-limit lots"),
+        err("ERR CONFIG SET failed (possibly related to argument 'client-query-buffer-limit') - argument must be a memory value")
+    );
+    let mut timeout = e.watch_timeout();
+    assert_eq!(*timeout.borrow_and_update(), 0);
+    assert_eq!(run(&mut s, "CONFIG SET timeout 30"), Reply::Ok);
+    assert!(timeout.has_changed().unwrap());
+    assert_eq!(*timeout.borrow_and_update(), 30);
+    assert_eq!(config_get(&mut s, "timeout"), bulk("30"));
+    assert_eq!(run(&mut s, "CONFIG SET maxclients 1"), Reply::Ok);
+    assert!(e.connect("v".into()).is_err());
+    assert_eq!(
+        run(&mut s, "CONFIG SET maxclients 0"),
+        err("ERR CONFIG SET failed (possibly related to argument 'maxclients') - argument must be at least 1")
+    );
+}
+
+#[test]
+fn config_set_refuses_what_terrace_does_not_do() {
+    let tmp = tempfile::tempdir().unwrap();
+    let e = engine(tmp.path());
+    let mut s = e.connect("t".into()).unwrap();
+    // Values that describe what Terrace does are accepted.
+    assert_eq!(run(&mut s, "CONFIG SET appendonly yes"), Reply::Ok);
+    assert_eq!(
+        s.execute(&[b"CONFIG", b"SET", b"save", b""]),
+        Some(Reply::Ok)
+    );
+    assert_eq!(run(&mut s, "CONFIG SET maxmemory 0"), Reply::Ok);
+    assert_eq!(
+        run(&mut s, "CONFIG SET appendonly no"),
+        err(
+            "ERR CONFIG SET 'appendonly' is not supported: Terrace always writes a write-ahead log"
+        )
+    );
+    for (name, value, why) in [
+        ("save", "900 1", "RDB snapshots"),
+        ("maxmemory", "100mb", "evicts nothing"),
+        ("appendfsync", "always", "--fsync"),
+        ("port", "7000", "set at start"),
+        ("databases", "16", "one database"),
+    ] {
+        let cmd: [&[u8]; 4] = [b"CONFIG", b"SET", name.as_bytes(), value.as_bytes()];
+        let Some(Reply::Error(e)) = s.execute(&cmd) else {
+            panic!("{name} {value} was accepted")
+        };
+        assert!(e.starts_with(&format!("ERR CONFIG SET '{name}'")), "{e}");
+        assert!(e.contains(why), "{name}: {e}");
+    }
+    assert_eq!(
+        run(&mut s, "CONFIG SET no-such-thing 1"),
+        err("ERR Unknown option or number of arguments for CONFIG SET - 'no-such-thing'")
+    );
+    // All or nothing: a refused pair leaves the others unset.
+    assert_eq!(
+        run(&mut s, "CONFIG SET timeout 7 appendonly no"),
+        err(
+            "ERR CONFIG SET 'appendonly' is not supported: Terrace always writes a write-ahead log"
+        )
+    );
+    assert_eq!(config_get(&mut s, "timeout"), bulk("0"));
+    assert_eq!(
+        run(&mut s, "CONFIG SET timeout 7 TIMEOUT 8"),
+        err("ERR CONFIG SET failed (possibly related to argument 'timeout') - duplicate parameter")
+    );
+    assert_eq!(config_get(&mut s, "timeout"), bulk("0"));
+}
+
+#[test]
+fn protected_mode_refuses_removing_the_password_on_an_open_bind() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = Config {
+        dir: tmp.path().to_path_buf(),
+        bind: "0.0.0.0".into(),
+        requirepass: "pw".into(),
+        ..Config::default()
+    };
+    let e = Engine::open(&config).unwrap();
+    let mut s = e.connect("t".into()).unwrap();
+    assert_eq!(run(&mut s, "AUTH pw"), Reply::Ok);
+    let Some(Reply::Error(msg)) = s.execute(&[b"CONFIG", b"SET", b"requirepass", b""]) else {
+        panic!("an empty password was accepted")
+    };
+    assert!(
+        msg.contains("'requirepass'") && msg.contains("protected mode"),
+        "{msg}"
+    );
+    assert!(e.requires_auth());
+    assert_eq!(config_get(&mut s, "requirepass"), bulk("pw"));
+    // With protected mode off in the same command, it is allowed.
+    assert_eq!(
+        s.execute(&[
+            b"CONFIG",
+            b"SET",
+            b"protected-mode",
+            b"no",
+            b"requirepass",
+            b""
+        ]),
+        Some(Reply::Ok)
+    );
+    assert!(!e.requires_auth());
+    // Turning protected mode back on without a password is refused.
+    let Reply::Error(msg) = run(&mut s, "CONFIG SET protected-mode yes") else {
+        panic!("protected mode turned on over an open bind without a password")
+    };
+    assert!(msg.contains("'protected-mode'"), "{msg}");
+}

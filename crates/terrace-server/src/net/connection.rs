@@ -1,14 +1,18 @@
 //! One client connection: read, parse every complete command, execute, write the replies
 //! of the whole batch at once (pipelining), repeat. Consecutive SETs and GETs are
 //! gathered into a [`Run`] that the connection's [`Group`] executes together with other
-//! connections' runs; any other command runs on the connection's task.
+//! connections' runs; any other command runs on the connection's task. A client that
+//! sends nothing for `timeout` seconds is closed; until it authenticates (when a
+//! password is set) its requests are held to the small unauthenticated limits.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
+use tokio::time::Instant;
 
 use super::group::Group;
 use crate::commands::{Action, Engine, Gathered, Run, Session};
@@ -46,6 +50,7 @@ pub(super) async fn handle(
         group: &group,
         run: Some(Run::new()),
     };
+    let mut timeout = engine.watch_timeout();
     let mut buf = BytesMut::with_capacity(16 * 1024);
     let mut out = Vec::with_capacity(16 * 1024);
     loop {
@@ -71,12 +76,27 @@ pub(super) async fn handle(
             return;
         }
         buf.reserve(READ_CHUNK_BYTES);
-        tokio::select! {
-            read = stream.read_buf(&mut buf) => match read {
-                Ok(0) | Err(_) => return,
-                Ok(n) => session.count_input(n),
-            },
-            _ = stop.changed() => return,
+        // Idle since now: the timeout counts from the last bytes received or replies sent.
+        let idle_since = Instant::now();
+        let read = loop {
+            let secs = *timeout.borrow_and_update();
+            let idle = async {
+                if secs == 0 {
+                    std::future::pending::<()>().await;
+                }
+                tokio::time::sleep_until(idle_since + Duration::from_secs(secs)).await;
+            };
+            tokio::select! {
+                read = stream.read_buf(&mut buf) => break read,
+                _ = stop.changed() => return,
+                // CONFIG SET timeout: wait again with the new value.
+                changed = timeout.changed() => if changed.is_err() { return },
+                () = idle => return,
+            }
+        };
+        match read {
+            Ok(0) | Err(_) => return,
+            Ok(n) => session.count_input(n),
         }
     }
 }
@@ -103,7 +123,10 @@ impl Connection<'_> {
         let mut pos = 0;
         let next = loop {
             let rest = data.get(pos..).unwrap_or_default();
-            let owned = match parse_command_into(rest, &self.engine.limits(), &mut args) {
+            // Read before each command: an AUTH earlier in the batch lifts the limits of
+            // an unauthenticated client, a CONFIG SET changes them.
+            let limits = session.limits();
+            let owned = match parse_command_into(rest, &limits, &mut args) {
                 Ok(Frame::Incomplete) => break Next::Read,
                 Ok(Frame::Borrowed { consumed }) => {
                     pos += consumed;

@@ -1,5 +1,6 @@
 //! The TCP transport: the listener, the shard threads that run connections, pipelining,
-//! maxclients, protected mode, the `everysec` WAL sync, and graceful shutdown on
+//! maxclients (clamped to the open-files limit at start, `fdlimit`), idle timeouts,
+//! protected mode, the `everysec` WAL sync, and graceful shutdown on
 //! SIGTERM/SIGINT or SHUTDOWN.
 //!
 //! Owns: sockets, the tokio runtimes, the shutdown sequence.
@@ -32,6 +33,7 @@ use tokio::task::JoinSet;
 use crate::commands::Engine;
 use crate::config::{Config, Fsync, ServeArgs};
 use crate::error::{Error, Result};
+use crate::fdlimit;
 use shard::Shards;
 
 /// The Prometheus text the `--metrics-port` endpoint serves.
@@ -75,8 +77,13 @@ fn network_threads(config: &Config) -> usize {
 ///
 /// # Errors
 /// As [`serve_command`].
-pub async fn serve(config: Config, out: &mut dyn Write) -> Result<()> {
+pub async fn serve(mut config: Config, out: &mut dyn Write) -> Result<()> {
+    let threads = network_threads(&config);
+    let reserve = Engine::open_files_reserve(threads);
+    let room = fdlimit::make_room(config.maxclients, reserve);
+    config.maxclients = clamp_maxclients(config.maxclients, room, reserve)?;
     let engine = Engine::open(&config)?;
+    engine.reserve_open_files(reserve);
     let listener = TcpListener::bind((config.bind.as_str(), config.port))
         .await
         .map_err(|e| {
@@ -88,7 +95,14 @@ pub async fn serve(config: Config, out: &mut dyn Write) -> Result<()> {
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut background = JoinSet::new();
     if config.metrics_port != 0 {
-        let metrics = TcpListener::bind((config.bind.as_str(), config.metrics_port)).await?;
+        let metrics = TcpListener::bind((config.metrics_bind.as_str(), config.metrics_port))
+            .await
+            .map_err(|e| {
+                Error::Config(format!(
+                    "cannot serve metrics on {}:{}: {e}",
+                    config.metrics_bind, config.metrics_port
+                ))
+            })?;
         writeln!(out, "metrics on {}", metrics.local_addr()?)?;
         background.spawn(metrics::serve(
             Arc::clone(&engine),
@@ -99,7 +113,7 @@ pub async fn serve(config: Config, out: &mut dyn Write) -> Result<()> {
     if config.fsync == Fsync::Everysec {
         background.spawn(sync_every_second(Arc::clone(&engine), stop_rx.clone()));
     }
-    let mut shards = Shards::start(network_threads(&config), &engine, &stop_tx, &stop_rx)?;
+    let mut shards = Shards::start(threads, &engine, &stop_tx, &stop_rx)?;
     writeln!(out, "listening on {}", listener.local_addr()?)?;
     out.flush()?;
     accept_loop(&mut shards, &listener, &stop_tx, stop_rx).await;
@@ -107,6 +121,33 @@ pub async fn serve(config: Config, out: &mut dyn Write) -> Result<()> {
     shards.finish().await;
     while background.join_next().await.is_some() {}
     close_engine(engine)
+}
+
+/// The maxclients that fits the open-files limit `room` leaves beside `reserve` files;
+/// warns on stderr when it is below the configured one.
+///
+/// # Errors
+/// `Error::Config` when the limit leaves room for no client at all.
+fn clamp_maxclients(maxclients: u64, room: fdlimit::Room, reserve: u64) -> Result<u64> {
+    if room.clients == 0 {
+        return Err(Error::Config(format!(
+            "the open-files limit (ulimit -n) is {} and cannot be raised, but the engine and \
+             server may keep {reserve} files open: no room for clients; raise the limit",
+            room.soft_limit
+        )));
+    }
+    if room.clients < maxclients {
+        let warning = format!(
+            "maxclients lowered from {maxclients} to {}: the open-files limit (ulimit -n) is {} \
+             and cannot be raised further, and {reserve} files are kept for the engine and \
+             server",
+            room.clients, room.soft_limit
+        );
+        eprintln!("warning: {warning}");
+        tracing::warn!("{warning}");
+        return Ok(room.clients);
+    }
+    Ok(maxclients)
 }
 
 async fn accept_loop(

@@ -9,7 +9,16 @@ pub struct Limits {
     pub max_args: u64,
     /// Longest inline command or header line without its terminator (64 KiB in Redis).
     pub max_inline_bytes: usize,
+    /// The client has not authenticated yet: the limits are
+    /// [`Limits::unauthenticated`]'s, and an error says so.
+    pub unauthenticated: bool,
 }
+
+/// Most arguments in one command of a client that has not authenticated (Redis's limit
+/// since CVE-2021-32675).
+pub const UNAUTHENTICATED_MAX_ARGS: u64 = 10;
+/// Largest bulk string of a client that has not authenticated (16 KiB, as Redis).
+pub const UNAUTHENTICATED_MAX_BULK_LEN: u64 = 16 * 1024;
 
 impl Default for Limits {
     fn default() -> Self {
@@ -17,6 +26,31 @@ impl Default for Limits {
             proto_max_bulk_len: 512 * 1024 * 1024,
             max_args: 1024 * 1024,
             max_inline_bytes: 64 * 1024,
+            unauthenticated: false,
+        }
+    }
+}
+
+impl Limits {
+    /// These limits narrowed for a client that must authenticate and has not: at most
+    /// [`UNAUTHENTICATED_MAX_ARGS`] arguments of at most [`UNAUTHENTICATED_MAX_BULK_LEN`]
+    /// bytes each, so that an unauthenticated client can make the server buffer little
+    /// more than one small command.
+    pub fn unauthenticated(self) -> Limits {
+        Limits {
+            proto_max_bulk_len: self.proto_max_bulk_len.min(UNAUTHENTICATED_MAX_BULK_LEN),
+            max_args: self.max_args.min(UNAUTHENTICATED_MAX_ARGS),
+            max_inline_bytes: self.max_inline_bytes,
+            unauthenticated: true,
+        }
+    }
+
+    /// The error for a count or length over these limits (`what`: "multibulk" or "bulk").
+    fn over(&self, what: &str) -> ProtocolError {
+        if self.unauthenticated {
+            ProtocolError(format!("unauthenticated {what} length"))
+        } else {
+            ProtocolError(format!("invalid {what} length"))
         }
     }
 }
@@ -143,7 +177,7 @@ fn parse_multibulk<'b>(
         return Ok(Frame::Incomplete);
     };
     if count > 0 && count as u64 > limits.max_args {
-        return Err(ProtocolError("invalid multibulk length".to_string()));
+        return Err(limits.over("multibulk"));
     }
     if count <= 0 {
         return Ok(Frame::Borrowed { consumed: pos });
@@ -164,8 +198,11 @@ fn parse_multibulk<'b>(
         let Some((len, body)) = header(buf, pos, limits, "bulk")? else {
             return Ok(Frame::Incomplete);
         };
-        if len < 0 || len as u64 > limits.proto_max_bulk_len {
+        if len < 0 {
             return Err(ProtocolError("invalid bulk length".to_string()));
+        }
+        if len as u64 > limits.proto_max_bulk_len {
+            return Err(limits.over("bulk"));
         }
         let len = len as usize;
         let Some(end) = body.checked_add(len) else {
@@ -200,7 +237,7 @@ fn parse_inline(buf: &[u8], limits: &Limits) -> Result<Frame, ProtocolError> {
     let args = split_args(line)
         .ok_or_else(|| ProtocolError("unbalanced quotes in request".to_string()))?;
     if args.len() as u64 > limits.max_args {
-        return Err(ProtocolError("invalid multibulk length".to_string()));
+        return Err(limits.over("multibulk"));
     }
     Ok(Frame::Owned {
         args,

@@ -104,6 +104,7 @@ fn limits_are_errors_not_allocations() {
         proto_max_bulk_len: 4,
         max_args: 2,
         max_inline_bytes: 8,
+        unauthenticated: false,
     };
     assert!(parse_command(b"*1\r\n$5\r\nhello\r\n", &small).is_err());
     assert!(parse_command(b"*3\r\n", &small).is_err());
@@ -112,6 +113,48 @@ fn limits_are_errors_not_allocations() {
         parse_command(b"*1\r\n$4\r\nhel", &small),
         Ok(Parsed::Incomplete)
     );
+}
+
+#[test]
+fn unauthenticated_limits_refuse_big_claims_at_the_header() {
+    let pre = Limits::default().unauthenticated();
+    // A 300 MB claim is refused before a byte of its body arrives.
+    assert_eq!(
+        parse_command(b"*1\r\n$300000000\r\n", &pre),
+        Err(ProtocolError("unauthenticated bulk length".to_string()))
+    );
+    assert_eq!(
+        parse_command(b"*11\r\n", &pre),
+        Err(ProtocolError(
+            "unauthenticated multibulk length".to_string()
+        ))
+    );
+    assert_eq!(
+        parse_command(b"a b c d e f g h i j k\r\n", &pre),
+        Err(ProtocolError(
+            "unauthenticated multibulk length".to_string()
+        ))
+    );
+    // At the limits: ten arguments, a 16 KiB one among them.
+    let big = vec![b'x'; 16 * 1024];
+    let mut cmd = b"*10\r\n".to_vec();
+    for i in 0..10 {
+        let a: &[u8] = if i == 0 { &big } else { b"a" };
+        cmd.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        cmd.extend_from_slice(a);
+        cmd.extend_from_slice(b"\r\n");
+    }
+    assert!(matches!(
+        parse_command(&cmd, &pre),
+        Ok(Parsed::Command { .. })
+    ));
+    // A smaller configured limit stays in force.
+    let small = Limits {
+        proto_max_bulk_len: 100,
+        ..Limits::default()
+    }
+    .unauthenticated();
+    assert_eq!(small.proto_max_bulk_len, 100);
 }
 
 #[test]
@@ -153,7 +196,12 @@ proptest! {
 
     #[test]
     fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
-        let limits = Limits { proto_max_bulk_len: 64, max_args: 16, max_inline_bytes: 32 };
+        let limits = Limits {
+            proto_max_bulk_len: 64,
+            max_args: 16,
+            max_inline_bytes: 32,
+            unauthenticated: false,
+        };
         if let Ok(Parsed::Command { consumed, .. }) = parse_command(&bytes, &limits) {
             prop_assert!(consumed <= bytes.len());
         }
