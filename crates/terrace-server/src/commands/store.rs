@@ -13,6 +13,10 @@ use terrace::{Db, ReadOptions, WriteBatch, WriteOptions};
 use super::Fail;
 use crate::value::{split_header, StoredValue, ValueHeader};
 
+/// `clear` deletes the keys below this with one range tombstone and those at or above it
+/// one by one.
+const CLEAR_FENCE: [u8; 16] = [0xff; 16];
+
 /// One write of a batch: a put (`Some`) or a delete (`None`).
 pub(crate) type Op = (Vec<u8>, Option<StoredValue>);
 
@@ -201,17 +205,22 @@ impl Store {
         self.write(batch, ops.iter().map(|(k, _)| k.as_slice()))
     }
 
-    /// Deletes every key (the caller holds `exclusive`).
+    /// Deletes every key (the caller holds `exclusive`): one range tombstone over every
+    /// key below [`CLEAR_FENCE`], and a point deletion of each key at or above it (keys
+    /// of sixteen 0xff bytes or more, normally none). It never walks the deleted keys:
+    /// finding the first or last live key would step over every entry earlier clears
+    /// left covered, which made each FLUSHDB slower than the one before.
     pub(crate) fn clear(&self) -> Result<(), Fail> {
+        let mut batch = WriteBatch::new();
+        batch.delete_range(b"", &CLEAR_FENCE);
         let mut it = self.db.iter(ReadOptions::default())?;
-        it.seek_to_last()?;
-        if it.valid() {
-            let last = it.key().to_vec();
-            let mut batch = WriteBatch::new();
-            batch.delete_range(b"", &last);
-            batch.delete(&last);
-            self.db.write(batch, self.write_opts)?;
+        it.seek(&CLEAR_FENCE)?;
+        while it.valid() {
+            batch.delete(it.key());
+            it.next()?;
         }
+        drop(it);
+        self.db.write(batch, self.write_opts)?;
         self.watches.touch_all();
         Ok(())
     }

@@ -483,3 +483,40 @@ fn protected_mode_refuses_removing_the_password_on_an_open_bind() {
     };
     assert!(msg.contains("'protected-mode'"), "{msg}");
 }
+
+/// FLUSHDB deletes every key, binary ones at the top of the key space included, and
+/// does not slow down as earlier FLUSHDBs pile up deleted keys.
+#[test]
+fn flushdb_deletes_every_key_and_stays_cheap() {
+    let tmp = tempfile::tempdir().unwrap();
+    let e = engine(tmp.path());
+    let mut s = e.connect("test".into()).unwrap();
+    let high: Vec<Vec<u8>> = vec![
+        vec![0xff; 15],
+        [vec![0xff; 15], vec![0xfe]].concat(),
+        vec![0xff; 16],
+        vec![0xff; 40],
+        Vec::new(),
+    ];
+    for round in 0..50 {
+        for i in 0..200 {
+            let k = format!("r{round}-k{i}");
+            assert_eq!(run(&mut s, &format!("SET {k} v")), Reply::Ok);
+        }
+        for k in &high {
+            assert_eq!(s.execute(&[b"SET", k, b"v"]).unwrap(), Reply::Ok);
+        }
+        assert_eq!(
+            run(&mut s, "DBSIZE"),
+            Reply::Integer(200 + high.len() as i64)
+        );
+        assert_eq!(run(&mut s, "FLUSHDB"), Reply::Ok);
+        assert_eq!(run(&mut s, "DBSIZE"), Reply::Integer(0), "round {round}");
+        for k in &high {
+            assert_eq!(s.execute(&[b"EXISTS", k]).unwrap(), Reply::Integer(0));
+        }
+    }
+    assert_eq!(run(&mut s, "FLUSHDB"), Reply::Ok);
+    assert_eq!(run(&mut s, "SET after flush"), Reply::Ok);
+    assert_eq!(run(&mut s, "GET after"), bulk("flush"));
+}
