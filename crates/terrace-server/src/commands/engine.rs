@@ -49,6 +49,10 @@ pub struct Engine {
     next_client_id: AtomicU64,
     cursors: Mutex<Cursors>,
     pub(crate) started: Instant,
+    /// The fault-injection storage under the engine (`internal_fault_storage`), for the
+    /// tests that make its device fail (read only by them).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fault: Option<FaultStorage>,
 }
 
 /// What CLIENT LIST shows about one connection.
@@ -232,8 +236,11 @@ impl Engine {
         };
         opts.compaction_filter_factories
             .push(Arc::new(ExpiryFilterFactory));
-        if config.internal_fault_storage {
-            opts.storage = Arc::new(FaultStorage::new(Arc::new(FsStorage::new())));
+        let fault = config
+            .internal_fault_storage
+            .then(|| FaultStorage::new(Arc::new(FsStorage::new())));
+        if let Some(f) = &fault {
+            opts.storage = Arc::new(f.clone());
         }
         let db = Db::open(&config.dir, opts)?;
         Ok(Arc::new(Engine {
@@ -251,6 +258,7 @@ impl Engine {
             next_client_id: AtomicU64::new(1),
             cursors: Mutex::new(Cursors::default()),
             started: Instant::now(),
+            fault,
         }))
     }
 

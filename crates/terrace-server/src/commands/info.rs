@@ -81,6 +81,32 @@ fn section_body(ctx: &Ctx<'_>, section: &str, out: &mut String) -> Result<(), Fa
             kv("rdb_bgsave_in_progress", "0".to_string());
             kv("aof_enabled", "1".to_string());
             kv("aof_rewrite_in_progress", "0".to_string());
+            let s = e.db().stats();
+            // Redis's field for "the last write to the log failed"; here: the engine is
+            // read-only after a background error (it may recover by itself once space
+            // returns, docs/errors.md).
+            let status = if s.background_error.is_some() {
+                "err"
+            } else {
+                "ok"
+            };
+            kv("aof_last_write_status", status.to_string());
+            kv(
+                "terrace_write_status",
+                match s.background_error {
+                    Some(_) => "read-only".to_string(),
+                    None => "ok".to_string(),
+                },
+            );
+            // One line: INFO's format has no escapes.
+            let last = s
+                .background_error
+                .as_deref()
+                .unwrap_or("")
+                .replace(['\r', '\n'], " ");
+            kv("terrace_last_background_error", last);
+            kv("terrace_background_errors", s.background_errors.to_string());
+            kv("terrace_resumes", s.resumes.to_string());
             kv("terrace_fsync", cfg.fsync.as_str().to_string());
         }
         "stats" => {

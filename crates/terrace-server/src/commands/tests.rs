@@ -520,3 +520,59 @@ fn flushdb_deletes_every_key_and_stays_cheap() {
     assert_eq!(run(&mut s, "SET after flush"), Reply::Ok);
     assert_eq!(run(&mut s, "GET after"), bulk("flush"));
 }
+
+/// INFO and the metrics show whether the engine is read-only after a background error,
+/// and the error; a full device clears by itself once space returns.
+#[test]
+fn info_shows_the_write_status_and_the_last_background_error() {
+    use terrace::storage::{FaultOp, FaultRule, InjectedError, IoClass};
+    let tmp = tempfile::tempdir().unwrap();
+    let config = Config {
+        dir: tmp.path().to_path_buf(),
+        internal_fault_storage: true,
+        write_buffer_size: 64 << 10,
+        ..Config::default()
+    };
+    let e = Engine::open(&config).unwrap();
+    let mut s = e.connect("test".into()).unwrap();
+    let info = |s: &mut Session| match run(s, "INFO persistence") {
+        Reply::Bulk(b) => String::from_utf8(b.to_vec()).unwrap(),
+        other => panic!("{other:?}"),
+    };
+    let text = info(&mut s);
+    assert!(text.contains("aof_last_write_status:ok"), "{text}");
+    assert!(text.contains("terrace_write_status:ok"), "{text}");
+    assert!(text.contains("terrace_background_errors:0"), "{text}");
+
+    let fault = e.fault.clone().unwrap();
+    fault.inject(
+        FaultRule::new(&[FaultOp::Create], InjectedError::NoSpace).of_class(IoClass::Flush),
+    );
+    let mut refused = false;
+    for i in 0..100_000 {
+        if let Reply::Error(_) = run(&mut s, &format!("SET key{i} {}", "v".repeat(100))) {
+            refused = true;
+            break;
+        }
+    }
+    assert!(refused, "no write was refused on a full device");
+    let text = info(&mut s);
+    assert!(text.contains("aof_last_write_status:err"), "{text}");
+    assert!(text.contains("terrace_write_status:read-only"), "{text}");
+    assert!(text.contains("No space left on device"), "{text}");
+    assert!(text.contains("terrace_background_errors:1"), "{text}");
+    let metrics = crate::net::metrics::render(&e);
+    assert!(metrics.contains("terrace_engine_read_only 1"), "{metrics}");
+
+    fault.clear_faults();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !info(&mut s).contains("terrace_resumes:1") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no automatic recovery"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(run(&mut s, "SET after recovery"), Reply::Ok);
+    assert!(info(&mut s).contains("terrace_write_status:ok"));
+}

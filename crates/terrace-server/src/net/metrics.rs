@@ -98,6 +98,21 @@ pub(crate) fn render(engine: &Engine) -> String {
         "Microseconds writers spent stalled.",
         db.stall_micros,
     );
+    counter(
+        "terrace_engine_background_errors_total",
+        "Background errors, each of which made the engine read-only.",
+        db.background_errors,
+    );
+    counter(
+        "terrace_engine_resumes_total",
+        "Resumes from a background error, manual or automatic.",
+        db.resumes,
+    );
+    let _ = write!(
+        out,
+        "# HELP terrace_engine_read_only 1 while a background error keeps the engine read-only.\n# TYPE terrace_engine_read_only gauge\nterrace_engine_read_only {}\n",
+        u8::from(db.background_error.is_some())
+    );
     let _ = write!(
         out,
         "# HELP terrace_connected_clients Connected clients.\n# TYPE terrace_connected_clients gauge\nterrace_connected_clients {}\n",

@@ -19,7 +19,7 @@
 
 mod connection;
 mod group;
-mod metrics;
+pub(crate) mod metrics;
 mod shard;
 
 use std::io::Write;
