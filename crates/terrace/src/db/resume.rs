@@ -25,14 +25,15 @@ use crate::storage::IoClass;
 use crate::version::VersionEdit;
 use crate::wal::FileLogWriter;
 
-/// True if `e` may go away by itself (the device was full): the recovery thread retries
-/// `resume` for it.
+/// True if `e` may go away by itself: the device was full (`ENOSPC`, `EDQUOT`) or the
+/// process or system ran out of file descriptors (`EMFILE`, `ENFILE`: clients of a server
+/// took them). The recovery thread retries `resume` for it.
 pub(crate) fn is_retryable(e: &Error) -> bool {
     match e {
         Error::Io { source, .. } => {
             matches!(
                 source.raw_os_error(),
-                Some(libc::ENOSPC) | Some(libc::EDQUOT)
+                Some(libc::ENOSPC | libc::EDQUOT | libc::EMFILE | libc::ENFILE)
             )
         }
         Error::NoSpace { .. } => true,
@@ -172,5 +173,27 @@ impl DbInner {
             }
             st = self.state.lock();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn io(errno: i32) -> Error {
+        Error::io("f", std::io::Error::from_raw_os_error(errno))
+    }
+
+    #[test]
+    fn which_errors_are_retried_and_which_resumed() {
+        for errno in [libc::ENOSPC, libc::EDQUOT, libc::EMFILE, libc::ENFILE] {
+            assert!(is_retryable(&io(errno)), "{errno}");
+            assert!(is_retryable(&Error::Background(Arc::new(io(errno)))));
+        }
+        assert!(!is_retryable(&io(libc::EIO)));
+        assert!(is_resumable(&io(libc::EIO)));
+        let corrupt = Error::corruption("f", 0, "bad");
+        assert!(!is_retryable(&corrupt) && !is_resumable(&corrupt));
+        assert!(!is_resumable(&Error::Internal("x".into())));
     }
 }
