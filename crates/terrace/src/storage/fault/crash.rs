@@ -31,9 +31,9 @@ pub enum CrashMode {
         seed: u64,
     },
     /// As `PartialPages`, but the file's size may have reached the device without the data
-    /// (delayed allocation, `data=writeback`, XFS): the file ends after the last surviving
-    /// page, or (one crash in two per file) at the end of its whole unsynced tail, and every
-    /// lost page below that end reads back as zeros. A file extended by the crash with holes.
+    /// (ext4 with `data=writeback`, XFS): the file ends after the last surviving page, or
+    /// (one crash in two per file) at the end of its whole unsynced tail, and every lost
+    /// page below that end reads back as zeros. A file extended by the crash with holes.
     ZeroPages {
         /// Seed of the choices.
         seed: u64,
