@@ -17,15 +17,15 @@
 //! A failed sync (injected: `set_fail_syncs`, a [`FaultRule`]) drops the file's unsynced
 //! bytes, as Linux may after a failed `fsync` (it marks the dirty pages clean and reports
 //! the error once): they read back as zeros, a later sync that succeeds writes those zeros,
-//! and a crash keeps none of them. A sync refused because the simulated power is out is not
+//! and a crash leaves zeros at best. A sync refused because the simulated power is out is not
 //! a device error: its bytes stay pending and the crash mode decides their fate.
 //!
 //! What it does not emulate: a page torn inside itself (sectors), a synced byte that
 //! changes (bit rot; the corruption tests flip bytes themselves), a sync that succeeds
-//! without writing (but [`PowerSupply::lie`] makes chosen syncs do that), the source of
-//! a rename coming back, reordering of directory operations within one directory sync,
-//! and the page cache of another process: a SIGKILLed child's unsynced bytes are simply
-//! gone, whatever the mode.
+//! without writing (but [`PowerSupply::lie`] makes chosen syncs do that), directory
+//! operations that a file system made durable on its own before the cut (a journal
+//! commit: a crash undoes all of a directory's unsynced operations, never some), the source of a rename coming back, and the page cache of another
+//! process: a SIGKILLed child's unsynced bytes are simply gone, whatever the mode.
 //!
 //! Writes or syncs can also be made to fail to test error paths: wholesale
 //! (`set_fail_writes`, `set_fail_syncs`) or by rule ([`FaultRule`]: chosen operations on
