@@ -24,14 +24,21 @@ pub enum Compression {
     Zstd(i32),
 }
 
-/// How write-ahead-log damage found on open is handled.
+/// How write-ahead-log damage found on open is handled (docs/formats/wal.md, "Recovery
+/// modes"). In both modes damage in a log followed by a later log that holds anything
+/// fails the open with `Error::Corruption`: writes moved to the later log only after the
+/// damaged one was synced, so the damage is in synced data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub enum WalRecoveryMode {
-    /// Damage in the last record of the newest log (a torn write) is dropped and counted;
-    /// any other damage fails the open with `Error::Corruption`.
-    #[default]
+    /// Strict: only damage in the last record of the newest log that holds anything (a
+    /// torn write with nothing valid after it) is dropped and counted; any other damage
+    /// fails the open with `Error::Corruption`. A power cut that leaves a hole in a log's
+    /// unsynced tail (a lost page before one that reached the device) fails the open.
     TolerateCorruptedTailRecords,
-    /// Replay stops at the first damage anywhere; what follows is dropped, logged and counted.
+    /// Replay of the newest log that holds anything stops at its first damage, of any kind:
+    /// the rest of that log (an unsynced tail a power cut may have torn anywhere) is
+    /// dropped, logged and counted. The default, as in RocksDB.
+    #[default]
     PointInTime,
 }
 

@@ -285,9 +285,22 @@ impl Recovery<'_> {
                         reason,
                         tail,
                     } => {
+                        // Writes move to a new log only once the old one is synced, so a
+                        // later log holding anything proves this damage is in synced data:
+                        // dropping from here would lose acknowledged writes. Only the
+                        // newest log that holds anything can end in an unsynced tail,
+                        // which a power cut may tear anywhere (docs/formats/wal.md,
+                        // "Recovery modes").
+                        if !newest {
+                            return Err(Error::corruption(
+                                path,
+                                offset,
+                                format!("{reason} (a later log holds writes: the damage is in synced data)"),
+                            ));
+                        }
                         let tolerated = match self.opts.wal_recovery_mode {
                             WalRecoveryMode::PointInTime => true,
-                            WalRecoveryMode::TolerateCorruptedTailRecords => tail && newest,
+                            WalRecoveryMode::TolerateCorruptedTailRecords => tail,
                         };
                         if !tolerated {
                             return Err(Error::corruption(path, offset, reason));

@@ -2,8 +2,8 @@
 //!
 //! Owns: the [`Storage`] trait, file handles, per-class I/O accounting ([`IoStats`]),
 //! and the implementations: [`FsStorage`] (the operating system's files),
-//! [`FaultStorage`] (keeps unsynced data in process memory, for crash tests) and
-//! [`ThrottledStorage`] (directories that behave like a slower device).
+//! [`FaultStorage`] (keeps unsynced data in process memory and emulates power cuts, for
+//! crash tests) and [`ThrottledStorage`] (directories that behave like a slower device).
 //! Must not touch: file formats; callers decide what the bytes mean.
 //! Concurrency: a `Storage` is shared by all threads; a `WritableFile` has one owner;
 //! a `ReadableFile` is read by many threads at once (positional reads only).
@@ -23,7 +23,7 @@ use std::sync::Arc;
 use crate::error::Result;
 
 pub use accounting::{IoClass, IoClassStats, IoStats};
-pub use fault::{FaultOp, FaultRule, FaultStorage, InjectedError};
+pub use fault::{CrashMode, FaultOp, FaultRule, FaultStorage, InjectedError, PAGE_BYTES};
 pub use fs::FsStorage;
 pub use power::{PointFilter, PointKind, PowerSupply, Verdict};
 pub use throttle::{ThrottleLimits, ThrottleStats, ThrottledStorage};

@@ -199,3 +199,215 @@ fn fault_rules_fail_chosen_operations_with_the_chosen_errno() {
     f.clear_faults();
     f.sync_dir(dir.path()).unwrap();
 }
+
+/// Writes `data` to a new file `name` of `dir` through `f`, syncs it and its directory.
+fn durable_file(f: &FaultStorage, dir: &std::path::Path, name: &str, data: &[u8]) {
+    let mut w = f.create(&dir.join(name), IoClass::Flush).unwrap();
+    w.append(data).unwrap();
+    w.sync().unwrap();
+    drop(w);
+    f.sync_dir(dir).unwrap();
+}
+
+/// Reads see unsynced bytes (the page cache), also after the writer is closed; the crash
+/// takes them away.
+#[test]
+fn fault_storage_reads_see_unsynced_bytes_until_the_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = FaultStorage::new(Arc::new(FsStorage::new()));
+    let p = dir.path().join("000001.log");
+    let mut w = f.create(&p, IoClass::Wal).unwrap();
+    w.append(b"synced ").unwrap();
+    w.sync().unwrap();
+    w.append(b"cached").unwrap();
+    f.sync_dir(dir.path()).unwrap();
+    let r = f.open(&p).unwrap();
+    assert_eq!(r.len(), 13);
+    let mut buf = [0u8; 9];
+    r.read_exact_at(4, &mut buf, IoClass::Wal).unwrap();
+    assert_eq!(&buf, b"ed cached");
+    assert!(
+        r.read_exact_at(5, &mut buf, IoClass::Wal).is_err(),
+        "past the end"
+    );
+    drop(w);
+    assert_eq!(f.read_all(&p, IoClass::Wal).unwrap(), b"synced cached");
+    f.simulate_crash().unwrap();
+    assert_eq!(f.read_all(&p, IoClass::Wal).unwrap(), b"synced ");
+}
+
+/// A failed sync drops the unsynced bytes (they read back as zeros); a later sync that
+/// succeeds writes the zeros, not the data.
+#[test]
+fn fault_storage_drops_the_unsynced_bytes_of_a_failed_sync() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = FaultStorage::new(Arc::new(FsStorage::new()));
+    let p = dir.path().join("x");
+    let mut w = f.create(&p, IoClass::Wal).unwrap();
+    w.append(b"one").unwrap();
+    w.sync().unwrap();
+    w.append(b"two").unwrap();
+    f.inject(FaultRule::new(&[FaultOp::Sync], InjectedError::Io).times(1));
+    assert!(w.sync().is_err());
+    assert_eq!(f.read_all(&p, IoClass::Wal).unwrap(), b"one\0\0\0");
+    w.append(b"six").unwrap();
+    w.sync().unwrap();
+    f.sync_dir(dir.path()).unwrap();
+    drop(w);
+    f.simulate_crash().unwrap();
+    assert_eq!(f.read_all(&p, IoClass::Wal).unwrap(), b"one\0\0\0six");
+    // The same through `set_fail_syncs`.
+    let mut w = f.create(&p, IoClass::Wal).unwrap();
+    w.append(b"lost").unwrap();
+    f.set_fail_syncs(true);
+    assert!(w.sync().is_err());
+    f.set_fail_syncs(false);
+    w.sync().unwrap();
+    drop(w);
+    assert_eq!(f.read_all(&p, IoClass::Wal).unwrap(), b"\0\0\0\0");
+}
+
+/// A sync refused because the power is out keeps its bytes pending: the crash mode
+/// decides what reaches the file.
+#[test]
+fn fault_storage_keeps_bytes_pending_when_the_power_is_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let power = Arc::new(PowerSupply::new());
+    let f = FaultStorage::with_power(Arc::new(FsStorage::new()), power.clone());
+    f.set_crash_mode(CrashMode::PartialPages { seed: 0 });
+    durable_file(&f, dir.path(), "x", b"");
+    // Find a crash whose first page survives.
+    let p = dir.path().join("x");
+    let mut survived = false;
+    for _ in 0..64 {
+        let mut w = f.create(&p, IoClass::Wal).unwrap();
+        f.sync_dir(dir.path()).unwrap();
+        w.append(&[7u8; 100]).unwrap();
+        power.cut_now();
+        assert!(w.sync().is_err());
+        drop(w);
+        power.restore();
+        f.simulate_crash().unwrap();
+        let got = f.read_all(&p, IoClass::Wal).unwrap();
+        assert!(got.is_empty() || got == [7u8; 100], "{}", got.len());
+        survived |= !got.is_empty();
+    }
+    assert!(survived);
+}
+
+/// A removal its directory has not made durable is undone by a crash (the file comes
+/// back with its synced content); after a directory sync it stays removed.
+#[test]
+fn fault_storage_undoes_an_unsynced_removal() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = FaultStorage::new(Arc::new(FsStorage::new()));
+    durable_file(&f, dir.path(), "a.sst", b"table a");
+    durable_file(&f, dir.path(), "b.sst", b"table b");
+    f.remove_file(&dir.path().join("a.sst")).unwrap();
+    f.remove_file(&dir.path().join("b.sst")).unwrap();
+    assert!(!f.exists(&dir.path().join("a.sst")).unwrap());
+    f.simulate_crash().unwrap();
+    assert_eq!(
+        f.read_all(&dir.path().join("a.sst"), IoClass::Flush)
+            .unwrap(),
+        b"table a"
+    );
+    f.remove_file(&dir.path().join("a.sst")).unwrap();
+    f.sync_dir(dir.path()).unwrap();
+    f.simulate_crash().unwrap();
+    assert!(!f.exists(&dir.path().join("a.sst")).unwrap());
+    assert!(f.exists(&dir.path().join("b.sst")).unwrap());
+    // A file created and removed between two directory syncs stays removed.
+    let mut w = f.create(&dir.path().join("c"), IoClass::Flush).unwrap();
+    w.append(b"c").unwrap();
+    w.sync().unwrap();
+    drop(w);
+    f.remove_file(&dir.path().join("c")).unwrap();
+    f.simulate_crash().unwrap();
+    assert!(!f.exists(&dir.path().join("c")).unwrap());
+}
+
+/// A link's new name is a creation: it vanishes at a crash unless its directory was
+/// synced; a link over a durable name brings the old content back.
+#[test]
+fn fault_storage_tracks_link_targets_like_creations() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, dst) = (tmp.path().join("src"), tmp.path().join("dst"));
+    let f = FaultStorage::new(Arc::new(FsStorage::new()));
+    f.create_dir_all(&src).unwrap();
+    f.create_dir_all(&dst).unwrap();
+    durable_file(&f, &src, "1.sst", b"one");
+    durable_file(&f, &dst, "old", b"old content");
+    f.link_or_copy(&src.join("1.sst"), &dst.join("1.sst"))
+        .unwrap();
+    f.remove_file(&dst.join("old")).unwrap();
+    f.link_or_copy(&src.join("1.sst"), &dst.join("old"))
+        .unwrap();
+    assert_eq!(
+        f.read_all(&dst.join("old"), IoClass::Flush).unwrap(),
+        b"one"
+    );
+    f.simulate_crash().unwrap();
+    assert!(!f.exists(&dst.join("1.sst")).unwrap());
+    assert_eq!(
+        f.read_all(&dst.join("old"), IoClass::Flush).unwrap(),
+        b"old content"
+    );
+    f.link_or_copy(&src.join("1.sst"), &dst.join("1.sst"))
+        .unwrap();
+    f.sync_dir(&dst).unwrap();
+    f.simulate_crash().unwrap();
+    assert_eq!(
+        f.read_all(&dst.join("1.sst"), IoClass::Flush).unwrap(),
+        b"one"
+    );
+}
+
+/// The crash modes decide, page by page, what of an unsynced tail reaches the file.
+#[test]
+fn fault_storage_crash_modes_tear_unsynced_tails_by_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = FaultStorage::new(Arc::new(FsStorage::new()));
+    let p = dir.path().join("000009.log");
+    let synced: Vec<u8> = vec![b's'; 5000];
+    let tail: Vec<u8> = (0..5 * PAGE_BYTES as usize)
+        .map(|i| (i % 251 + 1) as u8)
+        .collect();
+    let write = || {
+        let mut w = f.create(&p, IoClass::Wal).unwrap();
+        w.append(&synced).unwrap();
+        w.sync().unwrap();
+        f.sync_dir(dir.path()).unwrap();
+        w.append(&tail).unwrap();
+    };
+    assert_eq!(f.crash_mode(), CrashMode::DropUnsynced);
+    write();
+    f.simulate_crash().unwrap();
+    assert_eq!(f.read_all(&p, IoClass::Wal).unwrap(), synced);
+
+    let (mut torn, mut holes) = (0, 0);
+    for mode in [
+        CrashMode::PartialPages { seed: 11 },
+        CrashMode::ZeroPages { seed: 11 },
+    ] {
+        f.set_crash_mode(mode);
+        for _ in 0..40 {
+            write();
+            f.simulate_crash().unwrap();
+            let got = f.read_all(&p, IoClass::Wal).unwrap();
+            assert_eq!(got[..5000], synced[..], "synced bytes are kept");
+            let after = &got[5000..];
+            let prefix = after.iter().zip(&tail).take_while(|(a, b)| a == b).count();
+            if matches!(mode, CrashMode::PartialPages { .. }) {
+                assert_eq!(prefix, after.len(), "a prefix of the tail, no holes");
+                torn += u32::from(!after.is_empty() && after.len() < tail.len());
+            } else {
+                holes += u32::from(prefix < after.len());
+                for (i, b) in after.iter().enumerate() {
+                    assert!(*b == 0 || *b == tail[i]);
+                }
+            }
+        }
+    }
+    assert!(torn > 0 && holes > 0, "torn {torn}, holes {holes}");
+}

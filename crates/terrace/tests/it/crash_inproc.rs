@@ -10,6 +10,11 @@
 //! per test come from `TERRACE_INPROC_CRASH_CYCLES` (default 30). `Layout::SeparateWalDir`
 //! keeps the logs in their own `wal_dir` (tests/it/wal_dir.rs runs it).
 //!
+//! [`Tear`] chooses the storage's crash mode: by default the crash drops every unsynced
+//! byte; [`run_tearing`] instead lets each 4 KiB page of an unsynced tail (a log's, a
+//! manifest's, an unfinished table's) reach the file or not, torn at a page boundary or
+//! with lost pages read back as zeros (`CrashMode::PartialPages`, `CrashMode::ZeroPages`).
+//!
 //! Negative controls prove the checker can fail: [`Check::ClaimAllDurable`] counts every
 //! write as durable, and [`Check::SkipPersists`] makes the matrix level 0's region skip
 //! its persists, so the rows it flushed vanish with the crash.
@@ -34,7 +39,9 @@ use std::sync::Arc;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use terrace::storage::{FaultStorage, FsStorage, IoClass, PointFilter, PointKind, PowerSupply};
+use terrace::storage::{
+    CrashMode, FaultStorage, FsStorage, IoClass, PointFilter, PointKind, PowerSupply,
+};
 use terrace::{Db, Options, WriteBatch, WriteOptions};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -206,11 +213,16 @@ fn options(
     dir: &Path,
     layout: Layout,
     check: Check,
+    tear: Tear,
     rng: &mut StdRng,
 ) -> Options {
     let mut o = crate::small_options();
     o.storage = Arc::new(fault.clone());
     o.write_buffer_size = 8 << 10;
+    if tear != Tear::Drop {
+        // Logs of several 32 KiB blocks, so that a torn tail can span a block boundary.
+        o.write_buffer_size = 96 << 10;
+    }
     o.target_file_size_base = 8 << 10;
     o.max_bytes_for_level_base = 32 << 10;
     o.max_subcompactions = rng.gen_range(1..=2);
@@ -245,6 +257,8 @@ pub struct Outcome {
     /// Cycles whose crash landed at a durability point of the job chosen by
     /// [`run_crashing_in`] (the others crashed at their end).
     pub cut_in_job: u32,
+    /// Reopens that dropped damaged write-ahead-log records (a torn tail).
+    pub torn_logs: u32,
 }
 
 impl Outcome {
@@ -274,27 +288,54 @@ fn reopen(dir: &Path, opts: Options, check: Check, what: &str) -> Option<Db> {
     }
 }
 
+/// What the crash does to unsynced bytes (the storage's [`CrashMode`], seeded from the
+/// run's seed so that `TERRACE_CRASH_SEED` replays it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tear {
+    /// Every unsynced byte is lost.
+    Drop,
+    /// Unsynced tails are torn at a page boundary.
+    Pages,
+    /// Unsynced tails keep any subset of their pages, the others read back as zeros.
+    ZeroPages,
+}
+
+impl Tear {
+    fn mode(self, seed: u64) -> CrashMode {
+        match self {
+            Tear::Drop => CrashMode::DropUnsynced,
+            Tear::Pages => CrashMode::PartialPages { seed },
+            Tear::ZeroPages => CrashMode::ZeroPages { seed },
+        }
+    }
+}
+
 /// Runs `cycles` crash cycles held to `check`. An honest run panics on the first
 /// violation; a negative control counts them. A failed reopen or scan panics too, except
 /// under [`Check::SkipPersists`] and [`Check::LieIn`], where it is what the control
 /// expects: it is counted and the run stops.
 pub fn run(cycles: u32, check: Check, layout: Layout) -> Outcome {
-    run_cycles(cycles, check, layout, None)
+    run_cycles(cycles, check, layout, None, Tear::Drop)
+}
+
+/// Like [`run`], the crashes tearing unsynced tails as `tear` says.
+pub fn run_tearing(cycles: u32, check: Check, layout: Layout, tear: Tear) -> Outcome {
+    run_cycles(cycles, check, layout, None, tear)
 }
 
 /// Like [`run`] with the level 0 `job` belongs to, each cycle's crash drawn among the
 /// durability points of `job` (see [`Job::cut_filter`]).
 pub fn run_crashing_in(cycles: u32, check: Check, job: Job) -> Outcome {
-    run_cycles(cycles, check, job.layout(), Some(job))
+    run_cycles(cycles, check, job.layout(), Some(job), Tear::Drop)
 }
 
-fn run_cycles(cycles: u32, check: Check, layout: Layout, job: Option<Job>) -> Outcome {
+fn run_cycles(cycles: u32, check: Check, layout: Layout, job: Option<Job>, tear: Tear) -> Outcome {
     let seed: u64 = std::env::var("TERRACE_CRASH_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| rand::thread_rng().gen());
     eprintln!(
-        "in-process crash test seed={seed} {check:?} {layout:?} \
+        "in-process crash test seed={seed} {check:?} {layout:?} {tear:?} \
          (TERRACE_CRASH_SEED={seed} to repeat)"
     );
     let mut rng = StdRng::seed_from_u64(seed);
@@ -302,14 +343,16 @@ fn run_cycles(cycles: u32, check: Check, layout: Layout, job: Option<Job>) -> Ou
     let dir = tmp.path().join("db");
     let power = Arc::new(PowerSupply::new());
     let fault = FaultStorage::with_power(Arc::new(FsStorage::new()), power.clone());
+    fault.set_crash_mode(tear.mode(seed));
     let mut baseline = Model::new();
     let mut next_value = 0u64;
     let mut violations = 0;
     let mut open_errors = 0;
     let mut row_merges = 0;
     let mut cut_in_job = 0;
+    let mut torn_logs = 0;
     for cycle in 0..cycles {
-        let opts = options(&fault, &power, tmp.path(), layout, check, &mut rng);
+        let opts = options(&fault, &power, tmp.path(), layout, check, tear, &mut rng);
         let Some(db) = reopen(
             &dir,
             opts,
@@ -344,11 +387,16 @@ fn run_cycles(cycles: u32, check: Check, layout: Layout, job: Option<Job>) -> Ou
         let mut durable = 0usize;
         let n_ops = if job.is_some() {
             rng.gen_range(1500..3000)
+        } else if tear != Tear::Drop {
+            rng.gen_range(300..1500)
         } else {
             rng.gen_range(50..600)
         };
+        // Tearing runs flush and compact a quarter as often (mostly puts instead): long
+        // unsynced log tails, of several pages and blocks.
+        let rolls = if tear == Tear::Drop { 1000 } else { 4000 };
         for _ in 0..n_ops {
-            let roll = rng.gen_range(0..1000);
+            let roll = rng.gen_range(0..rolls);
             if roll < 10 {
                 if failed(db.flush(), "flush") {
                     break;
@@ -390,7 +438,8 @@ fn run_cycles(cycles: u32, check: Check, layout: Layout, job: Option<Job>) -> Ou
                 Op::Delete(k) => b.delete(k),
                 Op::DeleteRange(a, z) => b.delete_range(a, z),
             }
-            let sync = rng.gen_bool(0.05);
+            // Tearing runs sync rarely: long unsynced tails, of many pages.
+            let sync = rng.gen_bool(if tear == Tear::Drop { 0.05 } else { 0.002 });
             let r = db.write(
                 b,
                 WriteOptions {
@@ -429,12 +478,13 @@ fn run_cycles(cycles: u32, check: Check, layout: Layout, job: Option<Job>) -> Ou
             durable = ops.len();
         }
 
-        let opts = options(&fault, &power, tmp.path(), layout, check, &mut rng);
+        let opts = options(&fault, &power, tmp.path(), layout, check, tear, &mut rng);
         let what = format!("cycle {cycle}: reopen after the crash (seed {seed})");
         let Some(db) = reopen(&dir, opts, check, &what) else {
             open_errors += 1;
             break;
         };
+        torn_logs += u32::from(db.stats().wal_records_dropped > 0);
         let got = match try_scan(&db) {
             Ok(got) => got,
             Err(e) if check.may_fail_to_read() => {
@@ -486,12 +536,16 @@ fn run_cycles(cycles: u32, check: Check, layout: Layout, job: Option<Job>) -> Ou
             ),
         }
     }
-    eprintln!("{row_merges} table merges recorded before the crashes");
+    eprintln!(
+        "{row_merges} table merges recorded before the crashes; {torn_logs} reopens dropped \
+         a torn log tail"
+    );
     Outcome {
         violations,
         open_errors,
         row_merges,
         cut_in_job,
+        torn_logs,
     }
 }
 
@@ -646,4 +700,33 @@ fn negative_control_notices_log_syncs_that_did_nothing() {
 #[test]
 fn negative_control_notices_directory_syncs_that_did_nothing() {
     lies_in(Job::DirSync);
+}
+
+/// Power cuts that tear unsynced tails (logs, manifests, tables) at a page boundary.
+#[test]
+fn with_tails_torn_at_page_boundaries_recovered_state_is_a_prefix_holding_every_durable_write() {
+    let out = run_tearing(cycles(), Check::Honest, Layout::OneDir, Tear::Pages);
+    assert!(out.torn_logs > 0, "no crash tore a log's tail");
+}
+
+/// Power cuts that keep any subset of the pages of unsynced tails, the lost ones read back
+/// as zeros where the file's size covers them (holes in the middle of a log's tail).
+#[test]
+fn with_zeroed_pages_in_unsynced_tails_recovered_state_is_a_prefix_holding_every_durable_write() {
+    let out = run_tearing(cycles(), Check::Honest, Layout::OneDir, Tear::ZeroPages);
+    assert!(out.torn_logs > 0, "no crash tore a log's tail");
+}
+
+#[test]
+fn with_zeroed_pages_negative_control_notices_unsynced_writes_claimed_durable() {
+    let out = run_tearing(
+        cycles().max(10),
+        Check::ClaimAllDurable,
+        Layout::OneDir,
+        Tear::ZeroPages,
+    );
+    assert!(
+        out.violations > 0,
+        "the checker accepted every cycle although unsynced writes were claimed durable"
+    );
 }

@@ -19,6 +19,7 @@ mod seams;
 mod sync_wal;
 mod throttle;
 mod wal_dir;
+mod wal_recovery;
 mod write_delay;
 
 use std::path::Path;
