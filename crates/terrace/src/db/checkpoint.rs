@@ -6,9 +6,10 @@
 //! (or copied) into the target, the MANIFEST is copied up to its current end, the logs a
 //! recovery would replay (numbered at or above the manifest's log number: the writes since
 //! the flush) are synced and copied from the log directory, and CURRENT is written last.
-//! Level 0 copies its own state for the same version (`Level0::checkpoint`): the matrix
-//! container writes its live rows into a region file `MATRIX.pmem` of the checkpoint, at
-//! the offsets the manifest records.
+//! Level 0 takes its own state for the same version under the locks (`Level0::checkpoint`)
+//! and writes it after they are released: the matrix container holds its live rows and
+//! then writes them into a region file `MATRIX.pmem` of the checkpoint, at the offsets
+//! the manifest records, without stopping writers meanwhile.
 //!
 //! The copy is built in `<target>.checkpoint-tmp` and renamed to the target when whole;
 //! files a failed attempt left there are removed by the next attempt.
@@ -60,8 +61,9 @@ impl DbInner {
             }
         }
         // Level 0's own state (the matrix container's rows on persistent memory) for the
-        // same version as the table files and the manifest.
-        self.level0.checkpoint(&version, &tmp)?;
+        // same version as the table files and the manifest, written once the locks are
+        // released.
+        let level0 = self.level0.checkpoint(&version)?;
         let manifest = manifest_file_name(st.versions.manifest_number());
         let bytes = self
             .storage
@@ -87,6 +89,9 @@ impl DbInner {
         )?;
         drop(st);
         drop(wal);
+        if let Some(copy) = level0 {
+            copy.write_to(&tmp)?;
+        }
         self.storage.rename(&tmp, target)?;
         if let Some(parent) = target.parent() {
             self.storage.sync_dir(parent)?;

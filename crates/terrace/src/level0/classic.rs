@@ -119,9 +119,9 @@ impl Level0 for ClassicLevel0 {
             .unwrap_or(0)
     }
 
-    fn checkpoint(&self, _version: &Version, _dir: &std::path::Path) -> Result<()> {
+    fn checkpoint(&self, _version: &Version) -> Result<Option<Box<dyn super::Level0Copy>>> {
         // Level-0 files are table files of the version: the database links them.
-        Ok(())
+        Ok(None)
     }
 
     fn recover(&self, _env: &Level0Env<'_>, version: &Version) -> Result<()> {

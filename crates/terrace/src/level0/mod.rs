@@ -127,6 +127,16 @@ pub trait Level0View: Send + Sync {
     ) -> Result<()>;
 }
 
+/// Level 0's state for one checkpoint, taken under the database's lock and written after
+/// it is released (see [`Level0::checkpoint`]).
+pub trait Level0Copy: Send {
+    /// Writes the state into `dir`, the directory of the checkpoint being built.
+    ///
+    /// # Errors
+    /// I/O errors; the checkpoint is then abandoned.
+    fn write_to(self: Box<Self>, dir: &std::path::Path) -> Result<()>;
+}
+
 /// A kind of level 0. See the module docs for the contract.
 pub trait Level0: Send + Sync {
     /// A short name ("classic").
@@ -232,15 +242,16 @@ pub trait Level0: Send + Sync {
     /// it are no longer needed once the edit installing it is durable.
     fn durable_seq(&self, version: &Version) -> SeqNo;
 
-    /// Copies level 0's durable state that is not a table file of `version` (those the
-    /// database links itself) into `dir`, the directory of a checkpoint being made, so
-    /// that a database opened there with the same kind of level 0 (and its default
-    /// location for that state) holds `version`'s level 0 whole. Called with the
-    /// database's lock held: `version` is the current one and stays live meanwhile.
+    /// Takes what a checkpoint of `version` needs of level 0's durable state beyond its
+    /// table files (those the database links itself): `None` if nothing. Called with the
+    /// database's lock held, so `version` is current; the returned copy holds that state
+    /// (keeps it from being released) and writes it once the lock is released, so that a
+    /// database opened on the checkpoint with the same kind of level 0 (and its default
+    /// location for that state) holds `version`'s level 0 whole.
     ///
     /// # Errors
-    /// I/O errors; the checkpoint is then abandoned.
-    fn checkpoint(&self, version: &Version, dir: &std::path::Path) -> Result<()>;
+    /// `Internal` if level 0's state disagrees with `version`.
+    fn checkpoint(&self, version: &Version) -> Result<Option<Box<dyn Level0Copy>>>;
 
     /// Brings level 0 back after open, checking it against `version`.
     ///

@@ -247,3 +247,53 @@ fn a_checkpoint_holds_the_rows_of_level_0() {
     let db = Db::open(&dir, options(tmp.path(), PmemMode::Mapped)).unwrap();
     check(&db, &model);
 }
+
+/// A checkpoint taken while a writer goes on holds every write acknowledged before the
+/// call and a prefix of the writer's sequence, with rows and column compactions under way.
+#[test]
+fn a_checkpoint_during_writes_holds_a_prefix_of_them() {
+    use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+    use std::sync::Arc;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let db = Arc::new(Db::open(&dir, options(tmp.path(), PmemMode::Mapped)).unwrap());
+    let acked = Arc::new(AtomicU32::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (db, acked, stop) = (db.clone(), acked.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut i = 0u32;
+            while !stop.load(Ordering::Relaxed) && i < 200_000 {
+                db.put(&key(i), format!("value-{i}").as_bytes()).unwrap();
+                i += 1;
+                acked.store(i, Ordering::Release);
+            }
+        })
+    };
+    while acked.load(Ordering::Acquire) < 2000 {
+        std::thread::yield_now();
+    }
+    let before = acked.load(Ordering::Acquire);
+    let cp = tmp.path().join("checkpoint");
+    db.checkpoint(&cp).unwrap();
+    stop.store(true, Ordering::Relaxed);
+    writer.join().unwrap();
+    drop(db);
+    let mut o = crate::small_options();
+    o.write_buffer_size = 8 << 10;
+    let mut m = crate::matrix_options(tmp.path(), 128 << 10, PmemMode::Mapped);
+    m.region_path = None;
+    o.level0 = Arc::new(terrace::level0::MatrixLevel0::new(m).unwrap());
+    let copy = Db::open(&cp, o).unwrap();
+    let got = crate::scan_all(&copy);
+    let n = got.len() as u32;
+    assert!(
+        n >= before,
+        "the checkpoint holds {n} writes, {before} were acknowledged before it"
+    );
+    let mut want: Vec<(Vec<u8>, Vec<u8>)> = (0..n)
+        .map(|i| (key(i), format!("value-{i}").into_bytes()))
+        .collect();
+    want.sort();
+    assert_eq!(got, want, "the checkpoint is no prefix of the writes");
+}

@@ -194,9 +194,8 @@ impl terrace::level0::Level0 for ByteBudgetLevel0 {
     fn checkpoint(
         &self,
         version: &terrace::version::Version,
-        dir: &std::path::Path,
-    ) -> terrace::Result<()> {
-        terrace::level0::ClassicLevel0.checkpoint(version, dir)
+    ) -> terrace::Result<Option<Box<dyn terrace::level0::Level0Copy>>> {
+        terrace::level0::ClassicLevel0.checkpoint(version)
     }
     fn recover(
         &self,

@@ -47,8 +47,11 @@ impl Level0 for AlwaysSlow {
     fn durable_seq(&self, version: &Version) -> u64 {
         ClassicLevel0.durable_seq(version)
     }
-    fn checkpoint(&self, version: &Version, dir: &std::path::Path) -> terrace::Result<()> {
-        ClassicLevel0.checkpoint(version, dir)
+    fn checkpoint(
+        &self,
+        version: &Version,
+    ) -> terrace::Result<Option<Box<dyn terrace::level0::Level0Copy>>> {
+        ClassicLevel0.checkpoint(version)
     }
     fn recover(&self, env: &Level0Env<'_>, version: &Version) -> terrace::Result<()> {
         ClassicLevel0.recover(env, version)

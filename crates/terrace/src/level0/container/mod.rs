@@ -41,7 +41,7 @@ pub use self::options::{MatrixOptions, DEFAULT_REGION_FILE};
 use self::store::{load_row, store_row, DirLocation, StoredRow};
 use self::view::MatrixView;
 use super::matrix::{Below, RowBuilder};
-use super::{Backpressure, Level0, Level0Env, Level0Flush, Level0View};
+use super::{Backpressure, Level0, Level0Copy, Level0Env, Level0Flush, Level0View};
 use crate::compaction::{ColumnSource, PickedColumn};
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
@@ -399,13 +399,13 @@ impl Level0 for MatrixLevel0 {
         files.chain(rows).max().unwrap_or(0)
     }
 
-    fn checkpoint(&self, version: &Version, dir: &std::path::Path) -> Result<()> {
+    fn checkpoint(&self, version: &Version) -> Result<Option<Box<dyn Level0Copy>>> {
         if version.rows().is_empty() {
-            return Ok(());
+            return Ok(None);
         }
         let guard = self.state.lock();
         let st = guard.as_ref().ok_or_else(Self::not_open)?;
-        let mut extents = Vec::new();
+        let mut rows = Vec::with_capacity(version.rows().len());
         for r in version.rows() {
             let stored = st.rows.get(&r.number).ok_or_else(|| {
                 Error::Internal(format!(
@@ -423,11 +423,12 @@ impl Level0 for MatrixLevel0 {
                     r.released_chunks
                 )));
             }
-            extents.push(&stored.dir);
-            extents.extend(stored.reader.meta_chunks());
-            extents.extend(stored.reader.data_chunks());
+            rows.push(stored.clone());
         }
-        st.region.copy_to(&dir.join(DEFAULT_REGION_FILE), &extents)
+        Ok(Some(Box::new(RowsCopy {
+            region: st.region.clone(),
+            rows,
+        })))
     }
 
     fn recover(&self, env: &Level0Env<'_>, version: &Version) -> Result<()> {
@@ -488,6 +489,30 @@ impl Level0 for MatrixLevel0 {
         st.version = v;
         *guard = Some(st);
         Ok(())
+    }
+}
+
+/// The rows of a checkpoint: held here (their extents are not given back meanwhile) until
+/// they are written into the checkpoint's own region file, at the same offsets, with the
+/// same creation id (docs/formats/pmem.md, "Copies").
+struct RowsCopy {
+    region: Arc<PmemRegion>,
+    rows: Vec<Arc<StoredRow>>,
+}
+
+impl Level0Copy for RowsCopy {
+    fn write_to(self: Box<Self>, dir: &std::path::Path) -> Result<()> {
+        let extents: Vec<_> = self
+            .rows
+            .iter()
+            .flat_map(|r| {
+                std::iter::once(&r.dir)
+                    .chain(r.reader.meta_chunks())
+                    .chain(r.reader.data_chunks())
+            })
+            .collect();
+        self.region
+            .copy_to(&dir.join(DEFAULT_REGION_FILE), &extents)
     }
 }
 
