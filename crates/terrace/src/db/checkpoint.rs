@@ -23,7 +23,7 @@ use std::path::Path;
 
 use super::DbInner;
 use crate::error::{Error, Result};
-use crate::storage::IoClass;
+use crate::storage::{IoClass, Storage};
 use crate::version::{manifest_file_name, parse_file_name, table_file_name, FileKind};
 
 /// Bytes of a log copied per read.
@@ -101,18 +101,42 @@ impl DbInner {
 
     /// Copies a log (never linked: the live one is still appended to) and syncs the copy.
     fn copy_log(&self, from: &Path, to: &Path) -> Result<()> {
-        let src = self.storage.open(from)?;
-        let mut out = self.storage.create(to, IoClass::Wal)?;
-        let mut buf = vec![0u8; COPY_CHUNK_BYTES];
-        let mut offset = 0u64;
-        while offset < src.len() {
-            let n =
-                usize::try_from(src.len() - offset).map_or(buf.len(), |left| left.min(buf.len()));
-            let chunk = buf.get_mut(..n).unwrap_or_default();
-            src.read_exact_at(offset, chunk, IoClass::Wal)?;
-            out.append(chunk)?;
-            offset += n as u64;
+        copy_file(self.storage.as_ref(), from, to, IoClass::Wal)
+    }
+}
+
+/// Copies `from` to a new file `to` in chunks and syncs the copy.
+fn copy_file(storage: &dyn Storage, from: &Path, to: &Path, class: IoClass) -> Result<()> {
+    let src = storage.open(from)?;
+    let mut out = storage.create(to, class)?;
+    let mut buf = vec![0u8; COPY_CHUNK_BYTES];
+    let mut offset = 0u64;
+    while offset < src.len() {
+        let n = usize::try_from(src.len() - offset).map_or(buf.len(), |left| left.min(buf.len()));
+        let chunk = buf.get_mut(..n).unwrap_or_default();
+        src.read_exact_at(offset, chunk, class)?;
+        out.append(chunk)?;
+        offset += n as u64;
+    }
+    out.sync()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::FsStorage;
+
+    #[test]
+    fn copy_file_copies_every_chunk_of_a_file_longer_than_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = FsStorage::new();
+        for len in [0, 1, COPY_CHUNK_BYTES, 2 * COPY_CHUNK_BYTES + 12_345] {
+            let bytes: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+            let from = dir.path().join(format!("from-{len}"));
+            let to = dir.path().join(format!("to-{len}"));
+            std::fs::write(&from, &bytes).unwrap();
+            copy_file(&storage, &from, &to, IoClass::Wal).unwrap();
+            assert_eq!(std::fs::read(&to).unwrap(), bytes, "{len} bytes");
         }
-        out.sync()
     }
 }
