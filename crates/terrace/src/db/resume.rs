@@ -21,9 +21,7 @@ use std::sync::Arc;
 
 use super::{DbInner, DbState};
 use crate::error::{Error, Result};
-use crate::storage::IoClass;
 use crate::version::VersionEdit;
-use crate::wal::FileLogWriter;
 
 /// True if `e` may go away by itself: the device was full (`ENOSPC`, `EDQUOT`) or the
 /// process or system ran out of file descriptors (`EMFILE`, `ENFILE`: clients of a server
@@ -111,13 +109,7 @@ impl DbInner {
     /// memtable immutable if it holds anything; if nothing is left unflushed, records
     /// the new log as the oldest needed.
     fn start_new_log(&self, st: &mut DbState, wal: &mut super::WalState) -> Result<()> {
-        let number = st.versions.new_file_number();
-        let file = self
-            .storage
-            .create(&self.wal_dir.log_path(number), IoClass::Wal)?;
-        self.storage.sync_dir(&self.wal_dir.path)?;
-        wal.log = Box::new(FileLogWriter::new(file));
-        wal.number = number;
+        let number = self.open_new_log(st, wal)?;
         if st.mem.is_empty() && st.mem.range_tombstones().is_empty() {
             st.mem_wal_number = number;
             if st.imms.is_empty() {

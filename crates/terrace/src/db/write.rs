@@ -243,6 +243,14 @@ impl DbInner {
         // exists, so that a crash during this sync leaves its torn tail in the newest
         // log, where recovery tolerates it, not in one followed by another.
         wal.log.sync()?;
+        let number = self.open_new_log(st, wal)?;
+        self.push_memtable(st, number);
+        Ok(())
+    }
+
+    /// Creates the next log, makes its name durable and sends writes to it; returns its
+    /// number. The current log is left as it is (synced or abandoned by the caller).
+    pub(crate) fn open_new_log(&self, st: &mut DbState, wal: &mut WalState) -> Result<u64> {
         let number = st.versions.new_file_number();
         let file = self
             .storage
@@ -250,8 +258,7 @@ impl DbInner {
         self.storage.sync_dir(&self.wal_dir.path)?;
         wal.log = Box::new(FileLogWriter::new(file));
         wal.number = number;
-        self.push_memtable(st, number);
-        Ok(())
+        Ok(number)
     }
 
     /// Makes the active memtable immutable and gives its successor the log `number`.

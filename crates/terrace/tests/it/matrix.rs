@@ -200,6 +200,16 @@ fn a_missing_or_damaged_region_is_an_error_not_a_wrong_answer() {
     check(&db, &model);
 }
 
+/// `options` for a checkpoint: the region at its default place, the checkpoint's own
+/// `MATRIX.pmem`.
+fn checkpoint_options(dir: &Path) -> Options {
+    let mut o = options(dir, PmemMode::Mapped);
+    let mut m = crate::matrix_options(dir, 128 << 10, PmemMode::Mapped);
+    m.region_path = None;
+    o.level0 = std::sync::Arc::new(terrace::level0::MatrixLevel0::new(m).unwrap());
+    o
+}
+
 /// Issue: a checkpoint of a matrix level 0 copied the tables, the manifest and the logs
 /// but not the rows on persistent memory; the copy then opened empty with a classic level
 /// 0, and failed with a matrix one. The rows now travel in the checkpoint's own region.
@@ -228,12 +238,7 @@ fn a_checkpoint_holds_the_rows_of_level_0() {
         Ok(_) => panic!("a checkpoint with level-0 rows opened without them"),
     }
     // The matrix level 0 at its default place (the checkpoint's own region) holds them.
-    let mut o = crate::small_options();
-    o.write_buffer_size = 8 << 10;
-    let mut m = crate::matrix_options(tmp.path(), 128 << 10, PmemMode::Mapped);
-    m.region_path = None;
-    o.level0 = std::sync::Arc::new(terrace::level0::MatrixLevel0::new(m).unwrap());
-    let copy = Db::open(&cp, o).unwrap();
+    let copy = Db::open(&cp, checkpoint_options(tmp.path())).unwrap();
     assert_eq!(copy.stats().levels[0].rows, rows);
     check(&copy, &at_checkpoint);
     // And it is a working database: writes, flushes and compactions go on in it.
@@ -279,12 +284,7 @@ fn a_checkpoint_during_writes_holds_a_prefix_of_them() {
     stop.store(true, Ordering::Relaxed);
     writer.join().unwrap();
     drop(db);
-    let mut o = crate::small_options();
-    o.write_buffer_size = 8 << 10;
-    let mut m = crate::matrix_options(tmp.path(), 128 << 10, PmemMode::Mapped);
-    m.region_path = None;
-    o.level0 = Arc::new(terrace::level0::MatrixLevel0::new(m).unwrap());
-    let copy = Db::open(&cp, o).unwrap();
+    let copy = Db::open(&cp, checkpoint_options(tmp.path())).unwrap();
     let got = crate::scan_all(&copy);
     let n = got.len() as u32;
     assert!(
