@@ -17,7 +17,8 @@ use super::{background, stats, write, Db, DbInner, DbState, ImmMemTable, SuperVe
 use crate::batch::WriteBatch;
 use crate::compaction::FilterRegistry;
 use crate::error::{Error, Result};
-use crate::key::SeqNo;
+use crate::iter::InternalIterator;
+use crate::key::{SeqNo, ValueType};
 use crate::level0::{Level0, Level0Env};
 use crate::memtable::MemTable;
 use crate::options::{Options, WalRecoveryMode};
@@ -25,7 +26,7 @@ use crate::sst::BlockCache;
 use crate::storage::{IoClass, Storage};
 use crate::tables::Tables;
 use crate::version::{parse_file_name, FileKind, FileMeta, RowMeta, VersionEdit, VersionSet};
-use crate::wal::{FileLogWriter, LogReader, ReadOutcome};
+use crate::wal::{FileLogWriter, LogReader, LogWriter, ReadOutcome};
 
 pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
     opts.validate()?;
@@ -144,6 +145,20 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
 
     let wal_number = versions.new_file_number();
     let wal_file = storage.create(&wal_dir.log_path(wal_number), IoClass::Wal)?;
+    let mut wal_log = FileLogWriter::new(wal_file);
+    let mut deferred: Vec<(Arc<MemTable>, u64)> = deferred
+        .into_iter()
+        .map(|(m, n)| (Arc::new(m), n))
+        .collect();
+    if dropped > 0 && !deferred.is_empty() {
+        // The logs of the kept memtables end in the damage replay dropped; writes going to
+        // a later log would make that damage look like damage in synced data at the next
+        // open. Their entries move to the new log, and the damaged logs become obsolete.
+        rewrite_kept(&mut wal_log, &deferred)?;
+        for (_, n) in &mut deferred {
+            *n = wal_number;
+        }
+    }
     storage.sync_dir(&wal_dir.path)?;
     let last_seq = versions.last_sequence().max(max_seq);
     versions.set_last_sequence(last_seq);
@@ -161,7 +176,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
     let imms: VecDeque<ImmMemTable> = deferred
         .into_iter()
         .map(|(mem, wal_number)| ImmMemTable {
-            mem: Arc::new(mem),
+            mem,
             wal_number,
             flushing: false,
         })
@@ -197,7 +212,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
         last_seq: AtomicU64::new(last_seq),
         writers: write::WriteQueue::default(),
         wal: Mutex::new(WalState {
-            log: Box::new(FileLogWriter::new(wal_file)),
+            log: Box::new(wal_log),
             number: wal_number,
             delay: Default::default(),
         }),
@@ -221,6 +236,36 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
         inner,
         threads: Mutex::new(threads),
     })
+}
+
+/// Writes every entry and range tombstone of `mems` into `log`, one record each at its own
+/// sequence number (replay inserts them as they were), and syncs it.
+fn rewrite_kept(log: &mut dyn LogWriter, mems: &[(Arc<MemTable>, u64)]) -> Result<()> {
+    for (mem, _) in mems {
+        let mut it = mem.iter();
+        it.seek_to_first()?;
+        while it.valid() {
+            let p = crate::key::parse(it.key(), Path::new("<memtable>"), 0)?;
+            let mut b = WriteBatch::new();
+            match p.kind {
+                ValueType::Value => b.put(p.user_key, it.value()),
+                ValueType::Deletion => b.delete(p.user_key),
+                ValueType::RangeDeletion => {}
+            }
+            if b.count() > 0 {
+                b.set_sequence(p.seq);
+                log.add_record(b.data())?;
+            }
+            it.next()?;
+        }
+        for t in mem.range_tombstones() {
+            let mut b = WriteBatch::new();
+            b.delete_range(&t.start, &t.end);
+            b.set_sequence(t.seq);
+            log.add_record(b.data())?;
+        }
+    }
+    log.sync()
 }
 
 /// WAL replay state.

@@ -297,3 +297,59 @@ fn a_checkpoint_during_writes_holds_a_prefix_of_them() {
     want.sort();
     assert_eq!(got, want, "the checkpoint is no prefix of the writes");
 }
+
+/// Issue: when replay dropped a torn log tail and the matrix container had no room for all
+/// the replayed memtables, the damaged log stayed live behind the new one; the next open
+/// then saw damage followed by a log holding writes, and refused. The kept memtables now
+/// move to the new log at open.
+#[test]
+fn memtables_kept_at_open_do_not_keep_a_damaged_log_alive() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let big = |buffer: usize| {
+        let mut o = options(tmp.path(), PmemMode::Mapped);
+        o.write_buffer_size = buffer;
+        o.max_write_buffer_number = 64;
+        o
+    };
+    let value = |i: u32| format!("value-{i}-").repeat(20).into_bytes();
+    let db = Db::open(&dir, big(4 << 20)).unwrap();
+    let n = 3000u32;
+    for i in 0..n {
+        db.put(&key(i), &value(i)).unwrap();
+    }
+    db.close().unwrap();
+    // Tear the last record of the log that holds every write.
+    let log = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .max_by_key(|p| std::fs::metadata(p).unwrap().len())
+        .unwrap();
+    let mut bytes = std::fs::read(&log).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x5a;
+    std::fs::write(&log, &bytes).unwrap();
+
+    // Memtables of 64 KiB in a 128 KiB container: most of the replay is kept unflushed.
+    let db = Db::open(&dir, big(64 << 10)).unwrap();
+    let s = db.stats();
+    assert_eq!(s.wal_records_dropped, 1);
+    assert!(
+        s.immutable_memtables > 0,
+        "the replay fit in the container: {s:?}"
+    );
+    db.put(b"after", b"reopen").unwrap();
+    db.close().unwrap();
+
+    let db = Db::open(&dir, big(64 << 10)).unwrap();
+    for i in 0..n - 1 {
+        assert_eq!(db.get(&key(i)).unwrap(), Some(value(i)), "{i}");
+    }
+    assert_eq!(
+        db.get(&key(n - 1)).unwrap(),
+        None,
+        "the torn record came back"
+    );
+    assert_eq!(db.get(b"after").unwrap().as_deref(), Some(&b"reopen"[..]));
+}
