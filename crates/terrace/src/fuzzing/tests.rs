@@ -344,7 +344,7 @@ fn committed_seeds_match_the_generator() {
         return;
     }
     for s in seeds::all() {
-        let path = dir.join(s.target).join(s.name);
+        let path = dir.join(s.target).join(format!("seed-{}", s.name));
         let committed = std::fs::read(&path).unwrap_or_default();
         assert!(
             committed == s.bytes,
@@ -381,14 +381,14 @@ fn seeds_are_valid_files() {
     assert_eq!(&trailer[BLOCK_SIZE - 3..BLOCK_SIZE], &[0, 0, 0]);
 }
 
-/// Writes the seed corpora under `fuzz/corpus/<target>/`, replacing files of the same
-/// name (fuzz/README.md, "Seed corpora").
+/// Writes the seed corpora as `fuzz/corpus/<target>/seed-<name>`, replacing files of the
+/// same name (fuzz/README.md, "Seed corpora").
 #[test]
 #[ignore = "writes the seed corpora into the repository"]
 fn write_seed_corpus() {
     for s in seeds::all() {
         let dir = corpus_dir().join(s.target);
         std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join(s.name), &s.bytes).unwrap();
+        std::fs::write(dir.join(format!("seed-{}", s.name)), &s.bytes).unwrap();
     }
 }
