@@ -23,6 +23,9 @@ use crate::storage::WritableFile;
 use crate::version::{FileMeta, RowMeta, VersionEdit, SAFE_TO_IGNORE};
 use crate::wal::{FileLogWriter, LogWriter};
 
+/// Seeds of one target: each file's name and bytes.
+type Named = Vec<(&'static str, Vec<u8>)>;
+
 /// One seed: the fuzz target whose corpus it belongs to, its file name, its bytes.
 pub(super) struct Seed {
     pub target: &'static str,
@@ -114,7 +117,7 @@ pub(super) fn table(
     bytes
 }
 
-fn tables() -> Vec<(&'static str, Vec<u8>)> {
+fn tables() -> Named {
     let small_blocks = |compression, bloom_bits_per_key| SstOptions {
         block_size: 512,
         restart_interval: 4,
@@ -189,7 +192,7 @@ fn batch(seq: u64, ops: usize) -> WriteBatch {
     b
 }
 
-fn batches() -> Vec<(&'static str, Vec<u8>)> {
+fn batches() -> Named {
     let mut big = WriteBatch::new();
     big.set_sequence(77);
     big.put(b"blob", &[0x5a; 600]);
@@ -214,7 +217,7 @@ fn log(records: &[Vec<u8>]) -> Vec<u8> {
     bytes
 }
 
-fn logs() -> Vec<(&'static str, Vec<u8>)> {
+fn logs() -> Named {
     let small: Vec<Vec<u8>> = (0..6)
         .map(|i| batch(10 * i + 1, (i + 1) as usize).data().to_vec())
         .chain([Vec::new()])
@@ -279,7 +282,7 @@ fn row_meta(number: u64, lo: &str, hi: &str) -> RowMeta {
     }
 }
 
-fn edits() -> Vec<(&'static str, Vec<u8>)> {
+fn edits() -> Named {
     let snapshot = VersionEdit {
         log_number: Some(12),
         next_file_number: Some(40),
@@ -315,7 +318,7 @@ fn edits() -> Vec<(&'static str, Vec<u8>)> {
     ]
 }
 
-fn tasks() -> Vec<(&'static str, Vec<u8>)> {
+fn tasks() -> Named {
     let leveled = CompactionTask {
         id: 7,
         inputs: vec![
@@ -371,7 +374,7 @@ fn tasks() -> Vec<(&'static str, Vec<u8>)> {
     ]
 }
 
-fn blocks() -> Vec<(&'static str, Vec<u8>)> {
+fn blocks() -> Named {
     let block = |restart_interval: usize, n: u64| {
         let mut b = BlockBuilder::new(restart_interval);
         for (k, v) in entries(n) {
@@ -413,7 +416,7 @@ pub(super) fn row_image(row: &BuiltRow, number: u64) -> Vec<u8> {
     image
 }
 
-pub(super) fn rows() -> Vec<(&'static str, Vec<u8>)> {
+pub(super) fn rows() -> Named {
     // The worked example of docs/formats/matrix-row.md: row 7 linked to row 6.
     let mut b6 = RowBuilder::new(6, None, 4096).unwrap();
     b6.add(&internal_key(b"a", 1, ValueType::Value), b"old")
@@ -442,7 +445,7 @@ pub(super) fn rows() -> Vec<(&'static str, Vec<u8>)> {
     ]
 }
 
-fn regions() -> Vec<(&'static str, Vec<u8>)> {
+fn regions() -> Named {
     let header = |page_size: u32, capacity: u64| {
         RegionHeader {
             page_size,
@@ -470,7 +473,7 @@ pub(super) fn all() -> Vec<Seed> {
         out.push(seed("wal_reader", name, bytes.clone()));
         out.push(seed("wal_fixed", name, bytes));
     }
-    let targets: [(&'static str, Vec<(&'static str, Vec<u8>)>); 6] = [
+    let targets: [(&'static str, Named); 6] = [
         ("sst_block", blocks()),
         ("write_batch", batches()),
         ("version_edit", edits()),
