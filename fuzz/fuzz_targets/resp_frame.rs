@@ -1,19 +1,12 @@
-//! Fuzzes the RESP request parser: any bytes parse to a command, "incomplete" or a
-//! protocol error, never a panic, and a parsed command never claims more bytes than given.
+//! Fuzz target: a stream of RESP requests parsed command by command (authenticated and
+//! unauthenticated limits); a parsed command never claims more bytes than given.
+//! Fails on a panic or on a broken property reported by `terrace_server::fuzzing::check_resp_frame`.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use terrace_server::resp::{parse_command, Limits, Parsed};
 
 fuzz_target!(|data: &[u8]| {
-    let limits = Limits {
-        proto_max_bulk_len: 1 << 16,
-        max_args: 1 << 10,
-        max_inline_bytes: 1 << 12,
-    };
-    let mut rest = data;
-    while let Ok(Parsed::Command { consumed, .. }) = parse_command(rest, &limits) {
-        assert!(consumed > 0 && consumed <= rest.len());
-        rest = &rest[consumed..];
+    if let Err(broken) = terrace_server::fuzzing::check_resp_frame(data) {
+        panic!("{broken}");
     }
 });

@@ -13,6 +13,9 @@ pub mod commands;
 pub mod config;
 pub mod error;
 pub mod fdlimit;
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod net;
 pub mod resp;
 pub mod value;

@@ -52,6 +52,10 @@ use crate::tables::{Lookup, Tables};
 use crate::version::{FileMeta, RowMeta, Version};
 
 pub use classic::ClassicLevel0;
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) use container::decode_dir;
+#[cfg(test)]
+pub(crate) use container::encode_dir;
 pub use container::{MatrixLevel0, MatrixOptions, DEFAULT_REGION_FILE};
 
 /// What level 0 asks of the write path.

@@ -18,7 +18,7 @@ pub(super) const MAGIC: [u8; 8] = *b"TRCPMEM\0";
 /// The header format this code writes and reads.
 pub(super) const FORMAT_VERSION: u32 = 1;
 /// Bytes of the checked header fields, checksum included; the rest of the page is zero.
-pub(super) const HEADER_BYTES: usize = 36;
+pub(crate) const HEADER_BYTES: usize = 36;
 /// Smallest page size a region accepts.
 pub(super) const MIN_PAGE_SIZE: u32 = 4096;
 /// Largest page size a region accepts.
@@ -26,7 +26,7 @@ pub(super) const MAX_PAGE_SIZE: u32 = 1 << 30;
 
 /// The decoded header of a region file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Header {
+pub(crate) struct Header {
     /// Bytes per page; the header occupies page 0.
     pub page_size: u32,
     /// Bytes of the data area (pages 1..), a multiple of `page_size`.

@@ -24,7 +24,7 @@
 
 mod alloc;
 mod extent;
-mod header;
+pub(crate) mod header;
 #[allow(unsafe_code)]
 mod map;
 

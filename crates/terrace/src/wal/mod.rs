@@ -13,6 +13,8 @@ mod record;
 mod writer;
 
 pub use reader::{LogReader, ReadOutcome};
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) use record::fragment_crc;
 pub use record::{RecordType, BLOCK_SIZE, HEADER_SIZE};
 pub use writer::FileLogWriter;
 

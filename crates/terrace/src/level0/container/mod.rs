@@ -38,6 +38,10 @@ use parking_lot::Mutex;
 
 use self::groups::{build_groups, release_chunks, row_meta, CachedGroup};
 pub use self::options::{MatrixOptions, DEFAULT_REGION_FILE};
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) use self::store::decode_dir;
+#[cfg(test)]
+pub(crate) use self::store::encode_dir;
 use self::store::{load_row, store_row, DirLocation, StoredRow};
 use self::view::MatrixView;
 use super::matrix::{Below, RowBuilder};

@@ -147,7 +147,13 @@ fn finish_row(
     meta: Vec<Extent>,
     data: Vec<Extent>,
 ) -> Result<StoredRow> {
-    let dir_bytes = encode_dir(number, region.creation_id(), header, &meta, &data);
+    let dir_bytes = encode_dir(
+        number,
+        region.creation_id(),
+        header,
+        &spans(&meta),
+        &spans(&data),
+    );
     let dir = copy_in(region, &dir_bytes)?;
     let location = DirLocation {
         offset: dir.offset(),
@@ -162,12 +168,19 @@ fn finish_row(
     })
 }
 
-fn encode_dir(
+/// Each extent's `(offset, length)` in the region.
+fn spans(extents: &[Extent]) -> Vec<(u64, u64)> {
+    extents.iter().map(|e| (e.offset(), e.len())).collect()
+}
+
+/// The directory of row `number`: its header, then the `(offset, length)` of each
+/// metadata and data chunk extent.
+pub(crate) fn encode_dir(
     number: u64,
     creation_id: u64,
     header: &[u8],
-    meta: &[Extent],
-    data: &[Extent],
+    meta: &[(u64, u64)],
+    data: &[(u64, u64)],
 ) -> Vec<u8> {
     let mut b = Vec::with_capacity(DIR_FIXED + header.len() + 16 * (meta.len() + data.len()) + 4);
     b.extend_from_slice(&DIR_MAGIC.to_le_bytes());
@@ -179,9 +192,9 @@ fn encode_dir(
     b.extend_from_slice(&(data.len() as u32).to_le_bytes());
     b.extend_from_slice(&0u32.to_le_bytes());
     b.extend_from_slice(header);
-    for e in meta.iter().chain(data) {
-        b.extend_from_slice(&e.offset().to_le_bytes());
-        b.extend_from_slice(&e.len().to_le_bytes());
+    for &(offset, len) in meta.iter().chain(data) {
+        b.extend_from_slice(&offset.to_le_bytes());
+        b.extend_from_slice(&len.to_le_bytes());
     }
     let crc = crc32c::crc32c(&b);
     b.extend_from_slice(&crc.to_le_bytes());
@@ -189,13 +202,20 @@ fn encode_dir(
 }
 
 /// A decoded directory.
-struct Directory<'a> {
-    header: &'a [u8],
-    meta: Vec<(u64, u64)>,
-    data: Vec<(u64, u64)>,
+pub(crate) struct Directory<'a> {
+    /// The row header's bytes.
+    pub(crate) header: &'a [u8],
+    /// `(offset, length)` of each metadata chunk extent.
+    pub(crate) meta: Vec<(u64, u64)>,
+    /// `(offset, length)` of each data chunk extent.
+    pub(crate) data: Vec<(u64, u64)>,
 }
 
-fn decode_dir<'a>(
+/// Decodes and checks the directory of row `number` in the region `creation_id`.
+///
+/// # Errors
+/// `Corruption` naming `name` and the byte; `Unsupported` for another version.
+pub(crate) fn decode_dir<'a>(
     bytes: &'a [u8],
     number: u64,
     creation_id: u64,
@@ -354,10 +374,9 @@ mod tests {
         let meta = vec![extent(&r, 100)];
         let data = vec![extent(&r, 5000), extent(&r, 1)];
         let header = b"row header bytes".to_vec();
-        let bytes = encode_dir(7, r.creation_id(), &header, &meta, &data);
+        let bytes = encode_dir(7, r.creation_id(), &header, &spans(&meta), &spans(&data));
         let d = decode_dir(&bytes, 7, r.creation_id(), Path::new("row-7")).unwrap();
         assert_eq!(d.header, &header[..]);
-        let spans = |es: &[Extent]| es.iter().map(|e| (e.offset(), e.len())).collect::<Vec<_>>();
         assert_eq!(d.meta, spans(&meta));
         assert_eq!(d.data, spans(&data));
         // Another row's number or another region's directory is refused.
@@ -372,7 +391,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let r = region(&dir);
         let (meta, data) = (vec![extent(&r, 10)], vec![extent(&r, 20)]);
-        let bytes = encode_dir(3, r.creation_id(), b"hdr", &meta, &data);
+        let bytes = encode_dir(3, r.creation_id(), b"hdr", &spans(&meta), &spans(&data));
         let name = Path::new("row-3");
         for i in 0..bytes.len() {
             let mut bad = bytes.clone();
