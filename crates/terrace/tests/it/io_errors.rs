@@ -300,3 +300,29 @@ fn a_checkpoint_that_fails_leaves_nothing_behind_and_a_retry_succeeds() {
     let copy = Db::open(&cp, crate::small_options()).unwrap();
     check(&copy, &model);
 }
+
+/// A write that fails half-way through its log record, with nothing else unflushed: the
+/// resume must record the new log in the MANIFEST itself (no flush will), or the next open
+/// would replay the torn log followed by one holding writes, and refuse it.
+#[test]
+fn a_resume_after_a_torn_record_with_nothing_unflushed_moves_past_the_torn_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let fault = FaultStorage::new(Arc::new(FsStorage::new()));
+    let db = Db::open(dir.path(), options(&fault, false)).unwrap();
+    let mut model = BTreeMap::new();
+    assert!(write_until_error(&db, &mut model, 0, 100).is_none());
+    db.flush().unwrap();
+    // The record's header reaches the log, its payload does not.
+    fault.inject(
+        FaultRule::new(&[FaultOp::Append], InjectedError::NoSpace)
+            .on_paths(".log")
+            .after(1)
+            .times(1),
+    );
+    assert!(db.put(b"torn", b"never acknowledged").is_err());
+    db.resume().unwrap();
+    assert!(write_until_error(&db, &mut model, 100, 150).is_none());
+    db.close().unwrap();
+    let db = Db::open(dir.path(), crate::small_options()).unwrap();
+    check(&db, &model);
+}
