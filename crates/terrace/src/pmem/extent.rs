@@ -66,7 +66,7 @@ impl Pages {
         match region.persist_verdict() {
             Verdict::Durable => {}
             Verdict::Lie => return Ok(()),
-            Verdict::Fail => return Err(io(std::io::Error::other("injected power failure"))),
+            Verdict::Fail => return Err(io(std::io::Error::from_raw_os_error(libc::EIO))),
         }
         let (at, n) = (off + range.start, range.end - range.start);
         if let Some(shadow) = &region.shadow {

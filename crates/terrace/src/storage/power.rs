@@ -80,7 +80,7 @@ pub enum Verdict {
     Durable,
     /// Return success without making anything durable (a lying device).
     Lie,
-    /// Fail: the power is out.
+    /// Fail: the power is out, or the point was made to fail.
     Fail,
 }
 
@@ -93,6 +93,8 @@ struct State {
     /// Whether the cut came from the countdown (a matching point), not from `cut_now`.
     cut_by_filter: bool,
     lie: Option<PointFilter>,
+    /// Matching points that fail, and how many more will, without cutting the power.
+    fail: Option<(PointFilter, u64)>,
     /// Points asked while the power was on.
     points: u64,
 }
@@ -133,6 +135,12 @@ impl PowerSupply {
         self.state.lock().lie = Some(filter);
     }
 
+    /// Makes the next `times` points matching `filter` fail, with the power left on: a
+    /// device that fails an operation (an I/O error on a region persist) and then works.
+    pub fn fail_points(&self, filter: PointFilter, times: u64) {
+        self.state.lock().fail = (times > 0).then_some((filter, times));
+    }
+
     /// Whether the power is out.
     pub fn is_out(&self) -> bool {
         self.state.lock().out
@@ -171,6 +179,15 @@ impl PowerSupply {
                     return Verdict::Fail;
                 }
                 *left -= 1;
+            }
+        }
+        if let Some((filter, left)) = &mut st.fail {
+            if filter.matches(kind, thread) {
+                *left -= 1;
+                if *left == 0 {
+                    st.fail = None;
+                }
+                return Verdict::Fail;
             }
         }
         st.points += 1;
@@ -216,6 +233,17 @@ mod tests {
             Verdict::Durable,
             "a disarmed cut never happens"
         );
+    }
+
+    #[test]
+    fn failing_points_fail_a_number_of_times_with_the_power_on() {
+        let p = PowerSupply::new();
+        p.fail_points(PointFilter::any().of_kinds(&[PointKind::Persist]), 2);
+        assert_eq!(p.point(PointKind::DirSync), Verdict::Durable);
+        assert_eq!(p.point(PointKind::Persist), Verdict::Fail);
+        assert_eq!(p.point(PointKind::Persist), Verdict::Fail);
+        assert!(!p.is_out());
+        assert_eq!(p.point(PointKind::Persist), Verdict::Durable);
     }
 
     #[test]

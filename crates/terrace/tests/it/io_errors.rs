@@ -326,3 +326,45 @@ fn a_resume_after_a_torn_record_with_nothing_unflushed_moves_past_the_torn_log()
     let db = Db::open(dir.path(), crate::small_options()).unwrap();
     check(&db, &model);
 }
+
+/// A persist of the matrix level 0's region fails (an I/O error of the persistent-memory
+/// device): the flush fails, the database is read-only with an error naming the region,
+/// nothing acknowledged is lost, and a resume flushes again.
+#[test]
+fn a_failed_region_persist_makes_the_database_read_only_until_resumed() {
+    use terrace::storage::{PointFilter, PointKind, PowerSupply};
+    let tmp = tempfile::tempdir().unwrap();
+    let power = Arc::new(PowerSupply::new());
+    let fault = FaultStorage::with_power(Arc::new(FsStorage::new()), power.clone());
+    let mut m = crate::matrix_options(tmp.path(), 256 << 10, terrace::pmem::PmemMode::Shadow);
+    m.power = Some(power.clone());
+    let opts = Options {
+        write_buffer_size: 8 << 10,
+        level0: Arc::new(terrace::level0::MatrixLevel0::new(m).unwrap()),
+        ..options(&fault, false)
+    };
+    let dir = tmp.path().join("db");
+    let db = Db::open(&dir, opts).unwrap();
+    let mut model = BTreeMap::new();
+    assert!(write_until_error(&db, &mut model, 0, 300).is_none());
+    power.fail_points(PointFilter::any().of_kinds(&[PointKind::Persist]), 1);
+    assert!(write_until_error(&db, &mut model, 300, 200_000).is_some());
+    let bg = db.background_error().expect("no background error");
+    assert_eq!(errno(&bg), Some(libc::EIO), "{bg}");
+    assert!(bg.to_string().contains("region.pmem"), "{bg}");
+    check(&db, &model);
+    db.resume().unwrap();
+    assert!(write_until_error(&db, &mut model, 300_000, 300_500).is_none());
+    db.flush().unwrap();
+    check(&db, &model);
+    db.close().unwrap();
+    let mut m = crate::matrix_options(tmp.path(), 256 << 10, terrace::pmem::PmemMode::Shadow);
+    m.power = None;
+    let opts = Options {
+        write_buffer_size: 8 << 10,
+        level0: Arc::new(terrace::level0::MatrixLevel0::new(m).unwrap()),
+        ..crate::small_options()
+    };
+    let db = Db::open(&dir, opts).unwrap();
+    check(&db, &model);
+}
