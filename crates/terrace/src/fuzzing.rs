@@ -29,7 +29,7 @@ use crate::sst::block_iter::{Block, BlockIter};
 use crate::sst::compress::decode_block;
 use crate::sst::format::{BlockHandle, BLOCK_TRAILER_LEN, FOOTER_LEN, MAGIC as TABLE_MAGIC};
 use crate::sst::SstReader;
-use crate::storage::{IoClass, ReadableFile};
+use crate::storage::{IoClass, ReadableFile, WritableFile};
 use crate::version::VersionEdit;
 use crate::wal::{fragment_crc, LogReader, ReadOutcome, RecordType, BLOCK_SIZE, HEADER_SIZE};
 
@@ -57,6 +57,34 @@ impl ReadableFile for MemFile {
 
     fn len(&self) -> u64 {
         self.0.len() as u64
+    }
+}
+
+/// A writable file whose bytes stay in memory, in a buffer shared with whoever holds a
+/// clone of it (seed writers and tests read the bytes back).
+#[derive(Debug, Clone, Default)]
+pub struct MemWritable(pub Arc<parking_lot::Mutex<Vec<u8>>>);
+
+impl MemWritable {
+    /// The bytes written so far.
+    pub fn bytes(&self) -> Vec<u8> {
+        self.0.lock().clone()
+    }
+}
+
+impl WritableFile for MemWritable {
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        self.0.lock().extend_from_slice(data);
+        Ok(())
+    }
+    fn flush(&mut self) -> Result<()> {
+        Ok(())
+    }
+    fn sync(&mut self) -> Result<()> {
+        Ok(())
+    }
+    fn len(&self) -> u64 {
+        self.0.lock().len() as u64
     }
 }
 

@@ -4,13 +4,12 @@
 //! them under `fuzz/corpus/<target>/` (fuzz/README.md).
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
 
+use super::MemWritable;
 use crate::batch::WriteBatch;
 use crate::compaction::{
     ColumnInput, CompactionInputLevel, CompactionReason, CompactionTask, FilterSpec, OutputSpec,
 };
-use crate::error::Result;
 use crate::key::{internal_key, InternalKey, ValueType};
 use crate::level0::encode_dir;
 use crate::level0::matrix::{Below, BuiltRow, RowBuilder, MIN_CHUNK_BYTES};
@@ -19,7 +18,6 @@ use crate::pmem::header::Header as RegionHeader;
 use crate::range_del::RangeTombstone;
 use crate::sst::block_builder::BlockBuilder;
 use crate::sst::{SstBuilder, SstOptions};
-use crate::storage::WritableFile;
 use crate::version::{FileMeta, RowMeta, VersionEdit, SAFE_TO_IGNORE};
 use crate::wal::{FileLogWriter, LogWriter};
 
@@ -38,25 +36,6 @@ fn seed(target: &'static str, name: &'static str, bytes: Vec<u8>) -> Seed {
         target,
         name,
         bytes,
-    }
-}
-
-/// A writable file whose bytes stay in memory.
-struct MemWritable(Arc<Mutex<Vec<u8>>>);
-
-impl WritableFile for MemWritable {
-    fn append(&mut self, data: &[u8]) -> Result<()> {
-        self.0.lock().unwrap().extend_from_slice(data);
-        Ok(())
-    }
-    fn flush(&mut self) -> Result<()> {
-        Ok(())
-    }
-    fn sync(&mut self) -> Result<()> {
-        Ok(())
-    }
-    fn len(&self) -> u64 {
-        self.0.lock().unwrap().len() as u64
     }
 }
 
@@ -100,12 +79,8 @@ pub(super) fn table(
     tombstones: &[RangeTombstone],
     opts: SstOptions,
 ) -> Vec<u8> {
-    let buf = Arc::new(Mutex::new(Vec::new()));
-    let mut b = SstBuilder::new(
-        Box::new(MemWritable(buf.clone())),
-        PathBuf::from("seed.sst"),
-        opts,
-    );
+    let buf = MemWritable::default();
+    let mut b = SstBuilder::new(Box::new(buf.clone()), PathBuf::from("seed.sst"), opts);
     for (k, v) in points {
         b.add(k, v).unwrap();
     }
@@ -113,8 +88,7 @@ pub(super) fn table(
         b.add_range_tombstone(t);
     }
     b.finish().unwrap();
-    let bytes = buf.lock().unwrap().clone();
-    bytes
+    buf.bytes()
 }
 
 fn tables() -> Named {
@@ -207,14 +181,13 @@ fn batches() -> Named {
 
 /// A log written by `FileLogWriter` holding `records`.
 fn log(records: &[Vec<u8>]) -> Vec<u8> {
-    let buf = Arc::new(Mutex::new(Vec::new()));
-    let mut w = FileLogWriter::new(Box::new(MemWritable(buf.clone())));
+    let buf = MemWritable::default();
+    let mut w = FileLogWriter::new(Box::new(buf.clone()));
     for r in records {
         w.add_record(r).unwrap();
     }
     w.flush().unwrap();
-    let bytes = buf.lock().unwrap().clone();
-    bytes
+    buf.bytes()
 }
 
 fn logs() -> Named {

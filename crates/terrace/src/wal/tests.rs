@@ -1,13 +1,13 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use parking_lot::Mutex;
 use rand::{Rng, SeedableRng};
 
 use super::record::{mask, unmask};
 use super::*;
 use crate::error::Error;
-use crate::storage::{FsStorage, IoClass, ReadableFile, Storage, WritableFile};
+use crate::fuzzing::MemWritable as VecFile;
+use crate::storage::{FsStorage, IoClass, ReadableFile, Storage};
 
 /// A second `LogWriter`: keeps whole records in memory. Proves the seam.
 #[derive(Default)]
@@ -32,26 +32,6 @@ impl LogWriter for MemLogWriter {
     }
     fn size(&self) -> u64 {
         self.size
-    }
-}
-
-/// A writable file whose bytes stay visible to the test.
-#[derive(Clone, Default)]
-struct VecFile(Arc<Mutex<Vec<u8>>>);
-
-impl WritableFile for VecFile {
-    fn append(&mut self, data: &[u8]) -> Result<()> {
-        self.0.lock().extend_from_slice(data);
-        Ok(())
-    }
-    fn flush(&mut self) -> Result<()> {
-        Ok(())
-    }
-    fn sync(&mut self) -> Result<()> {
-        Ok(())
-    }
-    fn len(&self) -> u64 {
-        self.0.lock().len() as u64
     }
 }
 

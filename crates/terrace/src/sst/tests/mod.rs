@@ -6,13 +6,14 @@ mod corruption;
 mod table;
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use super::*;
 use crate::error::Result;
+use crate::fuzzing::MemWritable;
 use crate::key::{internal_key, ValueType};
 use crate::range_del::RangeTombstone;
-use crate::storage::{IoClass, ReadableFile, WritableFile};
+use crate::storage::{IoClass, ReadableFile};
 
 /// Sorted `(internal key, value)` pairs.
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;
@@ -39,32 +40,9 @@ impl ReadableFile for MemFile {
     }
 }
 
-/// A writable file whose bytes the test can read back.
-struct MemWritable(Arc<Mutex<Vec<u8>>>);
-
-impl WritableFile for MemWritable {
-    fn append(&mut self, data: &[u8]) -> Result<()> {
-        self.0.lock().unwrap().extend_from_slice(data);
-        Ok(())
-    }
-    fn flush(&mut self) -> Result<()> {
-        Ok(())
-    }
-    fn sync(&mut self) -> Result<()> {
-        Ok(())
-    }
-    fn len(&self) -> u64 {
-        self.0.lock().unwrap().len() as u64
-    }
-}
-
-fn new_builder(opts: SstOptions) -> (SstBuilder, Arc<Mutex<Vec<u8>>>) {
-    let buf = Arc::new(Mutex::new(Vec::new()));
-    let b = SstBuilder::new(
-        Box::new(MemWritable(buf.clone())),
-        PathBuf::from("test.sst"),
-        opts,
-    );
+fn new_builder(opts: SstOptions) -> (SstBuilder, MemWritable) {
+    let buf = MemWritable::default();
+    let b = SstBuilder::new(Box::new(buf.clone()), PathBuf::from("test.sst"), opts);
     (b, buf)
 }
 
@@ -82,8 +60,7 @@ fn build(
         b.add_range_tombstone(t);
     }
     let info = b.finish().unwrap();
-    let bytes = buf.lock().unwrap().clone();
-    (bytes, info)
+    (buf.bytes(), info)
 }
 
 fn open_mem(bytes: Vec<u8>, cache: Option<Arc<BlockCache>>) -> Result<SstReader> {
