@@ -726,3 +726,30 @@ fn row_sizes_past_any_region_are_corrupt() {
         ok
     );
 }
+
+/// The log number never moves backwards: an edit naming an older log is refused and
+/// changes nothing; naming the same log again is accepted.
+#[test]
+fn an_edit_moving_the_log_number_backwards_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut set = VersionSet::create(fs(), dir.path(), 4, 1 << 20).unwrap();
+    set.log_and_apply(VersionEdit {
+        log_number: Some(10),
+        ..VersionEdit::default()
+    })
+    .unwrap();
+    let err = set
+        .log_and_apply(VersionEdit {
+            log_number: Some(9),
+            ..VersionEdit::default()
+        })
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+    assert_eq!(set.log_number(), 10);
+    set.log_and_apply(VersionEdit {
+        log_number: Some(10),
+        ..VersionEdit::default()
+    })
+    .unwrap();
+    assert_eq!(set.log_number(), 10);
+}
