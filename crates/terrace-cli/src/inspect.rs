@@ -133,7 +133,7 @@ pub fn database(out: &mut impl Write, dir: &Path, verify: bool) -> anyhow::Resul
 fn rows(
     out: &mut impl Write,
     dir: &Path,
-    rows: &[terrace::version::RowMeta],
+    rows: &[terrace::level0::matrix::RowMeta],
 ) -> anyhow::Result<()> {
     if rows.is_empty() {
         return Ok(());

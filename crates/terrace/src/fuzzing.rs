@@ -24,13 +24,14 @@ use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key;
 use crate::level0::matrix::RowReader;
+use crate::level0::matrix::{MatrixState, RowEdit};
 use crate::pmem::header::{Header as RegionHeader, HEADER_BYTES as REGION_HEADER_BYTES};
 use crate::sst::block_iter::{Block, BlockIter};
 use crate::sst::compress::decode_block;
 use crate::sst::format::{BlockHandle, BLOCK_TRAILER_LEN, FOOTER_LEN, MAGIC as TABLE_MAGIC};
 use crate::sst::SstReader;
 use crate::storage::{IoClass, ReadableFile, WritableFile};
-use crate::version::VersionEdit;
+use crate::version::{Version, VersionEdit};
 use crate::wal::{fragment_crc, LogReader, ReadOutcome, RecordType, BLOCK_SIZE, HEADER_SIZE};
 
 /// A property a decoder broke, with what was seen.
@@ -214,19 +215,32 @@ pub fn check_batch(data: &[u8]) -> std::result::Result<(), Broken> {
 }
 
 /// Decodes `data` as a manifest edit; an edit that decodes must survive encode, decode.
+/// Its level-0 records are decoded as the matrix level 0's rows, which must survive
+/// encode, decode too; applying them to an empty version must not panic.
 ///
 /// # Errors
-/// When the re-encoded edit does not decode to the same edit.
+/// When the re-encoded edit or rows do not decode to the same.
 pub fn check_version_edit(data: &[u8]) -> std::result::Result<(), Broken> {
     let file = Path::new("MANIFEST-fuzz");
     let Ok(edit) = VersionEdit::decode(data, file, 0) else {
         return Ok(());
     };
     match VersionEdit::decode(&edit.encode(), file, 0) {
-        Ok(again) if again == edit => Ok(()),
-        Ok(again) => Err(format!("edit {edit:?} re-decodes as {again:?}")),
-        Err(e) => Err(format!("edit {edit:?} does not re-decode: {e}")),
+        Ok(again) if again == edit => {}
+        Ok(again) => return Err(format!("edit {edit:?} re-decodes as {again:?}")),
+        Err(e) => return Err(format!("edit {edit:?} does not re-decode: {e}")),
     }
+    let Ok(rows) = RowEdit::from_records(&edit.level0) else {
+        return Ok(());
+    };
+    match RowEdit::from_records(&rows.clone().into_records()) {
+        Ok(again) if again == rows => {}
+        Ok(again) => return Err(format!("rows {rows:?} re-decode as {again:?}")),
+        Err(e) => return Err(format!("rows {rows:?} do not re-decode: {e}")),
+    }
+    let empty = Version::with_level0(7, Arc::new(MatrixState::default()));
+    let _ = empty.apply(&edit);
+    Ok(())
 }
 
 /// Decodes `data` as a compaction task; a task that decodes must survive encode, decode.
@@ -469,7 +483,7 @@ fn open_matrix_row(image: &[u8]) -> Result<RowReader<&[u8]>> {
     let number = get_fixed64(image, 8).unwrap_or(0);
     let creation_id = get_fixed64(image, 16).unwrap_or(0);
     let name = Path::new("fuzz-row");
-    let dir = crate::level0::decode_dir(image, number, creation_id, name)?;
+    let dir = crate::level0::matrix::decode_dir(image, number, creation_id, name)?;
     let chunks = |spans: &[(u64, u64)]| {
         spans
             .iter()

@@ -11,10 +11,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
+use crate::level0::matrix::{rows_of, MatrixState, RowMeta};
 use crate::storage::Storage;
-use crate::version::{
-    manifest_file_name, replay_manifest, table_file_name, FileMeta, Replayed, RowMeta,
-};
+use crate::version::{manifest_file_name, replay_manifest, table_file_name, FileMeta, Replayed};
 
 /// The most levels any configuration allows (`Options::num_levels` is at most 64); the
 /// manifest is replayed with this many so that inspection needs no options.
@@ -67,7 +66,7 @@ impl DatabaseLayout {
             levels: (0..n)
                 .map(|l| r.version.files(l).iter().map(|f| (**f).clone()).collect())
                 .collect(),
-            rows: r.version.rows().iter().map(|r| (**r).clone()).collect(),
+            rows: rows_of(&r.version).iter().map(|r| (**r).clone()).collect(),
         }
     }
 }
@@ -84,7 +83,9 @@ impl DatabaseLayout {
 pub fn inspect_database(storage: Arc<dyn Storage>, dir: &Path) -> Result<DatabaseLayout> {
     let mut attempt = 1;
     loop {
-        match replay_manifest(storage.as_ref(), dir, MAX_LEVELS) {
+        // The matrix level 0's state reads its rows, and a classic database has none.
+        let level0 = Arc::new(MatrixState::default());
+        match replay_manifest(storage.as_ref(), dir, MAX_LEVELS, level0) {
             Ok(r) => return Ok(DatabaseLayout::from_replayed(r)),
             Err(e @ Error::Io { .. }) if attempt < ATTEMPTS && manifest_vanished(&*storage, &e) => {
                 attempt += 1;

@@ -13,7 +13,7 @@ use std::time::Instant;
 use counting::CountingIterator;
 
 use super::stream::{tombstones_to_keep, CompactionStream, StreamConfig};
-use super::{CompactionResult, CompactionStats, CompactionTask, FilterRegistry};
+use super::{CompactionResult, CompactionStats, CompactionTask, FilterRegistry, Level0Input};
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{self, MAX_SEQ};
@@ -22,25 +22,24 @@ use crate::range_del::{FragmentedTombstones, RangeTombstone};
 use crate::sst::{SstBuilder, SstInfo, SstOptions};
 use crate::storage::{IoClass, Storage};
 use crate::tables::Tables;
-use crate::version::{FileMeta, RowMeta};
+use crate::version::FileMeta;
 
-/// Opens the rows of a column input ([`super::task::ColumnInput`]): the matrix level 0
-/// of the host implements it.
-pub trait ColumnSource: Send + Sync {
-    /// Adds an iterator over each row in `rows` and every range tombstone they hold;
-    /// returns the bytes the rows occupy (the executor counts what a column reads of
-    /// them itself). Entries outside the task's range may be included: the compaction
-    /// stream keeps only its range.
+/// Opens a level-0 input that is not a table file ([`Level0Input`]): the level 0 of the
+/// host that described it (the matrix level 0) implements it.
+pub trait Level0Source: Send + Sync {
+    /// Adds an iterator over each unit of `input` and every range tombstone they hold.
+    /// Entries outside the task's range may be included: the compaction stream keeps
+    /// only its range, and the executor counts what it reads of the range itself.
     ///
     /// # Errors
-    /// `Corruption` if a row is not the one the metadata describes; `NotFound`-style
-    /// `InvalidArgument` if a row is not live in this host.
-    fn column_iterators(
+    /// `Corruption` if a unit is not the one the input describes; `InvalidArgument` if
+    /// the input is not of this level 0 or a unit is not live in this host.
+    fn open_input(
         &self,
-        rows: &[RowMeta],
+        input: &Level0Input,
         out: &mut Vec<Box<dyn InternalIterator>>,
         tombstones: &mut Vec<RangeTombstone>,
-    ) -> Result<u64>;
+    ) -> Result<()>;
 }
 
 /// What an executor needs from its host.
@@ -51,8 +50,8 @@ pub struct ExecutorEnv<'a> {
     pub tables: &'a Tables,
     /// Compaction filters by name.
     pub filters: &'a FilterRegistry,
-    /// Opens column inputs; `None` where no matrix level 0 exists.
-    pub columns: Option<&'a dyn ColumnSource>,
+    /// Opens level-0 inputs that are not table files; `None` where the level 0 has none.
+    pub level0: Option<&'a dyn Level0Source>,
 }
 
 /// The manifest's record of a finished table.
@@ -173,17 +172,18 @@ pub fn execute(task: &CompactionTask, env: &ExecutorEnv<'_>) -> Result<Compactio
     }
     let lower = task.smallest_user_key.as_deref();
     let upper = task.largest_user_key.as_deref();
-    let row_bytes = Arc::new(AtomicU64::new(0));
-    if let Some(column) = &task.column {
-        let source = env.columns.ok_or_else(|| {
-            Error::InvalidArgument("a column compaction needs a matrix level 0".into())
+    let level0_bytes = Arc::new(AtomicU64::new(0));
+    if let Some(input) = &task.level0 {
+        let source = env.level0.ok_or_else(|| {
+            Error::InvalidArgument(
+                "the task reads a level-0 input, but this host's level 0 has none".into(),
+            )
         })?;
-        let mut rows: Vec<Box<dyn InternalIterator>> = Vec::new();
-        // The rows' whole sizes: the column reads only its key range of them, which the
-        // counting iterators measure instead.
-        let _whole_rows = source.column_iterators(&column.rows, &mut rows, &mut tombs)?;
-        children.extend(rows.into_iter().map(|r| {
-            Box::new(CountingIterator::new(r, lower, upper, row_bytes.clone()))
+        let mut units: Vec<Box<dyn InternalIterator>> = Vec::new();
+        source.open_input(input, &mut units, &mut tombs)?;
+        // The input is read only within the task's range: count that part.
+        children.extend(units.into_iter().map(|r| {
+            Box::new(CountingIterator::new(r, lower, upper, level0_bytes.clone()))
                 as Box<dyn InternalIterator>
         }));
     }
@@ -235,10 +235,10 @@ pub fn execute(task: &CompactionTask, env: &ExecutorEnv<'_>) -> Result<Compactio
     }
     let mut stats = CompactionStats::default();
     stream.counters().add_to(&mut stats);
-    // Bytes as files: what was read from and written to storage; of the matrix rows,
-    // the key and value bytes of the column's entries.
-    stats.row_bytes = row_bytes.load(Ordering::Relaxed);
-    stats.input_bytes = input_bytes + stats.row_bytes;
+    // Bytes as files: what was read from and written to storage; of a level-0 input,
+    // the key and value bytes of its entries in the task's range.
+    stats.level0_bytes = level0_bytes.load(Ordering::Relaxed);
+    stats.input_bytes = input_bytes + stats.level0_bytes;
     stats.output_bytes = outputs.iter().map(|f| f.size).sum();
     stats.elapsed_micros = started.elapsed().as_micros() as u64;
     Ok(CompactionResult {

@@ -18,15 +18,16 @@ pub mod stream;
 pub mod task;
 
 pub(crate) use executor::file_meta;
-pub use executor::{execute, ColumnSource, ExecutorEnv};
+pub use executor::{execute, ExecutorEnv, Level0Source};
 pub use filter::{
     CompactionFilter, CompactionFilterFactory, FilterDecision, FilterRegistry, FilterSpec,
 };
 pub use picker::{
-    level_targets, pick, pick_column, pick_manual, LevelState, PickedColumn, PickedCompaction,
+    level_targets, pick, pick_into_base_level, pick_manual, Level0Column, LevelState,
+    PickedCompaction,
 };
 pub use stream::{CompactionStream, StreamConfig, StreamCounters};
 pub use task::{
-    ColumnInput, CompactionInputLevel, CompactionReason, CompactionResult, CompactionStats,
-    CompactionTask, OutputSpec,
+    CompactionInputLevel, CompactionReason, CompactionResult, CompactionStats, CompactionTask,
+    Level0Input, Level0Unit, OutputSpec,
 };

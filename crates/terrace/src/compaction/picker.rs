@@ -2,8 +2,8 @@
 //!
 //! Owns: level byte targets (static and dynamic), compaction scores (`score`), and the
 //! choice of input files for automatic and manual compactions (round robin here, minimum
-//! overlapping ratio in `min_overlap`, per `Options::compaction_pri`) and for matrix
-//! columns (`column`) (docs/techniques/leveled-compaction.md).
+//! overlapping ratio in `min_overlap`, per `Options::compaction_pri`) and the base-level
+//! side of a level-0 column (`column`) (docs/techniques/leveled-compaction.md).
 //! Must not touch: versions or files; callers pass a consistent view of the levels and
 //! apply the outcome themselves.
 //! Concurrency: pure functions over borrowed state; call them under the version lock so
@@ -23,13 +23,13 @@ use std::sync::Arc;
 
 use crate::compaction::filter::FilterSpec;
 use crate::compaction::task::{
-    ColumnInput, CompactionInputLevel, CompactionReason, CompactionTask, OutputSpec,
+    CompactionInputLevel, CompactionReason, CompactionTask, Level0Input, OutputSpec,
 };
 use crate::key::{self, InternalKey, SeqNo, ValueType, MAX_SEQ};
 use crate::options::{CompactionPri, Options};
-use crate::version::{FileMeta, RowMeta};
+use crate::version::FileMeta;
 
-pub use self::column::pick_column;
+pub use self::column::pick_into_base_level;
 pub use self::score::{base_level, level0_file_count_score, level_targets, scores};
 
 /// The part of a version the picker reads.
@@ -66,15 +66,16 @@ pub struct PickedCompaction {
     pub reason: CompactionReason,
     /// No file below `output_level` overlaps the compaction's key range.
     pub bottommost: bool,
-    /// A column of matrix rows: the rows, newest first, read within `[lo, hi)`.
-    pub column: Option<PickedColumn>,
+    /// A column of a level 0 that compacts itself in columns, read within `[lo, hi)`.
+    pub column: Option<Level0Column>,
 }
 
-/// The level-0 side of a matrix column compaction.
+/// The level-0 side of a column compaction: what a level 0 that compacts itself in
+/// columns chose (the matrix level 0: a key range of its frozen rows).
 #[derive(Debug, Clone, PartialEq)]
-pub struct PickedColumn {
-    /// The frozen rows, newest first.
-    pub rows: Vec<Arc<RowMeta>>,
+pub struct Level0Column {
+    /// The level-0 units read, opaque to the picker.
+    pub input: Level0Input,
     /// Inclusive lower user key; `None` is unbounded.
     pub lo: Option<Vec<u8>>,
     /// Exclusive upper user key; `None` is unbounded (the last column).
@@ -124,9 +125,7 @@ impl PickedCompaction {
             } else {
                 self.reason
             },
-            column: self.column.as_ref().map(|c| ColumnInput {
-                rows: c.rows.iter().map(|r| r.as_ref().clone()).collect(),
-            }),
+            level0: self.column.as_ref().map(|c| c.input.clone()),
         }
     }
 }

@@ -11,10 +11,12 @@ use crate::compaction::filter::FilterSpec;
 use crate::error::{Error, Result};
 use crate::key::SeqNo;
 use crate::options::Compression;
-use crate::version::{FileMeta, RowMeta};
+use crate::version::FileMeta;
 
 /// The version written by [`CompactionTask::encode`] and [`CompactionResult::encode`].
-pub const TASK_FORMAT_VERSION: u32 = 1;
+/// Version 2 replaced the matrix rows of a column task (`column`) with an opaque level-0
+/// input (`level0`); a version-1 task is refused, never run without its rows.
+pub const TASK_FORMAT_VERSION: u32 = 2;
 
 /// Why a compaction was chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -27,17 +29,44 @@ pub enum CompactionReason {
     Manual,
     /// The compaction only moves a file to the next level without rewriting it.
     TrivialMove,
-    /// A key-range column of a matrix level 0's frozen rows goes into level 1.
-    MatrixColumn,
+    /// A key-range column of a level 0 that compacts itself in columns (the matrix level
+    /// 0's frozen rows) goes into the base level.
+    #[serde(alias = "MatrixColumn")]
+    Level0Column,
 }
 
-/// A level-0 input that is not a file: the frozen rows of a matrix level 0, read only
-/// within the task's key range (a column of them). Readers of the rows come from the
-/// host's [`ColumnSource`](crate::compaction::ColumnSource).
+/// A level-0 input that is not a table file: units of a level 0 that compacts itself in
+/// columns (the matrix level 0's frozen rows), read only within the task's key range.
+/// Opaque here: the level 0 that described it opens it, through the host's
+/// [`Level0Source`](crate::compaction::Level0Source).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct ColumnInput {
-    /// The rows, newest first.
-    pub rows: Vec<RowMeta>,
+pub struct Level0Input {
+    /// The units read, newest first.
+    pub units: Vec<Level0Unit>,
+    /// What the level 0 needs to open them, in its own terms.
+    pub payload: serde_json::Value,
+}
+
+/// One unit of a [`Level0Input`]: its number (from the database's file-number space) and
+/// the user keys it may hold.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Level0Unit {
+    /// The unit's number.
+    pub number: u64,
+    /// The smallest user key the unit may hold.
+    pub smallest_user_key: Vec<u8>,
+    /// The largest user key the unit may hold.
+    pub largest_user_key: Vec<u8>,
+    /// Bytes the unit occupies.
+    pub bytes: u64,
+}
+
+impl Level0Unit {
+    /// True if the unit may hold a user key in `[start, end)`.
+    fn overlaps_half_open(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> bool {
+        start.is_none_or(|s| self.largest_user_key.as_slice() >= s)
+            && end.is_none_or(|e| self.smallest_user_key.as_slice() < e)
+    }
 }
 
 /// The input files of one level.
@@ -91,9 +120,9 @@ pub struct CompactionTask {
     pub filter: Option<FilterSpec>,
     /// Why the compaction was chosen.
     pub reason: CompactionReason,
-    /// Matrix rows read within the task's key range, besides the input files.
+    /// Level-0 units read within the task's key range, besides the input files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub column: Option<ColumnInput>,
+    pub level0: Option<Level0Input>,
 }
 
 /// Counters of one compaction run.
@@ -103,11 +132,12 @@ pub struct CompactionStats {
     pub input_entries: u64,
     /// Key and value bytes read.
     pub input_bytes: u64,
-    /// The part of `input_bytes` read from the matrix rows of a column compaction (level
-    /// 0 on the persistent-memory tier): the key and value bytes of the rows' entries in
-    /// the task's key range. Absent from results of older runners: 0.
-    #[serde(default)]
-    pub row_bytes: u64,
+    /// The part of `input_bytes` read from a level-0 input that is not a table file (the
+    /// matrix rows of a column compaction, on the persistent-memory tier): the key and
+    /// value bytes of its entries in the task's key range. Absent from results of older
+    /// runners: 0.
+    #[serde(default, alias = "row_bytes")]
+    pub level0_bytes: u64,
     /// Point entries written.
     pub output_entries: u64,
     /// Key and value bytes written.
@@ -226,8 +256,8 @@ impl CompactionTask {
         bounds.extend(cuts.iter().map(|c| Some(*c)));
         bounds.push(hi);
 
-        // Pieces with no input file or row have nothing to compact.
-        let rows = self.column.as_ref().map_or(&[][..], |c| c.rows.as_slice());
+        // Pieces with no input file or level-0 unit have nothing to compact.
+        let units = self.level0.as_ref().map_or(&[][..], |c| c.units.as_slice());
         let pieces: Vec<KeyRange<'_>> = bounds
             .windows(2)
             .filter_map(|w| match w {
@@ -236,7 +266,7 @@ impl CompactionTask {
             })
             .filter(|(s, e)| {
                 self.input_files().any(|f| overlaps_half_open(f, *s, *e))
-                    || rows.iter().any(|r| row_overlaps_half_open(r, *s, *e))
+                    || units.iter().any(|u| u.overlaps_half_open(*s, *e))
             })
             .collect();
         if pieces.len() <= 1 {
@@ -274,11 +304,6 @@ type KeyRange<'a> = (Option<&'a [u8]>, Option<&'a [u8]>);
 /// True if `f` may hold a user key in `[start, end)`.
 fn overlaps_half_open(f: &FileMeta, start: Option<&[u8]>, end: Option<&[u8]>) -> bool {
     start.is_none_or(|s| f.largest_user_key() >= s) && end.is_none_or(|e| f.smallest_user_key() < e)
-}
-
-/// True if row `r` may hold a user key in `[start, end)`.
-fn row_overlaps_half_open(r: &RowMeta, start: Option<&[u8]>, end: Option<&[u8]>) -> bool {
-    start.is_none_or(|s| r.largest_user_key() >= s) && end.is_none_or(|e| r.smallest_user_key() < e)
 }
 
 /// Chooses up to `max_subcompactions - 1` boundaries for [`CompactionTask::split`] from

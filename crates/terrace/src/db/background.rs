@@ -31,7 +31,7 @@ enum Kind {
 /// Starts the configured flush and compaction threads.
 pub(crate) fn spawn(inner: &Arc<DbInner>) -> Result<Vec<JoinHandle<()>>> {
     let mut out = Vec::new();
-    let rewrites = usize::from(inner.level0.rewrites_in_background());
+    let rewrites = usize::from(inner.level0.self_compacting().is_some());
     let kinds = std::iter::repeat_n(Kind::Flush, inner.opts.max_background_flushes)
         .chain(std::iter::repeat_n(
             Kind::Compaction,

@@ -43,7 +43,7 @@ impl DbInner {
             let scores = compaction::picker::scores(state, &self.opts);
             let deeper = scores.iter().skip(1).copied().fold(0.0, f64::max);
             if state.level0_score >= 1.0 && state.level0_score >= deeper {
-                if let Some(p) = self.pick_column(st, state, false) {
+                if let Some(p) = self.pick_level0_column(st, state, false) {
                     return Some(p);
                 }
             }
@@ -51,20 +51,20 @@ impl DbInner {
         })
     }
 
-    /// The level 0's next column as a compaction into the base level.
-    fn pick_column(
+    /// The next column of a level 0 that compacts itself, as a compaction into the base
+    /// level.
+    fn pick_level0_column(
         &self,
         st: &DbState,
         state: &LevelState<'_>,
         manual: bool,
     ) -> Option<PickedCompaction> {
+        let level0 = self.level0.self_compacting()?;
         let v = st.versions.current();
-        let column = self
-            .level0
-            .pick_column(&v, state.being_compacted, &self.opts, manual)?;
+        let column = level0.next_column(&v, state.being_compacted, &self.opts, manual)?;
         let base =
             compaction::picker::base_level(state.levels, &self.opts, state.level1_target_bytes);
-        compaction::pick_column(state, base, column)
+        compaction::pick_into_base_level(state, base, column)
     }
 
     /// True if the picker would start a compaction now.
@@ -89,13 +89,13 @@ impl DbInner {
         st: &mut MutexGuard<'_, DbState>,
         picked: PickedCompaction,
     ) -> Result<()> {
-        let rows = picked.column.iter().flat_map(|c| c.rows.iter());
+        let units = picked.column.iter().flat_map(|c| c.input.units.iter());
         let inputs: Vec<u64> = picked
             .inputs
             .iter()
             .chain(picked.output_inputs.iter())
             .map(|f| f.number)
-            .chain(rows.map(|r| r.number))
+            .chain(units.map(|u| u.number))
             .collect();
         st.being_compacted.extend(inputs.iter().copied());
         st.running_compactions += 1;
@@ -180,8 +180,8 @@ impl DbInner {
         let column_bytes: u64 = picked
             .column
             .iter()
-            .flat_map(|c| c.rows.iter())
-            .map(|r| r.size)
+            .flat_map(|c| c.input.units.iter())
+            .map(|u| u.bytes)
             .sum();
         let input_bytes: u64 = picked
             .inputs
@@ -227,9 +227,7 @@ impl DbInner {
                 .into_iter()
                 .map(|h| {
                     h.join().unwrap_or_else(|_| {
-                        Err(Error::InvalidArgument(
-                            "subcompaction thread panicked".into(),
-                        ))
+                        Err(Error::Internal("subcompaction thread panicked".into()))
                     })
                 })
                 .collect()
@@ -253,7 +251,7 @@ impl DbInner {
         start: Option<&[u8]>,
         end: Option<&[u8]>,
     ) -> Result<()> {
-        self.compact_rows_locked(st)?;
+        self.compact_level0_columns_locked(st)?;
         // Level-0 files flushed after the call started are not waited for, so that a
         // steady stream of writes cannot keep this loop going forever.
         let (last, newest_file) = {
@@ -311,12 +309,15 @@ impl DbInner {
 }
 
 impl DbInner {
-    /// For a manual compaction: compacts every row a matrix level 0 holds now into the
-    /// base level, column by column (rows flushed meanwhile are left for later).
-    fn compact_rows_locked(&self, st: &mut MutexGuard<'_, DbState>) -> Result<()> {
-        let start_group = match st.versions.current().rows().iter().map(|r| r.group).max() {
-            Some(g) => g,
-            None => return Ok(()),
+    /// For a manual compaction: compacts everything a level 0 that compacts itself holds
+    /// now into the base level, column by column (data flushed meanwhile is left for
+    /// later).
+    fn compact_level0_columns_locked(&self, st: &mut MutexGuard<'_, DbState>) -> Result<()> {
+        let Some(level0) = self.level0.self_compacting() else {
+            return Ok(());
+        };
+        let Some(mark) = level0.manual_mark(&st.versions.current()) else {
+            return Ok(());
         };
         loop {
             if let Some(e) = &st.bg_error {
@@ -325,12 +326,11 @@ impl DbInner {
             if st.shutting_down {
                 return Err(Error::Closed);
             }
-            let v = st.versions.current();
-            if !v.rows().iter().any(|r| r.group <= start_group) {
+            if !level0.holds_marked(&st.versions.current(), mark) {
                 return Ok(());
             }
-            drop(v);
-            let picked = self.with_level_state(st, |state| self.pick_column(st, state, true));
+            let picked =
+                self.with_level_state(st, |state| self.pick_level0_column(st, state, true));
             match picked {
                 Some(picked) => self.run_compaction(st, picked)?,
                 None => {
@@ -347,7 +347,10 @@ impl DbInner {
             storage: self.storage.as_ref(),
             tables: &self.tables,
             filters: &self.filters,
-            columns: self.level0.column_source(),
+            level0: self
+                .level0
+                .self_compacting()
+                .map(|l| l as &dyn compaction::Level0Source),
         };
         compaction::execute(task, &env)
     }

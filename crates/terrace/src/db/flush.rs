@@ -56,8 +56,7 @@ impl DbInner {
 
         let mut edit = VersionEdit {
             new_files: flushed.new_files.iter().map(|f| (0, f.clone())).collect(),
-            new_rows: flushed.new_rows.clone(),
-            deleted_rows: flushed.deleted_rows.clone(),
+            level0: flushed.records.clone(),
             ..VersionEdit::default()
         };
         let next_log = st.imms.get(1).map_or(st.mem_wal_number, |i| i.wal_number);
@@ -72,15 +71,12 @@ impl DbInner {
         self.install_super_version(st);
         let bytes = flushed.bytes_written;
         super::stats::add(&self.counters.flush_bytes, bytes);
-        if !flushed.new_rows.is_empty() {
-            super::stats::add(&self.counters.row_bytes, bytes);
-        }
+        super::stats::add(&self.counters.row_bytes, flushed.tier_bytes);
         super::stats::add(&self.counters.flushes, 1);
         let info = FlushInfo {
             file_number: flushed.new_files.first().map(|m| m.number),
             bytes_written: bytes,
-            entries: flushed.new_files.iter().map(|m| m.num_entries).sum::<u64>()
-                + flushed.new_rows.iter().map(|r| r.num_entries).sum::<u64>(),
+            entries: flushed.entries,
             largest_seq: mem.largest_seq(),
         };
         self.bg_done.notify_all();

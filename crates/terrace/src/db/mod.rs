@@ -414,7 +414,7 @@ impl DbInner {
         let sv = SuperVersion {
             mem: st.mem.clone(),
             imms: st.imms.iter().rev().map(|i| i.mem.clone()).collect(),
-            level0: self.level0.view(&self.tables, &version),
+            level0: self.level0.install(&self.tables, &version),
             version,
         };
         *self.super_version.write() = Arc::new(sv);

@@ -25,7 +25,7 @@ use crate::options::{Options, WalRecoveryMode};
 use crate::sst::BlockCache;
 use crate::storage::{IoClass, Storage};
 use crate::tables::Tables;
-use crate::version::{parse_file_name, FileKind, FileMeta, RowMeta, VersionEdit, VersionSet};
+use crate::version::{parse_file_name, FileKind, FileMeta, Level0Record, VersionEdit, VersionSet};
 use crate::wal::{FileLogWriter, LogReader, LogWriter, ReadOutcome};
 
 pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
@@ -55,18 +55,20 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
         wal_dir.refuse_foreign_logs(storage.as_ref())?;
     }
     let mut versions = if has_db {
-        VersionSet::recover(
+        VersionSet::recover_with_level0(
             storage.clone(),
             dir,
             opts.num_levels,
             opts.max_manifest_file_size,
+            opts.level0.empty_state(),
         )?
     } else if opts.create_if_missing {
-        VersionSet::create(
+        VersionSet::create_with_level0(
             storage.clone(),
             dir,
             opts.num_levels,
             opts.max_manifest_file_size,
+            opts.level0.empty_state(),
         )?
     } else {
         return Err(Error::InvalidArgument(format!(
@@ -127,7 +129,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
         level0: level0.as_ref(),
         versions: &mut versions,
         new_files: Vec::new(),
-        new_rows: Vec::new(),
+        records: Vec::new(),
         deferred: Vec::new(),
         max_seq: 0,
         dropped: 0,
@@ -135,7 +137,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
     recovered.replay(&logs)?;
     let Recovery {
         new_files,
-        new_rows,
+        records,
         deferred,
         max_seq,
         dropped,
@@ -169,7 +171,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
         ..VersionEdit::default()
     };
     edit.new_files = new_files.into_iter().map(|f| (0, f)).collect();
-    edit.new_rows = new_rows;
+    edit.level0 = records;
     versions.log_and_apply(edit)?;
 
     let version = versions.current();
@@ -184,7 +186,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
     let sv = SuperVersion {
         mem: inner_mem.clone(),
         imms: imms.iter().rev().map(|i| i.mem.clone()).collect(),
-        level0: level0.view(&tables, &version),
+        level0: level0.install(&tables, &version),
         version,
     };
     let state = DbState {
@@ -276,7 +278,8 @@ struct Recovery<'a> {
     level0: &'a dyn Level0,
     versions: &'a mut VersionSet,
     new_files: Vec<FileMeta>,
-    new_rows: Vec<RowMeta>,
+    /// Level-0 records of the replayed memtables (a matrix level 0's new rows).
+    records: Vec<Level0Record>,
     /// Replayed memtables level 0 had no room for (a matrix container that was full when
     /// the database closed), oldest first, each with the first log holding its data: they
     /// become the new database's immutable memtables, flushed once compaction makes room.
@@ -381,12 +384,12 @@ impl Recovery<'_> {
         match self.level0.flush(self.env, &mem, number) {
             Ok(flushed) => {
                 self.new_files.extend(flushed.new_files);
-                self.new_rows.extend(flushed.new_rows);
+                self.records.extend(flushed.records);
                 Ok(())
             }
             Err(Error::NoSpace { .. }) => {
                 let mem = Arc::try_unwrap(mem).map_err(|_| {
-                    Error::InvalidArgument("level 0 kept a memtable it did not flush".into())
+                    Error::Internal("level 0 kept a memtable it did not flush".into())
                 })?;
                 self.deferred.push((mem, first_log));
                 Ok(())

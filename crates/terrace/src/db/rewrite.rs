@@ -1,8 +1,8 @@
 //! Background rewrites of level-0 data: the matrix container's table merge, run on a
 //! thread of its own so that flushes never wait for it.
 //!
-//! Owns: calling `Level0::rewrite` without the state lock, asking `accept_rewrite` under
-//! it, and recording the accepted changes in one version edit.
+//! Owns: calling `SelfCompacting::rewrite` without the state lock, asking
+//! `accept_rewrite` under it, and recording the accepted changes in one version edit.
 //! Must not touch: what is rewritten (level 0 decides) or the flush and compaction queues.
 
 use parking_lot::MutexGuard;
@@ -16,6 +16,9 @@ impl DbInner {
     /// Runs one background rewrite of level 0 if one is due and records it. Returns
     /// whether it did any work. Called by the rewrite thread holding the state lock.
     pub(crate) fn run_level0_rewrite(&self, st: &mut MutexGuard<'_, DbState>) -> Result<bool> {
+        let Some(level0) = self.level0.self_compacting() else {
+            return Ok(false);
+        };
         // The rewrite keeps what live snapshots read; a snapshot taken later reads at or
         // above every sequence number level 0 holds now.
         let snapshots = self.snapshots.all();
@@ -27,7 +30,7 @@ impl DbInner {
         };
         let before = st.versions.current();
         st.running_rewrite = true;
-        let done = MutexGuard::unlocked(st, || self.level0.rewrite(&env));
+        let done = MutexGuard::unlocked(st, || level0.rewrite(&env));
         st.running_rewrite = false;
         let Some(changes) = done? else {
             // Nothing was due, so no room was held and nobody waits for this thread
@@ -35,7 +38,7 @@ impl DbInner {
             // waiting for a flush and this thread wake each other every few microseconds,
             // each turn taking the state lock the flush needs. Look again at once if the
             // state changed meanwhile (its wake-up went by while the lock was released).
-            let changed = !std::sync::Arc::ptr_eq(&before, &st.versions.current());
+            let changed = before.number() != st.versions.current().number();
             return Ok(changed || st.shutting_down);
         };
         // A flush waiting for the room the rewrite held may go on now.
@@ -43,21 +46,20 @@ impl DbInner {
             self.bg_work.notify_all();
         }
         self.bg_done.notify_all();
-        if !self.level0.accept_rewrite(&st.versions.current())? {
+        if !level0.accept_rewrite(&st.versions.current())? {
             // Its group changed meanwhile (column compaction took it): nothing recorded.
             return Ok(true);
         }
         let edit = VersionEdit {
-            new_rows: changes.new_rows,
-            deleted_rows: changes.deleted_rows,
+            new_files: changes.new_files.into_iter().map(|f| (0, f)).collect(),
+            level0: changes.records,
             ..VersionEdit::default()
         };
         self.apply_edit(st, edit)?;
         self.install_super_version(st);
-        let bytes = changes.bytes_written;
-        super::stats::add(&self.counters.flush_bytes, bytes);
-        super::stats::add(&self.counters.row_bytes, bytes);
-        super::stats::add(&self.counters.row_merges, changes.row_merges);
+        super::stats::add(&self.counters.flush_bytes, changes.bytes_written);
+        super::stats::add(&self.counters.row_bytes, changes.tier_bytes);
+        super::stats::add(&self.counters.row_merges, changes.merges);
         self.bg_done.notify_all();
         self.bg_work.notify_all();
         Ok(true)

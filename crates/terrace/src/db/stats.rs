@@ -248,10 +248,10 @@ impl super::DbInner {
                 let mut stats = LevelStats {
                     level: l,
                     files: sv.version.files(l).len(),
-                    rows: if l == 0 { sv.version.rows().len() } else { 0 },
+                    rows: if l == 0 { sv.version.level0().len() } else { 0 },
                     bytes: sv.version.level_bytes(l)
                         + if l == 0 {
-                            sv.version.rows().iter().map(|r| r.size).sum()
+                            sv.version.level0().bytes()
                         } else {
                             0
                         },

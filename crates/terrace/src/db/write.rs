@@ -190,8 +190,8 @@ impl DbInner {
                 *allow_delay = false;
                 let version = st.versions.current();
                 let debt = self.level0.size_bytes(&version);
-                let id = Arc::as_ptr(&version) as usize;
-                wal.delay.observe(id, debt, self.opts.delayed_write_rate);
+                wal.delay
+                    .observe(version.number(), debt, self.opts.delayed_write_rate);
                 let now = Instant::now();
                 let wait = wal.delay.admit(now, bytes);
                 if !wait.is_zero() {

@@ -28,8 +28,8 @@ pub(crate) struct WriteDelay {
     until: Option<Instant>,
     /// Bytes per second; 0 until the first slowed-down write.
     rate: u64,
-    /// The version whose debt was seen last (its address), and that debt.
-    seen: Option<(usize, u64)>,
+    /// The version whose debt was seen last (its number), and that debt.
+    seen: Option<(u64, u64)>,
 }
 
 impl WriteDelay {
@@ -44,10 +44,10 @@ impl WriteDelay {
         self.rate
     }
 
-    /// Takes the debt of version `version` (any identity that changes with the version)
-    /// into account, at most once per version: slower if it grew since the last version
-    /// seen, faster (up to `max_rate`) if it shrank.
-    pub(crate) fn observe(&mut self, version: usize, debt: u64, max_rate: u64) {
+    /// Takes the debt of version number `version` into account, at most once per
+    /// version: slower if it grew since the last version seen, faster (up to `max_rate`)
+    /// if it shrank.
+    pub(crate) fn observe(&mut self, version: u64, debt: u64, max_rate: u64) {
         let max_rate = max_rate.max(MIN_RATE);
         if self.rate == 0 {
             self.rate = max_rate;
@@ -103,12 +103,12 @@ mod tests {
         d.observe(4, 300, max);
         assert_eq!(d.rate(), slower);
         for v in 5..20 {
-            d.observe(v, 300 - v as u64, max);
+            d.observe(v, 300 - v, max);
         }
         assert_eq!(d.rate(), max);
         // Growing debt for long: down to the floor, not below.
         for v in 20..200 {
-            d.observe(v, v as u64 * 1000, max);
+            d.observe(v, v * 1000, max);
         }
         assert_eq!(d.rate(), MIN_RATE);
         d.reset();

@@ -8,17 +8,18 @@ use std::path::PathBuf;
 use super::MemWritable;
 use crate::batch::WriteBatch;
 use crate::compaction::{
-    ColumnInput, CompactionInputLevel, CompactionReason, CompactionTask, FilterSpec, OutputSpec,
+    CompactionInputLevel, CompactionReason, CompactionTask, FilterSpec, Level0Input, Level0Unit,
+    OutputSpec,
 };
 use crate::key::{internal_key, InternalKey, ValueType};
-use crate::level0::encode_dir;
-use crate::level0::matrix::{Below, BuiltRow, RowBuilder, MIN_CHUNK_BYTES};
+use crate::level0::matrix::encode_dir;
+use crate::level0::matrix::{Below, BuiltRow, RowBuilder, RowEdit, RowMeta, MIN_CHUNK_BYTES};
 use crate::options::Compression;
 use crate::pmem::header::Header as RegionHeader;
 use crate::range_del::RangeTombstone;
 use crate::sst::block_builder::BlockBuilder;
 use crate::sst::{SstBuilder, SstOptions};
-use crate::version::{FileMeta, RowMeta, VersionEdit, SAFE_TO_IGNORE};
+use crate::version::{FileMeta, VersionEdit, SAFE_TO_IGNORE};
 use crate::wal::{FileLogWriter, LogWriter};
 
 /// Seeds of one target: each file's name and bytes.
@@ -277,10 +278,13 @@ fn edits() -> Named {
     };
     let rows = VersionEdit {
         log_number: Some(50),
-        new_rows: vec![row_meta(48, "a", "k"), row_meta(49, "c", "z")],
-        deleted_rows: vec![46],
-        trimmed_rows: vec![(47, b"g".to_vec())],
-        released_rows: vec![(47, 2, 65536)],
+        level0: RowEdit {
+            new: vec![row_meta(48, "a", "k"), row_meta(49, "c", "z")],
+            deleted: vec![46],
+            trimmed: vec![(47, b"g".to_vec())],
+            released: vec![(47, 2, 65536)],
+        }
+        .into_records(),
         unknown_fields: vec![(SAFE_TO_IGNORE | 5, b"a hint".to_vec())],
         ..VersionEdit::default()
     };
@@ -323,7 +327,7 @@ fn tasks() -> Named {
             params: String::new(),
         }),
         reason: CompactionReason::LevelSize,
-        column: None,
+        level0: None,
     };
     let column = CompactionTask {
         id: 8,
@@ -335,9 +339,19 @@ fn tasks() -> Named {
         snapshots: Vec::new(),
         bottommost: false,
         filter: None,
-        reason: CompactionReason::MatrixColumn,
-        column: Some(ColumnInput {
-            rows: vec![row_meta(40, "a", "k"), row_meta(41, "c", "z")],
+        reason: CompactionReason::Level0Column,
+        level0: Some(Level0Input {
+            units: [(40, "a", "k"), (41, "c", "z")]
+                .iter()
+                .map(|&(number, lo, hi)| Level0Unit {
+                    number,
+                    smallest_user_key: lo.as_bytes().to_vec(),
+                    largest_user_key: hi.as_bytes().to_vec(),
+                    bytes: 3 * 65536,
+                })
+                .collect(),
+            payload: serde_json::to_value([row_meta(40, "a", "k"), row_meta(41, "c", "z")])
+                .unwrap_or_default(),
         }),
         ..leveled.clone()
     };

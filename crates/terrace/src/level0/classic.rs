@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use super::{Backpressure, Level0, Level0Env, Level0Flush, Level0View};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::SeqNo;
 use crate::memtable::MemTable;
@@ -14,7 +14,7 @@ use crate::range_del::RangeTombstone;
 use crate::sst::{SstBuilder, SstOptions};
 use crate::storage::IoClass;
 use crate::tables::{lookup, Lookup, Tables};
-use crate::version::{FileMeta, Version};
+use crate::version::{FileMeta, Level0State, NoLevel0State, Version};
 
 /// Level-0 table files in the manifest, with RocksDB's file-count triggers.
 #[derive(Debug, Default, Clone, Copy)]
@@ -64,6 +64,10 @@ impl Level0 for ClassicLevel0 {
         "classic"
     }
 
+    fn empty_state(&self) -> Arc<dyn Level0State> {
+        Arc::new(NoLevel0State)
+    }
+
     fn flush(
         &self,
         env: &Level0Env<'_>,
@@ -73,12 +77,13 @@ impl Level0 for ClassicLevel0 {
         let written = write_memtable(env, mem, file_number)?;
         Ok(Level0Flush {
             bytes_written: written.as_ref().map_or(0, |f| f.size),
+            entries: written.as_ref().map_or(0, |f| f.num_entries),
             new_files: written.into_iter().collect(),
             ..Level0Flush::default()
         })
     }
 
-    fn view(&self, tables: &Arc<Tables>, version: &Arc<Version>) -> Arc<dyn Level0View> {
+    fn install(&self, tables: &Arc<Tables>, version: &Arc<Version>) -> Arc<dyn Level0View> {
         Arc::new(ClassicView {
             files: version.files(0).to_vec(),
             tables: tables.clone(),
@@ -124,22 +129,10 @@ impl Level0 for ClassicLevel0 {
         Ok(None)
     }
 
-    fn recover(&self, _env: &Level0Env<'_>, version: &Version) -> Result<()> {
-        // Level-0 files are recorded in the manifest; the version set has checked them.
-        // Rows of a matrix level 0 are not readable here: opening without them would
-        // silently lose every write they hold.
-        let rows = version.rows();
-        if rows.is_empty() {
-            return Ok(());
-        }
-        let bytes: u64 = rows.iter().map(|r| r.size).sum();
-        Err(Error::InvalidArgument(format!(
-            "the manifest records {} rows ({bytes} bytes) of a matrix level 0 on persistent \
-             memory; open this database with Options::level0 set to a MatrixLevel0 whose \
-             region holds them (a checkpoint keeps them in {})",
-            rows.len(),
-            super::DEFAULT_REGION_FILE
-        )))
+    fn recover(&self, _env: &Level0Env<'_>, _version: &Version) -> Result<()> {
+        // Level-0 files are recorded in the manifest; the version set has checked them
+        // (and refused level-0 records of another kind of level 0, such as matrix rows).
+        Ok(())
     }
 }
 

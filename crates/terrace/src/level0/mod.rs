@@ -1,46 +1,45 @@
 //! Level 0: where flushed memtables land, behind one interface so that other kinds of
 //! level 0 (a matrix container on persistent memory) can replace the classic one.
 //!
-//! Owns: the [`Level0`] and [`Level0View`] traits, [`Backpressure`], and the classic
-//! implementation ([`ClassicLevel0`]: level-0 table files recorded in the manifest), and
-//! the matrix container's data structure ([`matrix`]: rows, search, filters, table merge)
-//! and its `Level0` ([`MatrixLevel0`]).
+//! Owns: the [`Level0`] trait (what every level 0 does), the optional [`SelfCompacting`]
+//! trait (a level 0 that compacts itself in columns and merges its own data), the
+//! readers' [`Level0View`], [`Backpressure`], and the two implementations: the classic
+//! one ([`ClassicLevel0`]: level-0 table files) and the matrix level 0 ([`matrix`]: rows
+//! on persistent memory, column compaction, table merge).
 //! Must not touch: the write path, the memtable switch or the manifest writer; a level 0
-//! returns the version-edit changes it needs and the database applies them.
+//! returns what the version edit must record (table files, and level-0 records that only
+//! it decodes) and the database applies them.
 //! Concurrency: implementations are `Send + Sync`; a view is immutable and shared by the
 //! readers that hold it.
 //!
 //! Contract for implementations:
+//! - A level 0's durable state beyond its table files lives in the versions: `empty_state`
+//!   gives the state a new version set starts from, and the level-0 records a level 0
+//!   returns are applied to it by the version set (`version::Level0State`).
 //! - `flush` makes the memtable's entries durable and returns what the version edit must
 //!   record; until that edit is durable the entries are also in the WAL.
-//! - A level 0 may rewrite its own older data in the background (the matrix container's
-//!   table merge): `rewrite` runs on a thread of its own while flushes go on, keeps every
-//!   version a snapshot in `Level0Env::snapshots` can read, and returns the new and the
-//!   replaced rows; `accept_rewrite`, under the database's lock, says whether they still
-//!   apply, and the database records them in one edit.
-//! - A view answers reads for exactly the state it was made from, for as long as a reader
-//!   holds it, whatever flushes and compactions do meanwhile. State consumed by a
-//!   compaction is released only once the edit replacing it is durable and no view uses it.
+//! - `install` is called, under the database's lock, with every version the database
+//!   installs, in order: the level 0 takes it as its current state and returns the view
+//!   readers of that version use. A view answers reads for exactly the state it was made
+//!   from, for as long as a reader holds it, whatever flushes and compactions do
+//!   meanwhile. State consumed by a compaction is released only once the edit replacing
+//!   it is durable and no view uses it.
 //! - `backpressure` replaces file-count triggers: it tells the write path when to slow
-//!   down or stop.
-//!
+//!   down or stop; `ready_to_flush` may hold a flush until compaction frees room.
 //! - `compaction_score` and `level1_target_bytes` steer the picker: when level 0 is
 //!   compacted, and how large level 1 is.
-//!
-//! - A level 0 that compacts itself in its own units (the matrix container's key-range
-//!   columns) answers `pick_column` and opens those inputs through `column_source`; the
-//!   database turns the pick into a compaction into the base level and records the
-//!   consumed column (`trimmed_rows`, `deleted_rows`) in the same edit as the outputs.
+//! - A level 0 that compacts itself ([`SelfCompacting`], from `self_compacting`) picks
+//!   its own columns, opens them for the executor as opaque inputs, and says what the
+//!   edit installing a finished column records; it may also rewrite its own data on a
+//!   background thread (the matrix container's table merge).
 
 mod classic;
-pub mod column_cut;
-mod container;
 pub mod matrix;
+mod self_compacting;
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use crate::compaction::{ColumnSource, PickedColumn};
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::SeqNo;
@@ -49,14 +48,11 @@ use crate::options::Options;
 use crate::range_del::RangeTombstone;
 use crate::storage::Storage;
 use crate::tables::{Lookup, Tables};
-use crate::version::{FileMeta, RowMeta, Version};
+use crate::version::{FileMeta, Level0Record, Level0State, Version};
 
 pub use classic::ClassicLevel0;
-#[cfg(any(test, feature = "fuzzing"))]
-pub(crate) use container::decode_dir;
-#[cfg(test)]
-pub(crate) use container::encode_dir;
-pub use container::{MatrixLevel0, MatrixOptions, DEFAULT_REGION_FILE};
+pub use matrix::{MatrixLevel0, MatrixOptions, DEFAULT_REGION_FILE};
+pub use self_compacting::{ColumnDone, SelfCompacting};
 
 /// What level 0 asks of the write path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,25 +78,36 @@ pub struct Level0Env<'a> {
     /// at or above every sequence number level 0 already holds.
     pub snapshots: &'a [SeqNo],
     /// Reserves another number from the database's file-number space, for a background
-    /// rewrite (`Level0::rewrite`). `None` where a level 0 may use only the number it is
+    /// rewrite (`SelfCompacting::rewrite`). `None` where a level 0 may use only the number it is
     /// given (flushes, log replay at open): it then does not rewrite its own data.
     pub new_number: Option<&'a (dyn Fn() -> u64 + Sync)>,
 }
 
 /// What a flush (or a background rewrite) produced: the changes the version edit must
-/// record.
+/// record, and what they cost.
 #[derive(Debug, Clone, Default)]
 pub struct Level0Flush {
     /// New level-0 table files.
     pub new_files: Vec<FileMeta>,
-    /// New level-0 rows (a matrix level 0).
-    pub new_rows: Vec<RowMeta>,
-    /// Level-0 rows replaced in the same edit (the inputs of a matrix table merge).
-    pub deleted_rows: Vec<u64>,
-    /// Table merges that produced these changes.
-    pub row_merges: u64,
-    /// Bytes written to storage (a table merge's output rows included).
+    /// Level-0 records (new rows of a matrix level 0, and the rows a table merge
+    /// replaced), for the level 0's state.
+    pub records: Vec<Level0Record>,
+    /// Point entries the new data holds.
+    pub entries: u64,
+    /// Bytes written (table files, and the level 0's own tier).
     pub bytes_written: u64,
+    /// The part of `bytes_written` that went to the level 0's own tier rather than table
+    /// files (the matrix level 0's persistent-memory region).
+    pub tier_bytes: u64,
+    /// Background merges of level-0 data that produced these changes.
+    pub merges: u64,
+}
+
+impl Level0Flush {
+    /// True if there is nothing to record.
+    pub fn is_empty(&self) -> bool {
+        self.new_files.is_empty() && self.records.is_empty()
+    }
 }
 
 /// An immutable view of level 0 for readers.
@@ -146,6 +153,10 @@ pub trait Level0: Send + Sync {
     /// A short name ("classic").
     fn kind(&self) -> &'static str;
 
+    /// The state a new version set starts from: level 0's records in the manifest are
+    /// applied to it.
+    fn empty_state(&self) -> Arc<dyn Level0State>;
+
     /// Persists an immutable memtable as level-0 data; `file_number` is reserved for it.
     ///
     /// # Errors
@@ -157,14 +168,22 @@ pub trait Level0: Send + Sync {
         file_number: u64,
     ) -> Result<Level0Flush>;
 
-    /// The reader's view of level 0 in `version`.
-    fn view(&self, tables: &Arc<Tables>, version: &Arc<Version>) -> Arc<dyn Level0View>;
+    /// The database installed `version` (see the module docs): level 0 takes it as its
+    /// current state and returns the readers' view of it. If level 0's state cannot follow
+    /// the version, the view fails every read with the reason.
+    fn install(&self, tables: &Arc<Tables>, version: &Arc<Version>) -> Arc<dyn Level0View>;
 
     /// Bytes level 0 holds (the L1 target may follow it).
     fn size_bytes(&self, version: &Version) -> u64;
 
     /// What the write path must do now.
     fn backpressure(&self, version: &Version, opts: &Options) -> Backpressure;
+
+    /// False while level 0 has no room for a memtable of `bytes`: the flush waits for a
+    /// compaction to free space (a flush stall).
+    fn ready_to_flush(&self, _version: &Version, _bytes: usize) -> bool {
+        true
+    }
 
     /// How urgently level 0 needs compacting into the base level: 1 or more asks for a
     /// compaction. `being_compacted` holds the files running compactions own.
@@ -179,67 +198,6 @@ pub trait Level0: Send + Sync {
     /// much more than a few memtables widens level 1 to match, keeping the tree shallow.
     fn level1_target_bytes(&self, _version: &Version, opts: &Options) -> u64 {
         opts.max_bytes_for_level_base
-    }
-
-    /// False while level 0 has no room for a memtable of `bytes`: the flush waits for a
-    /// compaction to free space (a flush stall).
-    fn ready_to_flush(&self, _version: &Version, _bytes: usize) -> bool {
-        true
-    }
-
-    /// The next column to compact into the base level, for a level 0 that compacts itself
-    /// in columns; `None` otherwise or when nothing is due. `manual` asks for every row to
-    /// be compacted (a manual compaction of the whole key range). `busy` holds the numbers
-    /// that running compactions own.
-    fn pick_column(
-        &self,
-        _version: &Version,
-        _busy: &HashSet<u64>,
-        _opts: &Options,
-        _manual: bool,
-    ) -> Option<PickedColumn> {
-        None
-    }
-
-    /// Opens the rows of column compactions.
-    fn column_source(&self) -> Option<&dyn ColumnSource> {
-        None
-    }
-
-    /// Once everything below the user key `trim` of `row` has moved to level 1: the
-    /// leading data chunks the row can give back in all, and the bytes it then occupies,
-    /// recorded in the same edit as the trim; `None` if no more than already released.
-    ///
-    /// # Errors
-    /// Errors reading the row.
-    fn releasable(&self, _row: &RowMeta, _trim: &[u8]) -> Result<Option<(u32, u64)>> {
-        Ok(None)
-    }
-
-    /// True if this level 0 rewrites its own data in the background: the database then
-    /// runs a thread that calls `rewrite`.
-    fn rewrites_in_background(&self) -> bool {
-        false
-    }
-
-    /// Runs one background rewrite of level-0 data if one is due (the matrix container's
-    /// table merge), without the database's lock; returns the changes to record, or `None`
-    /// when nothing is due. What it wrote stays unused until `accept_rewrite` takes it.
-    ///
-    /// # Errors
-    /// I/O errors and `Corruption`; nothing is installed on error.
-    fn rewrite(&self, _env: &Level0Env<'_>) -> Result<Option<Level0Flush>> {
-        Ok(None)
-    }
-
-    /// Called with the database's lock held, right before the edit recording the last
-    /// `rewrite`'s changes is applied on top of `version`: true if they still apply (level
-    /// 0 has then taken them into its state), false if the database must drop them.
-    ///
-    /// # Errors
-    /// Errors reading the rewritten data.
-    fn accept_rewrite(&self, _version: &Version) -> Result<bool> {
-        Ok(false)
     }
 
     /// The newest sequence number that level 0 (and below) holds durably: WAL records up to
@@ -262,6 +220,11 @@ pub trait Level0: Send + Sync {
     /// # Errors
     /// `Corruption` if level 0's own state disagrees with the manifest.
     fn recover(&self, env: &Level0Env<'_>, version: &Version) -> Result<()>;
+
+    /// The level 0 as one that compacts itself in columns, if it is.
+    fn self_compacting(&self) -> Option<&dyn SelfCompacting> {
+        None
+    }
 }
 
 #[cfg(test)]

@@ -8,8 +8,8 @@
 use std::path::Path;
 
 use super::field::{put_field, put_varint_field, Decoder};
-use super::row_meta::{decode_row_meta, encode_row_meta};
-use super::{FileMeta, RowMeta};
+use super::level0_state::{is_level0_tag, Level0Record};
+use super::FileMeta;
 use crate::coding::{put_varint32, put_varint64};
 use crate::error::{Error, Result};
 use crate::key::{self, InternalKey, SeqNo};
@@ -23,10 +23,7 @@ const TAG_LAST_SEQUENCE: u32 = 3;
 const TAG_DELETED_FILE: u32 = 4;
 const TAG_NEW_FILE: u32 = 5;
 const TAG_COMPACT_POINTER: u32 = 6;
-const TAG_NEW_ROW: u32 = 7;
-const TAG_DELETED_ROW: u32 = 8;
-const TAG_TRIMMED_ROW: u32 = 9;
-const TAG_RELEASED_ROW: u32 = 10;
+// Tags 7 to 10 and 64 to 127 carry level-0 records (`level0_state::is_level0_tag`).
 
 // Sub-fields of a new file.
 const FILE_NUMBER: u32 = 1;
@@ -59,15 +56,9 @@ pub struct VersionEdit {
     pub new_files: Vec<(u32, FileMeta)>,
     /// Where the next compaction of a level starts: `(level, internal key)`.
     pub compact_pointers: Vec<(u32, InternalKey)>,
-    /// Matrix rows removed (wholly compacted or merged away), by number.
-    pub deleted_rows: Vec<u64>,
-    /// Matrix rows added.
-    pub new_rows: Vec<RowMeta>,
-    /// Matrix rows whose entries below a user key were compacted away: `(number, key)`.
-    pub trimmed_rows: Vec<(u64, Vec<u8>)>,
-    /// Matrix rows that gave leading data chunks back to the region:
-    /// `(number, released chunks in all, bytes the row still occupies)`.
-    pub released_rows: Vec<(u64, u32, u64)>,
+    /// Level-0 records, in order: opaque here, the level 0 that wrote them applies them
+    /// to its state (the matrix level 0's rows).
+    pub level0: Vec<Level0Record>,
     /// Safe-to-ignore fields of a newer release: `(tag, payload)`.
     pub unknown_fields: Vec<(u32, Vec<u8>)>,
 }
@@ -103,26 +94,8 @@ impl VersionEdit {
             p.extend_from_slice(&k.0);
             put_field(&mut buf, TAG_COMPACT_POINTER, &p);
         }
-        for &number in &self.deleted_rows {
-            put_varint_field(&mut buf, TAG_DELETED_ROW, number);
-        }
-        for row in &self.new_rows {
-            let mut p = Vec::with_capacity(128);
-            encode_row_meta(&mut p, row);
-            put_field(&mut buf, TAG_NEW_ROW, &p);
-        }
-        for (number, key) in &self.trimmed_rows {
-            let mut p = Vec::with_capacity(10 + key.len());
-            put_varint64(&mut p, *number);
-            p.extend_from_slice(key);
-            put_field(&mut buf, TAG_TRIMMED_ROW, &p);
-        }
-        for &(number, chunks, size) in &self.released_rows {
-            let mut p = Vec::with_capacity(24);
-            put_varint64(&mut p, number);
-            put_varint64(&mut p, u64::from(chunks));
-            put_varint64(&mut p, size);
-            put_field(&mut buf, TAG_RELEASED_ROW, &p);
+        for r in &self.level0 {
+            put_field(&mut buf, r.tag, &r.payload);
         }
         for (tag, payload) in &self.unknown_fields {
             put_field(&mut buf, *tag, payload);
@@ -166,19 +139,10 @@ impl VersionEdit {
                     key::parse(k, file, key_at)?;
                     edit.compact_pointers.push((level, InternalKey(k.to_vec())));
                 }
-                TAG_DELETED_ROW => edit.deleted_rows.push(p.only_varint64("deleted row")?),
-                TAG_NEW_ROW => edit.new_rows.push(decode_row_meta(p)?),
-                TAG_TRIMMED_ROW => {
-                    let number = p.varint64()?;
-                    edit.trimmed_rows.push((number, p.rest().to_vec()));
-                }
-                TAG_RELEASED_ROW => {
-                    let number = p.varint64()?;
-                    let chunks = p.varint32()?;
-                    let size = super::row_meta::row_bytes(p.varint64()?, file, at)?;
-                    p.finish("released row")?;
-                    edit.released_rows.push((number, chunks, size));
-                }
+                t if is_level0_tag(t) => edit.level0.push(Level0Record {
+                    tag: t,
+                    payload: p.rest().to_vec(),
+                }),
                 t if t & SAFE_TO_IGNORE != 0 => edit.unknown_fields.push((t, p.rest().to_vec())),
                 t => return Err(p.unknown_tag(t, at, "edit field")),
             }

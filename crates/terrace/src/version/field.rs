@@ -19,21 +19,21 @@ pub const SAFE_TO_IGNORE: u32 = 0x1000;
 /// Appends one field. The length is written with the varint64 routine, whose bytes equal
 /// varint32's below 2^32; a payload that long could not be decoded and cannot occur
 /// (payloads are a few integers and two keys).
-pub(super) fn put_field(buf: &mut Vec<u8>, tag: u32, payload: &[u8]) {
+pub(crate) fn put_field(buf: &mut Vec<u8>, tag: u32, payload: &[u8]) {
     put_varint32(buf, tag);
     put_varint64(buf, payload.len() as u64);
     buf.extend_from_slice(payload);
 }
 
 /// Appends a field holding one varint.
-pub(super) fn put_varint_field(buf: &mut Vec<u8>, tag: u32, v: u64) {
+pub(crate) fn put_varint_field(buf: &mut Vec<u8>, tag: u32, v: u64) {
     let mut payload = Vec::with_capacity(10);
     put_varint64(&mut payload, v);
     put_field(buf, tag, &payload);
 }
 
 /// Reads stored bytes front to back; every error names the file and absolute offset.
-pub(super) struct Decoder<'a> {
+pub(crate) struct Decoder<'a> {
     data: &'a [u8],
     pos: usize,
     file: &'a Path,
@@ -42,7 +42,7 @@ pub(super) struct Decoder<'a> {
 
 impl<'a> Decoder<'a> {
     /// Decodes `data`, which starts at byte `base` of `file`.
-    pub(super) fn new(data: &'a [u8], file: &'a Path, base: u64) -> Self {
+    pub(crate) fn new(data: &'a [u8], file: &'a Path, base: u64) -> Self {
         Decoder {
             data,
             pos: 0,
@@ -52,33 +52,33 @@ impl<'a> Decoder<'a> {
     }
 
     /// True when every byte was consumed.
-    pub(super) fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.pos >= self.data.len()
     }
 
     /// Absolute file offset of the next byte.
-    pub(super) fn offset(&self) -> u64 {
+    pub(crate) fn offset(&self) -> u64 {
         self.base + self.pos as u64
     }
 
     /// The file being decoded.
-    pub(super) fn file(&self) -> &'a Path {
+    pub(crate) fn file(&self) -> &'a Path {
         self.file
     }
 
     /// A corruption error at the current position.
-    pub(super) fn corruption(&self, reason: impl Into<String>) -> Error {
+    pub(crate) fn corruption(&self, reason: impl Into<String>) -> Error {
         Error::corruption(self.file, self.offset(), reason)
     }
 
     /// Reads a varint of at most 64 bits.
-    pub(super) fn varint64(&mut self) -> Result<u64> {
+    pub(crate) fn varint64(&mut self) -> Result<u64> {
         let r = get_varint64(self.data, self.pos);
         self.take_varint(r, "varint overflows 64 bits")
     }
 
     /// Reads a varint that must fit in 32 bits.
-    pub(super) fn varint32(&mut self) -> Result<u32> {
+    pub(crate) fn varint32(&mut self) -> Result<u32> {
         let r = get_varint32(self.data, self.pos);
         self.take_varint(r, "varint overflows 32 bits")
     }
@@ -100,7 +100,7 @@ impl<'a> Decoder<'a> {
     }
 
     /// Reads `n` raw bytes.
-    pub(super) fn bytes(&mut self, n: usize) -> Result<&'a [u8]> {
+    pub(crate) fn bytes(&mut self, n: usize) -> Result<&'a [u8]> {
         let end = self.pos.checked_add(n);
         match end.and_then(|e| self.data.get(self.pos..e)) {
             Some(s) => {
@@ -112,14 +112,14 @@ impl<'a> Decoder<'a> {
     }
 
     /// Reads every remaining byte.
-    pub(super) fn rest(&mut self) -> &'a [u8] {
+    pub(crate) fn rest(&mut self) -> &'a [u8] {
         let s = self.data.get(self.pos..).unwrap_or_default();
         self.pos = self.data.len();
         s
     }
 
     /// Reads one field: its tag and a decoder over its payload.
-    pub(super) fn field(&mut self) -> Result<(u32, Decoder<'a>)> {
+    pub(crate) fn field(&mut self) -> Result<(u32, Decoder<'a>)> {
         let tag = self.varint32()?;
         let len = self.varint32()?;
         let payload_offset = self.offset();
@@ -131,7 +131,7 @@ impl<'a> Decoder<'a> {
     }
 
     /// Fails unless every byte was consumed (a field must hold exactly its value).
-    pub(super) fn finish(&self, what: &str) -> Result<()> {
+    pub(crate) fn finish(&self, what: &str) -> Result<()> {
         if self.is_empty() {
             Ok(())
         } else {
@@ -140,14 +140,14 @@ impl<'a> Decoder<'a> {
     }
 
     /// Reads a field payload that is exactly one varint.
-    pub(super) fn only_varint64(mut self, what: &str) -> Result<u64> {
+    pub(crate) fn only_varint64(mut self, what: &str) -> Result<u64> {
         let v = self.varint64()?;
         self.finish(what)?;
         Ok(v)
     }
 
     /// Reads a field payload that is exactly one fixed32.
-    pub(super) fn only_fixed32(self, what: &str) -> Result<u32> {
+    pub(crate) fn only_fixed32(self, what: &str) -> Result<u32> {
         let rest = self.data.get(self.pos..).unwrap_or_default();
         match get_fixed32(rest, 0) {
             Some(v) if rest.len() == 4 => Ok(v),
@@ -156,7 +156,7 @@ impl<'a> Decoder<'a> {
     }
 
     /// The error for a tag this release does not know and may not skip.
-    pub(super) fn unknown_tag(&self, tag: u32, at: u64, what: &str) -> Error {
+    pub(crate) fn unknown_tag(&self, tag: u32, at: u64, what: &str) -> Error {
         Error::Unsupported(format!(
             "{}: byte {at}: unknown {what} tag {tag} without the safe-to-ignore bit \
              (written by a newer release?)",

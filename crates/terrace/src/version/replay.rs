@@ -10,8 +10,10 @@
 //! appended reads as a torn tail; a manifest deleted by a rollover fails with an I/O error.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::file_name::manifest_file_name;
+use super::level0_state::Level0State;
 use super::manifest::{read_current, split_records};
 use super::version::ApplyError;
 use super::{Version, VersionEdit};
@@ -35,7 +37,7 @@ pub(crate) struct Replayed {
 }
 
 /// Reads CURRENT in `dir` and replays the manifest it names into a version of
-/// `num_levels` levels. Writes nothing. An incomplete final record is dropped with a warning.
+/// `num_levels` levels whose level 0 starts from the empty state `level0`. Writes nothing. An incomplete final record is dropped with a warning.
 ///
 /// # Errors
 /// `Corruption { file, offset }` for a damaged CURRENT or record, a record that contradicts
@@ -46,6 +48,7 @@ pub(crate) fn replay_manifest(
     storage: &dyn Storage,
     dir: &Path,
     num_levels: usize,
+    level0: Arc<dyn Level0State>,
 ) -> Result<Replayed> {
     let number = read_current(storage, dir)?;
     let path: PathBuf = dir.join(manifest_file_name(number));
@@ -60,7 +63,7 @@ pub(crate) fn replay_manifest(
     }
     let mut out = Replayed {
         manifest_number: number,
-        version: Version::new(num_levels),
+        version: Version::with_level0(num_levels, level0),
         next_file_number: 0,
         last_sequence: 0,
         log_number: 0,
@@ -74,6 +77,16 @@ pub(crate) fn replay_manifest(
                 Error::InvalidArgument(format!("{}: {r}", path.display()))
             }
             ApplyError::Invalid(r) => Error::corruption(&path, rec.record_offset, r),
+            ApplyError::Level0(Error::InvalidArgument(r)) => {
+                Error::InvalidArgument(format!("{}: {r}", path.display()))
+            }
+            ApplyError::Level0(Error::Unsupported(r)) => {
+                Error::Unsupported(format!("{}: {r}", path.display()))
+            }
+            ApplyError::Level0(Error::Corruption { reason, .. }) => {
+                Error::corruption(&path, rec.record_offset, reason)
+            }
+            ApplyError::Level0(e) => Error::corruption(&path, rec.record_offset, e.to_string()),
         })?;
         if let Some(n) = edit.log_number {
             out.log_number = n;

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Weak};
 
 use super::file_name::{manifest_file_name, CURRENT_FILE_NAME};
+use super::level0_state::{Level0State, NoLevel0State};
 use super::manifest::{write_current, ManifestWriter};
 use super::replay::replay_manifest;
 use super::{Version, VersionEdit};
@@ -28,6 +29,8 @@ pub struct VersionSet {
     current: Arc<Version>,
     /// Every version installed so far that may still be alive; pruned on install.
     installed: Vec<Weak<Version>>,
+    /// The number the next installed version gets.
+    next_version_number: u64,
     /// The manifest being appended to; `None` after recovery or after a failed write, in
     /// which case the next edit starts a new manifest.
     manifest: Option<ManifestWriter>,
@@ -45,18 +48,22 @@ impl VersionSet {
         dir: &Path,
         num_levels: usize,
         max_manifest_bytes: u64,
+        level0: Arc<dyn Level0State>,
     ) -> Result<Self> {
         if num_levels == 0 {
             return Err(Error::InvalidArgument(
                 "num_levels must be at least 1".into(),
             ));
         }
-        let current = Arc::new(Version::new(num_levels));
+        let mut first = Version::with_level0(num_levels, level0);
+        first.set_number(1);
+        let current = Arc::new(first);
         Ok(VersionSet {
             storage,
             dir: dir.to_path_buf(),
             max_manifest_bytes,
             installed: vec![Arc::downgrade(&current)],
+            next_version_number: 2,
             current,
             manifest: None,
             manifest_number: 0,
@@ -79,7 +86,27 @@ impl VersionSet {
         num_levels: usize,
         max_manifest_bytes: u64,
     ) -> Result<Self> {
-        let mut set = Self::empty(storage, dir, num_levels, max_manifest_bytes)?;
+        Self::create_with_level0(
+            storage,
+            dir,
+            num_levels,
+            max_manifest_bytes,
+            Arc::new(NoLevel0State),
+        )
+    }
+
+    /// [`VersionSet::create`] for a level 0 whose empty state is `level0`.
+    ///
+    /// # Errors
+    /// As `create`.
+    pub fn create_with_level0(
+        storage: Arc<dyn Storage>,
+        dir: &Path,
+        num_levels: usize,
+        max_manifest_bytes: u64,
+        level0: Arc<dyn Level0State>,
+    ) -> Result<Self> {
+        let mut set = Self::empty(storage, dir, num_levels, max_manifest_bytes, level0)?;
         set.storage.create_dir_all(dir)?;
         if set.storage.exists(&dir.join(CURRENT_FILE_NAME))? {
             return Err(Error::InvalidArgument(format!(
@@ -109,8 +136,29 @@ impl VersionSet {
         num_levels: usize,
         max_manifest_bytes: u64,
     ) -> Result<Self> {
-        let mut set = Self::empty(storage, dir, num_levels, max_manifest_bytes)?;
-        let r = replay_manifest(set.storage.as_ref(), dir, num_levels)?;
+        Self::recover_with_level0(
+            storage,
+            dir,
+            num_levels,
+            max_manifest_bytes,
+            Arc::new(NoLevel0State),
+        )
+    }
+
+    /// [`VersionSet::recover`] for a level 0 whose empty state is `level0`: its records
+    /// in the manifest are applied to it.
+    ///
+    /// # Errors
+    /// As `recover`; `Corruption` also for level-0 records the state refuses.
+    pub fn recover_with_level0(
+        storage: Arc<dyn Storage>,
+        dir: &Path,
+        num_levels: usize,
+        max_manifest_bytes: u64,
+        level0: Arc<dyn Level0State>,
+    ) -> Result<Self> {
+        let mut set = Self::empty(storage, dir, num_levels, max_manifest_bytes, level0.clone())?;
+        let r = replay_manifest(set.storage.as_ref(), dir, num_levels, level0)?;
         set.next_file_number = r.next_file_number;
         set.last_sequence = r.last_sequence;
         set.log_number = r.log_number;
@@ -118,7 +166,7 @@ impl VersionSet {
         set.manifest_number = r.manifest_number;
         set.mark_file_number_used(r.manifest_number);
         set.mark_file_number_used(r.log_number);
-        let numbers: Vec<u64> = r.version.file_numbers().collect();
+        let numbers: Vec<u64> = r.version.numbers_in_use().collect();
         for n in numbers {
             set.mark_file_number_used(n);
         }
@@ -157,13 +205,15 @@ impl VersionSet {
         for (_, f) in &edit.new_files {
             self.mark_file_number_used(f.number);
         }
-        for r in &edit.new_rows {
-            self.mark_file_number_used(r.number);
-        }
         let version = self
             .current
             .apply(&edit)
-            .map_err(|e| Error::InvalidArgument(e.reason().to_string()))?;
+            .map_err(|e| Error::InvalidArgument(e.reason()))?;
+        if !edit.level0.is_empty() {
+            for n in version.level0().numbers() {
+                self.mark_file_number_used(n);
+            }
+        }
         let log_number = edit.log_number.unwrap_or(self.log_number);
         let last_sequence = edit.last_sequence.unwrap_or(0).max(self.last_sequence);
         let mut cps = self.compact_pointers.clone();
@@ -249,7 +299,9 @@ impl VersionSet {
         self.compact_pointers.get(level).and_then(Option::as_ref)
     }
 
-    fn install(&mut self, version: Version) {
+    fn install(&mut self, mut version: Version) {
+        version.set_number(self.next_version_number);
+        self.next_version_number += 1;
         self.current = Arc::new(version);
         self.installed.retain(|w| w.strong_count() > 0);
         self.installed.push(Arc::downgrade(&self.current));
@@ -271,16 +323,13 @@ impl VersionSet {
             next_file_number: Some(self.next_file_number),
             last_sequence: Some(last_sequence),
             deleted_files: Vec::new(),
-            deleted_rows: Vec::new(),
-            trimmed_rows: Vec::new(),
-            released_rows: Vec::new(),
             new_files: version
                 .levels()
                 .iter()
                 .enumerate()
                 .flat_map(|(l, files)| files.iter().map(move |f| (l as u32, (**f).clone())))
                 .collect(),
-            new_rows: version.rows().iter().map(|r| (**r).clone()).collect(),
+            level0: version.level0().records(),
             compact_pointers: cps
                 .iter()
                 .enumerate()

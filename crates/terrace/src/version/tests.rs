@@ -50,144 +50,31 @@ fn full_edit() -> VersionEdit {
     }
 }
 
-fn edit_with_rows() -> VersionEdit {
+fn edit_with_level0_records() -> VersionEdit {
     VersionEdit {
-        deleted_rows: vec![11],
-        new_rows: vec![row(12, 1, b"c", b"x", 8), row(13, 0, b"", b"b", 2)],
-        trimmed_rows: vec![(14, b"k".to_vec()), (15, Vec::new())],
-        released_rows: vec![(14, 3, 777)],
+        level0: vec![
+            Level0Record {
+                tag: 7,
+                payload: b"a row".to_vec(),
+            },
+            Level0Record {
+                tag: 70 | SAFE_TO_IGNORE,
+                payload: Vec::new(),
+            },
+        ],
         ..full_edit()
     }
-}
-
-fn row(number: u64, group: u64, lo: &[u8], hi: &[u8], seq: u64) -> RowMeta {
-    RowMeta {
-        number,
-        group,
-        dir_offset: 4096 * number,
-        dir_len: 512,
-        dir_checksum: 0x1234_5678,
-        size: 1000 * number,
-        smallest: InternalKey::new(lo, seq, ValueType::Value),
-        largest: InternalKey::new(hi, seq, ValueType::Value),
-        smallest_seq: seq.saturating_sub(1),
-        largest_seq: seq,
-        num_entries: 7,
-        num_deletions: 2,
-        num_range_deletions: 1,
-        trim: number.is_multiple_of(2).then(|| b"d".to_vec()),
-        below: number.saturating_sub(1),
-        released_chunks: u32::from(number.is_multiple_of(2)),
-        merge: if number.is_multiple_of(3) {
-            300 + number
-        } else {
-            0
-        },
-    }
-}
-
-#[test]
-fn rows_are_ordered_newest_group_first_and_trimmed_and_deleted() {
-    let v = Version::new(3);
-    let e = VersionEdit {
-        new_rows: vec![
-            row(3, 0, b"a", b"m", 30),
-            row(4, 0, b"c", b"z", 40),
-            row(5, 1, b"a", b"b", 50),
-        ],
-        ..VersionEdit::default()
-    };
-    let v = v.apply(&e).unwrap();
-    let order: Vec<u64> = v.rows().iter().map(|r| r.number).collect();
-    assert_eq!(order, vec![5, 4, 3]);
-    let e = VersionEdit {
-        trimmed_rows: vec![(3, b"f".to_vec())],
-        deleted_rows: vec![4],
-        ..VersionEdit::default()
-    };
-    let v2 = v.apply(&e).unwrap();
-    let order: Vec<u64> = v2.rows().iter().map(|r| r.number).collect();
-    assert_eq!(order, vec![5, 3]);
-    assert_eq!(v2.rows()[1].trim.as_deref(), Some(&b"f"[..]));
-    // A trimmed row gives chunks back: its released count and live size change.
-    let e = VersionEdit {
-        released_rows: vec![(3, 2, 640)],
-        ..VersionEdit::default()
-    };
-    let v3 = v2.apply(&e).unwrap();
-    assert_eq!(v3.rows()[1].released_chunks, 2);
-    assert_eq!(v3.rows()[1].size, 640);
-    // The older version is untouched.
-    assert_eq!(v.rows()[2].trim, None);
-    // Trimming backwards, deleting or trimming a missing row, and reusing a live number
-    // (as a row or as a file) are refused.
-    let bad = [
-        VersionEdit {
-            trimmed_rows: vec![(3, b"a".to_vec())],
-            ..VersionEdit::default()
-        },
-        VersionEdit {
-            deleted_rows: vec![4],
-            ..VersionEdit::default()
-        },
-        VersionEdit {
-            trimmed_rows: vec![(9, b"a".to_vec())],
-            ..VersionEdit::default()
-        },
-        // Releasing chunks of a row that was never trimmed, or of a missing row.
-        VersionEdit {
-            released_rows: vec![(5, 1, 10)],
-            ..VersionEdit::default()
-        },
-        VersionEdit {
-            released_rows: vec![(9, 1, 10)],
-            ..VersionEdit::default()
-        },
-        VersionEdit {
-            new_rows: vec![row(5, 2, b"a", b"b", 60)],
-            ..VersionEdit::default()
-        },
-        add(1, meta(3, b"a", b"b", 1)),
-    ];
-    for e in bad {
-        assert!(v2.apply(&e).is_err(), "{e:?}");
-    }
-}
-
-#[test]
-fn rows_survive_recovery_and_rollover() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut set = VersionSet::create(fs(), dir.path(), 4, 1 << 20).unwrap();
-    let n = set.new_file_number();
-    set.log_and_apply(VersionEdit {
-        new_rows: vec![row(n, 0, b"a", b"q", 9)],
-        ..VersionEdit::default()
-    })
-    .unwrap();
-    set.log_and_apply(VersionEdit {
-        trimmed_rows: vec![(n, b"h".to_vec())],
-        released_rows: vec![(n, 1, 500)],
-        ..VersionEdit::default()
-    })
-    .unwrap();
-    let before = set.current();
-    drop(set);
-    let mut set = VersionSet::recover(fs(), dir.path(), 4, 1 << 20).unwrap();
-    assert_eq!(*set.current(), *before);
-    // The row's number is never handed out again.
-    assert!(set.new_file_number() > n);
-    // A rollover snapshot keeps rows with their trims.
-    set.log_and_apply(VersionEdit::default()).unwrap();
-    drop(set);
-    let set = VersionSet::recover(fs(), dir.path(), 4, 1 << 20).unwrap();
-    assert_eq!(*set.current(), *before);
 }
 
 const F: &str = "MANIFEST-000001";
 
 #[test]
 fn edit_round_trip() {
-    for e in [VersionEdit::default(), full_edit(), edit_with_rows()] {
+    for e in [
+        VersionEdit::default(),
+        full_edit(),
+        edit_with_level0_records(),
+    ] {
         let bytes = e.encode();
         assert_eq!(VersionEdit::decode(&bytes, Path::new(F), 0).unwrap(), e);
     }
@@ -212,11 +99,22 @@ fn edit_keeps_safe_unknown_fields_and_rejects_unsafe_ones() {
     );
 
     bytes.truncate(plain);
-    bytes.extend_from_slice(&[0x63, 0]); // tag 99, empty, not safe to ignore
+    bytes.extend_from_slice(&[0xc8, 0x01, 0]); // tag 200, empty, not safe to ignore
     let err = VersionEdit::decode(&bytes, Path::new(F), 10).unwrap_err();
     assert!(
-        matches!(&err, Error::Unsupported(m) if m.contains("99")),
+        matches!(&err, Error::Unsupported(m) if m.contains("200")),
         "{err}"
+    );
+    // Tag 99 is in the level-0 range: kept as a record for the level 0 to judge.
+    bytes.truncate(plain);
+    bytes.extend_from_slice(&[0x63, 1, 7]);
+    let e = VersionEdit::decode(&bytes, Path::new(F), 10).unwrap();
+    assert_eq!(
+        e.level0,
+        vec![Level0Record {
+            tag: 99,
+            payload: vec![7]
+        }]
     );
 }
 
@@ -241,7 +139,7 @@ fn file_meta_skips_safe_unknown_sub_fields() {
 
 #[test]
 fn damaged_edits_are_errors_not_panics() {
-    let bytes = edit_with_rows().encode();
+    let bytes = edit_with_level0_records().encode();
     for cut in 0..bytes.len() {
         let r = VersionEdit::decode(&bytes[..cut], Path::new(F), 100);
         if let Err(e) = r {
@@ -690,40 +588,6 @@ fn edit_bytes_match_the_format_before_the_shared_integer_coding() {
     assert_eq!(
         VersionEdit::decode(&bytes, Path::new(F), 0).unwrap(),
         full_edit()
-    );
-}
-
-/// Row byte counts past any region's size are corruption, so that sums of row sizes
-/// (room checks, group sizes) cannot overflow.
-#[test]
-fn row_sizes_past_any_region_are_corrupt() {
-    for edit in [
-        VersionEdit {
-            new_rows: vec![RowMeta {
-                size: u64::MAX,
-                ..row(12, 1, b"c", b"x", 8)
-            }],
-            ..VersionEdit::default()
-        },
-        VersionEdit {
-            new_rows: vec![RowMeta {
-                dir_len: 1 << 60,
-                ..row(12, 1, b"c", b"x", 8)
-            }],
-            ..VersionEdit::default()
-        },
-        VersionEdit {
-            released_rows: vec![(14, 3, u64::MAX)],
-            ..VersionEdit::default()
-        },
-    ] {
-        let err = VersionEdit::decode(&edit.encode(), Path::new("MANIFEST"), 0).unwrap_err();
-        assert!(matches!(err, Error::Corruption { .. }), "{err}");
-    }
-    let ok = edit_with_rows();
-    assert_eq!(
-        VersionEdit::decode(&ok.encode(), Path::new("MANIFEST"), 0).unwrap(),
-        ok
     );
 }
 

@@ -9,7 +9,8 @@ use std::cmp::Ordering;
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::{FileMeta, RowMeta, VersionEdit};
+use super::level0_state::{Level0State, NoLevel0State};
+use super::{FileMeta, VersionEdit};
 use crate::key::{self, InternalKey, ValueType, MAX_SEQ};
 
 /// The table files of every level at one point in time. `Send + Sync`, immutable.
@@ -18,39 +19,69 @@ use crate::key::{self, InternalKey, ValueType, MAX_SEQ};
 /// descending); its files may overlap. Levels from 1 on are ordered by smallest key and
 /// never overlap: each file's largest internal key is below the next file's smallest.
 ///
-/// A matrix level 0 keeps its data as rows on persistent memory instead of files; those
-/// are ordered newest first: newest group first, then largest `largest_seq` first, ties by
-/// number descending.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// A level 0 that keeps data outside table files (the matrix level 0's rows on
+/// persistent memory) keeps its own immutable [`Level0State`] here, built from the
+/// level-0 records of the edits.
+///
+/// Each version installed by a `VersionSet` has a number of its own, ascending: two
+/// versions with the same number are the same version.
+#[derive(Debug, Clone)]
 pub struct Version {
+    number: u64,
     levels: Vec<Vec<Arc<FileMeta>>>,
-    rows: Vec<Arc<RowMeta>>,
+    level0: Arc<dyn Level0State>,
+}
+
+impl PartialEq for Version {
+    /// Equal files per level and equal level-0 records; the numbers do not count.
+    fn eq(&self, other: &Self) -> bool {
+        self.levels == other.levels && self.level0.records() == other.level0.records()
+    }
 }
 
 /// Why an edit cannot be applied to a version.
 #[derive(Debug)]
-pub(super) enum ApplyError {
+pub(crate) enum ApplyError {
     /// The edit names a level the database is not configured to have.
     LevelOutOfRange(String),
     /// The edit contradicts the version (missing file, duplicate number, overlap).
     Invalid(String),
+    /// The level-0 state refused the edit's level-0 records.
+    Level0(crate::error::Error),
 }
 
 impl ApplyError {
-    pub(super) fn reason(&self) -> &str {
+    pub(crate) fn reason(&self) -> String {
         match self {
-            ApplyError::LevelOutOfRange(s) | ApplyError::Invalid(s) => s,
+            ApplyError::LevelOutOfRange(s) | ApplyError::Invalid(s) => s.clone(),
+            ApplyError::Level0(e) => e.to_string(),
         }
     }
 }
 
 impl Version {
-    /// An empty version with `num_levels` levels.
+    /// An empty version with `num_levels` levels and a level 0 that keeps only files.
     pub fn new(num_levels: usize) -> Self {
+        Self::with_level0(num_levels, Arc::new(NoLevel0State))
+    }
+
+    /// An empty version with `num_levels` levels and level-0 state `level0` (the empty
+    /// state of the database's level 0).
+    pub fn with_level0(num_levels: usize, level0: Arc<dyn Level0State>) -> Self {
         Version {
+            number: 0,
             levels: vec![Vec::new(); num_levels],
-            rows: Vec::new(),
+            level0,
         }
+    }
+
+    /// The number the version set gave this version when installing it (0 before).
+    pub fn number(&self) -> u64 {
+        self.number
+    }
+
+    pub(super) fn set_number(&mut self, number: u64) {
+        self.number = number;
     }
 
     /// Number of levels, level 0 included.
@@ -71,9 +102,9 @@ impl Version {
         &self.levels
     }
 
-    /// The matrix rows of level 0, newest first (empty with a classic level 0).
-    pub fn rows(&self) -> &[Arc<RowMeta>] {
-        &self.rows
+    /// Level 0's own state (beyond its table files).
+    pub fn level0(&self) -> &Arc<dyn Level0State> {
+        &self.level0
     }
 
     /// Total size in bytes of the files of `level`.
@@ -81,9 +112,15 @@ impl Version {
         self.files(level).iter().map(|f| f.size).sum()
     }
 
-    /// Numbers of every file in this version.
+    /// Numbers of every table file in this version.
     pub fn file_numbers(&self) -> impl Iterator<Item = u64> + '_ {
         self.levels.iter().flatten().map(|f| f.number)
+    }
+
+    /// Every number of the file-number space this version uses: its table files' and
+    /// level 0's own.
+    pub fn numbers_in_use(&self) -> impl Iterator<Item = u64> + '_ {
+        self.file_numbers().chain(self.level0.numbers())
     }
 
     /// The files of `level` whose user-key range meets `[lo, hi]` (inclusive; `None` is
@@ -143,13 +180,15 @@ impl Version {
             .filter(|f| f.smallest_user_key() <= key::user_key(ikey))
     }
 
-    /// The version that results from applying `edit`: deletions first, then additions.
-    /// A file may be deleted from one level and added to another in the same edit (a move).
+    /// The version that results from applying `edit`: deletions first, then additions,
+    /// then the level-0 records (applied by the level-0 state). A file may be deleted from
+    /// one level and added to another in the same edit (a move).
     ///
     /// Fails if the edit names a level out of range, deletes a file that is not in the named
     /// level, adds a file number that is live or added twice, adds a file whose smallest key
-    /// is above its largest, or makes files overlap in a level from 1 on.
-    pub(super) fn apply(&self, edit: &VersionEdit) -> Result<Version, ApplyError> {
+    /// is above its largest, makes files overlap in a level from 1 on, or has level-0
+    /// records the state refuses, or if the state then uses a number a file uses.
+    pub(crate) fn apply(&self, edit: &VersionEdit) -> Result<Version, ApplyError> {
         let n = self.levels.len();
         let check_level = |level: u32, what: &str| -> Result<usize, ApplyError> {
             usize::try_from(level)
@@ -173,12 +212,6 @@ impl Version {
             files.remove(pos);
         }
         let mut live: HashSet<u64> = levels.iter().flatten().map(|f| f.number).collect();
-        live.extend(
-            self.rows
-                .iter()
-                .map(|r| r.number)
-                .filter(|n| !edit.deleted_rows.contains(n)),
-        );
         for (level, meta) in &edit.new_files {
             let l = check_level(*level, &format!("new file {}", meta.number))?;
             if !live.insert(meta.number) {
@@ -196,75 +229,29 @@ impl Version {
         for &(level, _) in &edit.compact_pointers {
             check_level(level, "compact pointer")?;
         }
-        let rows = self.apply_rows(edit, &mut live)?;
+        let level0 = if edit.level0.is_empty() {
+            self.level0.clone()
+        } else {
+            self.level0
+                .apply(&edit.level0)
+                .map_err(ApplyError::Level0)?
+        };
+        if let Some(n) = level0.numbers().into_iter().find(|n| live.contains(n)) {
+            return Err(invalid(format!(
+                "number {n} is used by a file and by level 0"
+            )));
+        }
         for (l, files) in levels.iter_mut().enumerate() {
             sort_level(l, files);
             if l > 0 {
                 check_disjoint(l, files)?;
             }
         }
-        Ok(Version { levels, rows })
-    }
-
-    /// The rows after `edit`: deletions, then trims, then additions. A row number must not
-    /// be live as a file or a row already.
-    fn apply_rows(
-        &self,
-        edit: &VersionEdit,
-        live: &mut HashSet<u64>,
-    ) -> Result<Vec<Arc<RowMeta>>, ApplyError> {
-        let mut rows = self.rows.clone();
-        for &number in &edit.deleted_rows {
-            let Some(pos) = rows.iter().position(|r| r.number == number) else {
-                return Err(invalid(format!("deleted row {number} is not live")));
-            };
-            rows.remove(pos);
-        }
-        for (number, trim) in &edit.trimmed_rows {
-            let Some(row) = rows.iter_mut().find(|r| r.number == *number) else {
-                return Err(invalid(format!("trimmed row {number} is not live")));
-            };
-            if row.trim.as_ref().is_some_and(|t| t > trim) {
-                return Err(invalid(format!("row {number} trimmed backwards")));
-            }
-            let mut m = row.as_ref().clone();
-            m.trim = Some(trim.clone());
-            *row = Arc::new(m);
-        }
-        for &(number, chunks, size) in &edit.released_rows {
-            let Some(row) = rows.iter_mut().find(|r| r.number == number) else {
-                return Err(invalid(format!("released row {number} is not live")));
-            };
-            if chunks < row.released_chunks || row.trim.is_none() {
-                return Err(invalid(format!(
-                    "row {number} releases chunks backwards or without a trim"
-                )));
-            }
-            let mut m = row.as_ref().clone();
-            m.released_chunks = chunks;
-            m.size = size;
-            *row = Arc::new(m);
-        }
-        live.extend(rows.iter().map(|r| r.number));
-        for meta in &edit.new_rows {
-            if !live.insert(meta.number) {
-                return Err(invalid(format!("row {} added twice", meta.number)));
-            }
-            if key::compare(meta.smallest.encoded(), meta.largest.encoded()) == Ordering::Greater {
-                return Err(invalid(format!(
-                    "row {} has smallest key {:?} above largest {:?}",
-                    meta.number, meta.smallest, meta.largest
-                )));
-            }
-            rows.push(Arc::new(meta.clone()));
-        }
-        rows.sort_by(|a, b| {
-            b.group
-                .cmp(&a.group)
-                .then(b.largest_seq.cmp(&a.largest_seq))
-                .then(b.number.cmp(&a.number))
-        });
-        Ok(rows)
+        Ok(Version {
+            number: 0,
+            levels,
+            level0,
+        })
     }
 }
 

@@ -153,12 +153,16 @@ impl terrace::level0::Level0 for ByteBudgetLevel0 {
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         terrace::level0::ClassicLevel0.flush(env, mem, file_number)
     }
-    fn view(
+    fn empty_state(&self) -> Arc<dyn terrace::version::Level0State> {
+        terrace::level0::ClassicLevel0.empty_state()
+    }
+
+    fn install(
         &self,
         tables: &Arc<terrace::tables::Tables>,
         version: &Arc<terrace::version::Version>,
     ) -> Arc<dyn terrace::level0::Level0View> {
-        terrace::level0::ClassicLevel0.view(tables, version)
+        terrace::level0::ClassicLevel0.install(tables, version)
     }
     fn size_bytes(&self, version: &terrace::version::Version) -> u64 {
         version.level_bytes(0)

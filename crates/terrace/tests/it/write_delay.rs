@@ -27,8 +27,12 @@ impl Level0 for AlwaysSlow {
     ) -> terrace::Result<Level0Flush> {
         ClassicLevel0.flush(env, mem, file_number)
     }
-    fn view(&self, tables: &Arc<Tables>, version: &Arc<Version>) -> Arc<dyn Level0View> {
-        ClassicLevel0.view(tables, version)
+    fn empty_state(&self) -> Arc<dyn terrace::version::Level0State> {
+        ClassicLevel0.empty_state()
+    }
+
+    fn install(&self, tables: &Arc<Tables>, version: &Arc<Version>) -> Arc<dyn Level0View> {
+        ClassicLevel0.install(tables, version)
     }
     fn size_bytes(&self, _version: &Version) -> u64 {
         1 << 20

@@ -1,10 +1,10 @@
-//! Measuring what a column compaction reads of level 0's matrix rows: an iterator wrapper
-//! that adds up the key and value bytes of the entries it passes within the task's key
-//! range.
+//! Measuring what a column compaction reads of a level-0 input that is not a table file
+//! (the matrix level 0's rows): an iterator wrapper that adds up the key and value bytes
+//! of the entries it passes within the task's key range.
 //!
 //! Owns: that count. Must not touch: the entries (it passes them on unchanged) or the
-//! rows (they come from the host's `ColumnSource`).
-//! Concurrency: one wrapper per row iterator, owned by the compaction's merging
+//! input (it comes from the host's `Level0Source`).
+//! Concurrency: one wrapper per unit iterator, owned by the compaction's merging
 //! iterator; the shared total is a relaxed atomic read after the merge has finished.
 
 use std::sync::atomic::{AtomicU64, Ordering};

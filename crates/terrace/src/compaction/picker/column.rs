@@ -1,29 +1,31 @@
-//! Picking a matrix column compaction: the level-0 column a matrix container chose, with
-//! the output-level files it overlaps, widened so that no file is split.
+//! The base-level side of a level-0 column compaction: the column a level 0 that compacts
+//! itself in columns chose, with the output-level files it overlaps, widened so that no
+//! file is split.
 //!
-//! Owns: [`pick_column`] and the widening of a column to whole output-level files.
-//! Must not touch: the choice of the column itself (the matrix container's) or the other
-//! picks; no I/O, no locks.
+//! Owns: [`pick_into_base_level`] and the widening of a column to whole output-level files.
+//! Must not touch: the choice of the column itself (the level 0's) or the other picks;
+//! no I/O, no locks.
 //! Concurrency: a pure function over borrowed state.
 
 use std::sync::Arc;
 
-use super::{ends_exclusive, LevelState, PickedColumn, PickedCompaction};
+use super::{ends_exclusive, Level0Column, LevelState, PickedCompaction};
 use crate::compaction::task::CompactionReason;
 use crate::version::FileMeta;
 
-/// A matrix column compaction of `rows` within `[lo, hi)` into `output_level`, with every
-/// file of that level overlapping the range. `None` if one of them is being compacted.
+/// A column compaction of a level-0 column within `[lo, hi)` into `output_level`, with
+/// every file of that level overlapping the range. `None` if one of them, or one of the
+/// column's level-0 units, is being compacted.
 ///
 /// Column cuts are chosen between output-level files, so that each file joins exactly one
 /// column; but the output level can change between two columns of a group (another level
 /// becomes the base level, or its files move). A file that reaches outside the range then
-/// widens it: below `lo` only the file contributes (the rows start at their trim), and
+/// widens it: below `lo` only the file contributes (the level 0 has nothing there), and
 /// above `hi` the column grows to the file's end, so no file is ever split.
-pub fn pick_column(
+pub fn pick_into_base_level(
     state: &LevelState<'_>,
     output_level: usize,
-    mut column: PickedColumn,
+    mut column: Level0Column,
 ) -> Option<PickedCompaction> {
     let files = state.levels.get(output_level)?;
     let overlaps = |f: &Arc<FileMeta>, lo: Option<&[u8]>, hi: Option<&[u8]>| {
@@ -55,9 +57,10 @@ pub fn pick_column(
     }
     let (lo, hi) = (column.lo.as_deref(), column.hi.as_deref());
     if column
-        .rows
+        .input
+        .units
         .iter()
-        .any(|r| state.being_compacted.contains(&r.number))
+        .any(|u| state.being_compacted.contains(&u.number))
     {
         return None;
     }
@@ -73,7 +76,7 @@ pub fn pick_column(
         inputs: Vec::new(),
         output_inputs,
         trivial_move: false,
-        reason: CompactionReason::MatrixColumn,
+        reason: CompactionReason::Level0Column,
         bottommost: !below_overlaps,
         column: Some(column),
     })

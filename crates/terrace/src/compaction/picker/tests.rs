@@ -279,13 +279,16 @@ fn a_column_widens_to_whole_files_of_its_output_level() {
         vec![f(1, "b", "d", 10), f(2, "f", "h", 10), f(3, "j", "m", 10)],
     ]);
     let o = opts(false);
-    let column = |lo: Option<&str>, hi: Option<&str>| PickedColumn {
-        rows: Vec::new(),
+    let column = |lo: Option<&str>, hi: Option<&str>| Level0Column {
+        input: Level0Input {
+            units: Vec::new(),
+            payload: serde_json::Value::Null,
+        },
         lo: lo.map(|k| k.as_bytes().to_vec()),
         hi: hi.map(|k| k.as_bytes().to_vec()),
     };
     // A cut between files keeps the column as it is.
-    let p = pick_column(&fx.state(&o), 1, column(Some("e"), Some("i"))).unwrap();
+    let p = pick_into_base_level(&fx.state(&o), 1, column(Some("e"), Some("i"))).unwrap();
     assert_eq!(numbers(&p.output_inputs), vec![2]);
     let c = p.column.unwrap();
     assert_eq!(
@@ -294,7 +297,7 @@ fn a_column_widens_to_whole_files_of_its_output_level() {
     );
     // Cuts inside files (the output level changed since the cuts were chosen) widen the
     // column to the files' bounds instead of splitting them.
-    let p = pick_column(&fx.state(&o), 1, column(Some("c"), Some("g"))).unwrap();
+    let p = pick_into_base_level(&fx.state(&o), 1, column(Some("c"), Some("g"))).unwrap();
     assert_eq!(numbers(&p.output_inputs), vec![1, 2]);
     let c = p.column.unwrap();
     assert_eq!(c.lo.as_deref(), Some(&b"b"[..]));
@@ -302,5 +305,5 @@ fn a_column_widens_to_whole_files_of_its_output_level() {
     // A file being compacted makes the column wait.
     let mut busy = Fixture::new(fx.levels.clone());
     busy.busy.insert(2);
-    assert!(pick_column(&busy.state(&o), 1, column(Some("c"), Some("g"))).is_none());
+    assert!(pick_into_base_level(&busy.state(&o), 1, column(Some("c"), Some("g"))).is_none());
 }

@@ -53,47 +53,47 @@ fn task() -> CompactionTask {
             params: "7573".into(),
         }),
         reason: CompactionReason::LevelSize,
-        column: None,
+        level0: None,
     }
 }
 
-fn row(number: u64, lo: &str, hi: &str) -> crate::version::RowMeta {
-    crate::version::RowMeta {
+fn unit(number: u64, lo: &str, hi: &str) -> Level0Unit {
+    Level0Unit {
         number,
-        dir_offset: 4096,
-        dir_len: 100,
-        size: 1000,
-        smallest: InternalKey::new(lo.as_bytes(), 5, ValueType::Value),
-        largest: InternalKey::new(hi.as_bytes(), 5, ValueType::Value),
-        ..Default::default()
+        smallest_user_key: lo.as_bytes().to_vec(),
+        largest_user_key: hi.as_bytes().to_vec(),
+        bytes: 1000,
     }
 }
 
 #[test]
-fn column_tasks_round_trip_and_split_keeps_pieces_only_rows_cover() {
+fn column_tasks_round_trip_and_split_keeps_pieces_only_level0_units_cover() {
     let mut t = task();
     t.inputs.truncate(0);
-    t.reason = CompactionReason::MatrixColumn;
-    t.column = Some(ColumnInput {
-        rows: vec![row(40, "a", "k"), row(41, "c", "z")],
+    t.reason = CompactionReason::Level0Column;
+    t.level0 = Some(Level0Input {
+        units: vec![unit(40, "a", "k"), unit(41, "c", "p")],
+        payload: serde_json::json!({"opaque": [1, 2, 3]}),
     });
     let back = CompactionTask::decode(&t.encode().unwrap()).unwrap();
     assert_eq!(back, t);
-    // With no input file at all, the pieces the rows cover still run.
-    let subs = t.split(&[b"m".to_vec()]);
+    // With no input file at all, the pieces the units cover still run; a piece no unit
+    // covers (from "q" on) is left out.
+    let subs = t.split(&[b"m".to_vec(), b"q".to_vec()]);
     assert_eq!(subs.len(), 2);
-    assert!(subs.iter().all(|s| s.column == t.column));
-    // A task without a column decodes from JSON that lacks the field.
+    assert!(subs.iter().all(|s| s.level0 == t.level0));
+    assert_eq!(subs[1].largest_user_key.as_deref(), Some(&b"q"[..]));
+    // A task without a level-0 input decodes from JSON that lacks the field.
     let plain = task();
     let json = String::from_utf8(plain.encode().unwrap()).unwrap();
-    assert!(!json.contains("column"));
+    assert!(!json.contains("level0"));
 }
 
 #[test]
 fn task_and_result_round_trip() {
     let t = task();
     let bytes = t.encode().unwrap();
-    assert!(bytes.starts_with(b"{\"format_version\":1,"));
+    assert!(bytes.starts_with(b"{\"format_version\":2,"));
     assert_eq!(CompactionTask::decode(&bytes).unwrap(), t);
     // Plain serde works too, for callers that embed the task in their own messages.
     let json = serde_json::to_string(&t).unwrap();
@@ -105,7 +105,7 @@ fn task_and_result_round_trip() {
         stats: CompactionStats {
             input_entries: 500,
             input_bytes: 5000,
-            row_bytes: 3000,
+            level0_bytes: 3000,
             output_entries: 400,
             output_bytes: 4000,
             dropped_entries: 90,
@@ -138,7 +138,7 @@ fn truncated_or_damaged_bytes_are_corruption_never_panic() {
         }
     }
     assert!(structural > bytes.len() / 2);
-    let err = CompactionTask::decode(b"{\"format_version\":1,\n \"id\": x}").unwrap_err();
+    let err = CompactionTask::decode(b"{\"format_version\":2,\n \"id\": x}").unwrap_err();
     match err {
         Error::Corruption { offset, .. } => assert_eq!(offset, 28),
         other => panic!("{other}"),
@@ -150,7 +150,7 @@ fn other_format_versions_are_unsupported() {
     let bytes = task().encode().unwrap();
     let text = String::from_utf8(bytes)
         .unwrap()
-        .replace("\"format_version\":1", "\"format_version\":2");
+        .replace("\"format_version\":2", "\"format_version\":1");
     let err = CompactionTask::decode(text.as_bytes()).unwrap_err();
     assert!(matches!(err, Error::Unsupported(_)), "{err}");
 }

@@ -1,7 +1,7 @@
 //! Installing a finished compaction: one version edit that deletes the inputs, adds the
-//! outputs, trims or deletes the consumed matrix rows (giving back the data chunks a row
-//! may release), and moves the compact pointer; then the counters (by output level) and
-//! listeners.
+//! outputs, records what a finished level-0 column changes in level 0 (the level 0 says
+//! what: the matrix level 0 trims or deletes the consumed rows and gives chunks back), and
+//! moves the compact pointer; then the counters (by output level) and listeners.
 //!
 //! Owns: what the edit of a rewritten compaction records (trivial moves are installed
 //! where they are run).
@@ -17,7 +17,7 @@ use crate::compaction::{CompactionResult, CompactionTask, PickedCompaction};
 use crate::db::listener::CompactionInfo;
 use crate::db::stats::{self, CompactionBytes};
 use crate::db::{DbInner, DbState};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::version::VersionEdit;
 
 impl DbInner {
@@ -37,32 +37,20 @@ impl DbInner {
         let mut outputs = Vec::new();
         let mut bytes = compaction_bytes(picked);
         for r in results {
-            bytes.read_rows += r.stats.row_bytes;
+            bytes.read_rows += r.stats.level0_bytes;
             bytes.written += r.stats.output_bytes;
             outputs.extend(r.outputs);
         }
         let mut released = 0u64;
         if let Some(column) = &picked.column {
-            for r in &column.rows {
-                match &column.hi {
-                    Some(hi) if r.largest_user_key() >= hi.as_slice() => {
-                        edit.trimmed_rows.push((r.number, hi.clone()));
-                        // Giving chunks back is optional: a row that cannot say what it
-                        // may release keeps all of them.
-                        match self.level0.releasable(r, hi) {
-                            Ok(Some((chunks, size))) => {
-                                released += u64::from(chunks.saturating_sub(r.released_chunks));
-                                edit.released_rows.push((r.number, chunks, size));
-                            }
-                            Ok(None) => {}
-                            Err(e) => {
-                                tracing::warn!(row = r.number, error = %e, "matrix row keeps its chunks");
-                            }
-                        }
-                    }
-                    _ => edit.deleted_rows.push(r.number),
-                }
-            }
+            let level0 = self.level0.self_compacting().ok_or_else(|| {
+                Error::Internal(
+                    "a level-0 column compaction without a level 0 that has columns".into(),
+                )
+            })?;
+            let done = level0.finish_column(column)?;
+            edit.level0 = done.records;
+            released = done.released;
         }
         let numbers: HashSet<u64> = outputs.iter().map(|f| f.number).collect();
         for f in outputs {

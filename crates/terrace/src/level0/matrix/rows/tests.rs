@@ -1,7 +1,6 @@
 //! Tests of the matrix container: shared models and generators here, one file per part.
 
 mod iter;
-mod merge;
 mod release;
 mod row;
 mod search;
@@ -15,18 +14,18 @@ use crate::key::{self, SeqNo, ValueType};
 use crate::range_del::RangeTombstone;
 
 /// An entry: internal key and value.
-pub(super) type Entry = (Vec<u8>, Vec<u8>);
+pub(crate) type Entry = (Vec<u8>, Vec<u8>);
 
 /// A row as plain data: sorted entries and tombstones.
 #[derive(Debug, Clone, Default)]
-pub(super) struct ModelRow {
+pub(crate) struct ModelRow {
     pub entries: Vec<Entry>,
     pub tombstones: Vec<RangeTombstone>,
 }
 
 /// The user keys the generators draw from: short keys, keys that are prefixes of each
 /// other, and keys sharing more than the 8-byte prefix.
-pub(super) fn universe() -> Vec<Vec<u8>> {
+pub(crate) fn universe() -> Vec<Vec<u8>> {
     let mut u: Vec<Vec<u8>> = Vec::new();
     for i in 0..12u8 {
         u.push(vec![b'a' + i]);
@@ -40,7 +39,7 @@ pub(super) fn universe() -> Vec<Vec<u8>> {
 }
 
 /// Keys the generators never write: lookups of absent keys.
-pub(super) fn absent_keys() -> Vec<Vec<u8>> {
+pub(crate) fn absent_keys() -> Vec<Vec<u8>> {
     vec![
         b"".to_vec(),
         b"0".to_vec(),
@@ -50,19 +49,19 @@ pub(super) fn absent_keys() -> Vec<Vec<u8>> {
     ]
 }
 
-pub(super) fn put(uk: &[u8], seq: SeqNo, v: &[u8]) -> Entry {
+pub(crate) fn put(uk: &[u8], seq: SeqNo, v: &[u8]) -> Entry {
     (key::internal_key(uk, seq, ValueType::Value), v.to_vec())
 }
 
-pub(super) fn del(uk: &[u8], seq: SeqNo) -> Entry {
+pub(crate) fn del(uk: &[u8], seq: SeqNo) -> Entry {
     (key::internal_key(uk, seq, ValueType::Deletion), Vec::new())
 }
 
 /// A generated row: `(key index, is_delete, value length)` per write, and tombstones as
 /// `(start index, end index)`.
-pub(super) type RowSpec = (Vec<(usize, bool, usize)>, Vec<(usize, usize)>);
+pub(crate) type RowSpec = (Vec<(usize, bool, usize)>, Vec<(usize, usize)>);
 
-pub(super) fn row_spec(max_writes: usize) -> impl Strategy<Value = RowSpec> {
+pub(crate) fn row_spec(max_writes: usize) -> impl Strategy<Value = RowSpec> {
     let n = universe().len();
     (
         prop::collection::vec((0..n, prop::bool::weighted(0.2), 0usize..40), 0..max_writes),
@@ -72,7 +71,7 @@ pub(super) fn row_spec(max_writes: usize) -> impl Strategy<Value = RowSpec> {
 
 /// Turns specs (bottom row first) into model rows with sequence numbers growing upward;
 /// returns the rows bottom first and the last sequence number used.
-pub(super) fn model_rows(specs: &[RowSpec]) -> (Vec<ModelRow>, SeqNo) {
+pub(crate) fn model_rows(specs: &[RowSpec]) -> (Vec<ModelRow>, SeqNo) {
     let u = universe();
     let mut seq = 0;
     let mut rows = Vec::new();
@@ -104,7 +103,7 @@ pub(super) fn model_rows(specs: &[RowSpec]) -> (Vec<ModelRow>, SeqNo) {
 
 /// Builds `rows` (bottom first) as a stack, each row linked to the one below; returns
 /// the readers newest first.
-pub(super) fn build_stack(rows: &[ModelRow], chunk_bytes: usize) -> Vec<Arc<RowReader<Vec<u8>>>> {
+pub(crate) fn build_stack(rows: &[ModelRow], chunk_bytes: usize) -> Vec<Arc<RowReader<Vec<u8>>>> {
     let mut stack: Vec<Arc<RowReader<Vec<u8>>>> = Vec::new();
     for (i, row) in rows.iter().enumerate() {
         let below = stack.last().map(|r| Below::new(r.as_ref(), 0));
@@ -123,7 +122,7 @@ pub(super) fn build_stack(rows: &[ModelRow], chunk_bytes: usize) -> Vec<Arc<RowR
 }
 
 /// A group over `rows` (bottom first), built row by row on top as flushes would.
-pub(super) fn build_group(rows: &[ModelRow], params: &MatrixParams) -> MatrixGroup<Vec<u8>> {
+pub(crate) fn build_group(rows: &[ModelRow], params: &MatrixParams) -> MatrixGroup<Vec<u8>> {
     let mut g = MatrixGroup::new(params.clone()).unwrap();
     let mut stack = build_stack(rows, params.chunk_bytes);
     stack.reverse();
@@ -137,7 +136,7 @@ pub(super) fn build_group(rows: &[ModelRow], params: &MatrixParams) -> MatrixGro
 /// at `trim`: `(row, seq, kind, value)` of the newest visible entry, and the newest
 /// visible covering tombstone down to that row.
 #[allow(clippy::type_complexity)]
-pub(super) fn brute_find(
+pub(crate) fn brute_find(
     rows_newest_first: &[&ModelRow],
     trim: Option<&[u8]>,
     uk: &[u8],
@@ -172,13 +171,13 @@ pub(super) fn brute_find(
 /// What a read of `uk` at `snap` ends with, looking only at the group (data below it is
 /// older than any of its tombstones).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Outcome {
+pub(crate) enum Outcome {
     Value(Vec<u8>),
     Deleted,
     Absent,
 }
 
-pub(super) fn outcome(g: &MatrixGroup<Vec<u8>>, uk: &[u8], snap: SeqNo) -> Outcome {
+pub(crate) fn outcome(g: &MatrixGroup<Vec<u8>>, uk: &[u8], snap: SeqNo) -> Outcome {
     let r = g.find(uk, snap).unwrap();
     match r.entry {
         Some(e) if e.kind == ValueType::Value && e.seq >= r.max_tombstone_seq => {

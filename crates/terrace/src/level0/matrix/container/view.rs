@@ -18,13 +18,13 @@ use crate::range_del::RangeTombstone;
 use crate::tables::Lookup;
 
 /// The readers' view: groups newest first.
-pub(super) struct MatrixView {
-    pub(super) groups: Vec<Arc<MatrixGroup<Extent>>>,
-    pub(super) error: Option<Error>,
+pub(in crate::level0::matrix) struct MatrixView {
+    pub(in crate::level0::matrix) groups: Vec<Arc<MatrixGroup<Extent>>>,
+    pub(in crate::level0::matrix) error: Option<Error>,
 }
 
 impl MatrixView {
-    pub(super) fn failed(e: Error) -> Self {
+    pub(in crate::level0::matrix) fn failed(e: Error) -> Self {
         MatrixView {
             groups: Vec::new(),
             error: Some(e),

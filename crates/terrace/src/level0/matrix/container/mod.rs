@@ -2,12 +2,12 @@
 //! tier and compacted into level 1 one key-range column at a time (MatrixKV;
 //! docs/techniques/matrixkv.md).
 //!
-//! Owns: [`MatrixLevel0`] (the `Level0` implementation), its [`MatrixOptions`], the
-//! persistent-memory region it maps, which rows form which group, the freeze that starts
-//! column compaction, the choice of each column (`column`) and when a table merge runs
-//! (`merge`: on a background thread, on the active group).
-//! Must not touch: the manifest (the database records rows and trims in version edits),
-//! the row format (`level0::matrix`) or the compaction executor.
+//! Owns: [`MatrixLevel0`] (the `Level0` implementation, and `SelfCompacting` in
+//! `columns`), its [`MatrixOptions`], the persistent-memory region it maps, which rows
+//! form which group, and the freeze that starts column compaction.
+//! Must not touch: the manifest (the database records the level-0 records it returns),
+//! the row format (`rows`), where a column ends (`column_cut`), the table merge itself
+//! (`table_merge`) or the compaction executor.
 //! Concurrency: one mutex guards the container's state; flushes run one at a time; views
 //! are immutable groups shared with readers by `Arc`; rows free their pages when the last
 //! view holding them is dropped.
@@ -20,13 +20,13 @@
 //! open every live row is claimed and checked again.
 //!
 //! Split: the settings (`options`), building each version's groups and a flushed row's
-//! metadata (`groups`), the readers' view (`view`), rows on the region (`store`), the
-//! choice of columns (`column`) and the background table merge (`merge`). This file
-//! is past 400 lines because the flush and the `Level0` methods share its private state.
+//! metadata (`groups`), the readers' view (`view`), rows on the region (`store`), and
+//! column compaction and the table merge as the database drives them (`columns`). This
+//! file is past 400 lines because the flush and the `Level0` methods share its private
+//! state.
 
-mod column;
+mod columns;
 mod groups;
-mod merge;
 mod options;
 mod store;
 mod view;
@@ -36,33 +36,38 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use self::groups::{build_groups, release_chunks, row_meta, CachedGroup};
+use self::groups::{build_groups, release_chunks, row_meta};
+pub(in crate::level0::matrix) use self::groups::{stored_row_meta, CachedGroup};
 pub use self::options::{MatrixOptions, DEFAULT_REGION_FILE};
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) use self::store::decode_dir;
 #[cfg(test)]
 pub(crate) use self::store::encode_dir;
-use self::store::{load_row, store_row, DirLocation, StoredRow};
+use self::store::{load_row, DirLocation};
+pub(in crate::level0::matrix) use self::store::{store_relinked, store_row, StoredRow};
 use self::view::MatrixView;
-use super::matrix::{Below, RowBuilder};
-use super::{Backpressure, Level0, Level0Copy, Level0Env, Level0Flush, Level0View};
-use crate::compaction::{ColumnSource, PickedColumn};
+use super::rows::{Below, RowBuilder};
+use super::state::{is_matrix_state, rows_of, MatrixState, RowEdit};
+use super::table_merge::MergeDone;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::SeqNo;
+use crate::level0::{
+    Backpressure, Level0, Level0Copy, Level0Env, Level0Flush, Level0View, SelfCompacting,
+};
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::pmem::{PmemOptions, PmemRegion};
 use crate::tables::Tables;
-use crate::version::{RowMeta, Version};
+use crate::version::{Level0State, Version};
 
 /// The compaction score of a container whose flushes wait for room: above any level's.
 const STALLED_SCORE: f64 = 1000.0;
 
 /// A level 0 of matrix rows on persistent memory. Give one instance to one database.
 pub struct MatrixLevel0 {
-    opts: MatrixOptions,
-    state: Mutex<Option<State>>,
+    pub(in crate::level0::matrix) opts: MatrixOptions,
+    pub(in crate::level0::matrix) state: Mutex<Option<State>>,
 }
 
 impl std::fmt::Debug for MatrixLevel0 {
@@ -74,25 +79,25 @@ impl std::fmt::Debug for MatrixLevel0 {
 }
 
 /// The container's state while a database has it open.
-struct State {
-    region: Arc<PmemRegion>,
+pub(in crate::level0::matrix) struct State {
+    pub(in crate::level0::matrix) region: Arc<PmemRegion>,
     /// Rows by number: every live row, and rows flushed but not yet installed.
-    rows: HashMap<u64, Arc<StoredRow>>,
+    pub(in crate::level0::matrix) rows: HashMap<u64, Arc<StoredRow>>,
     /// The group new rows join.
-    active_group: u64,
+    pub(in crate::level0::matrix) active_group: u64,
     /// The row a flush is writing, until a version holds it: no freeze may happen
     /// meanwhile, or the row would join a group whose columns are being consumed.
-    pending: Option<u64>,
+    pub(in crate::level0::matrix) pending: Option<u64>,
     /// The newest version seen, and the groups built for it (newest group first).
-    version: Arc<Version>,
-    groups: Vec<CachedGroup>,
+    pub(in crate::level0::matrix) version: Arc<Version>,
+    pub(in crate::level0::matrix) groups: Vec<CachedGroup>,
     /// A table merge is running in the background.
-    merging: bool,
+    pub(in crate::level0::matrix) merging: bool,
     /// A table merge done, waiting for the database to record it.
-    merge_done: Option<merge::MergeDone>,
+    pub(in crate::level0::matrix) merge_done: Option<MergeDone>,
     /// The active group as the table merge being recorded left it, for the version that
     /// records it (building it from its rows would read them all again).
-    prepared: Option<CachedGroup>,
+    pub(in crate::level0::matrix) prepared: Option<CachedGroup>,
 }
 
 impl MatrixLevel0 {
@@ -133,15 +138,15 @@ impl MatrixLevel0 {
 
     /// True if a row from a memtable of `bytes` fits next to the live rows (an empty
     /// container always takes one, whatever its size).
-    fn has_room(&self, version: &Version, bytes: usize) -> bool {
+    pub(in crate::level0::matrix) fn has_room(&self, version: &Version, bytes: usize) -> bool {
         let used = self.size_bytes(version);
         used.saturating_add(self.row_bytes(bytes)) <= self.opts.capacity
-            || version.rows().is_empty()
+            || rows_of(version).is_empty()
     }
 
     /// The region bytes a row from a memtable of `bytes` may take: about its memtable's
     /// bytes plus page rounding of its chunks.
-    fn row_bytes(&self, bytes: usize) -> u64 {
+    pub(in crate::level0::matrix) fn row_bytes(&self, bytes: usize) -> u64 {
         bytes as u64 + bytes as u64 / 8 + 4 * u64::from(self.opts.page_size)
     }
 
@@ -158,16 +163,16 @@ impl MatrixLevel0 {
         let (region, group, top) = {
             let mut guard = self.state.lock();
             let st = guard.as_mut().ok_or_else(Self::not_open)?;
-            let frozen = st.version.rows().iter().any(|r| r.group < st.active_group);
+            let frozen = rows_of(&st.version)
+                .iter()
+                .any(|r| r.group < st.active_group);
             let active = group_bytes(&st.version, st.active_group);
             let incoming = mem.approximate_memory_usage() as u64;
             if !frozen && active > 0 && active + incoming > self.trigger_bytes() {
                 // Freeze: the current rows become the compacting group.
                 st.active_group += 1;
             }
-            let top = st
-                .version
-                .rows()
+            let top = rows_of(&st.version)
                 .iter()
                 .find(|r| r.group == st.active_group)
                 .and_then(|r| st.rows.get(&r.number).map(|s| (r.number, s.reader.clone())));
@@ -195,28 +200,33 @@ impl MatrixLevel0 {
         st.rows.insert(number, stored);
         Ok(Level0Flush {
             bytes_written: meta.size,
-            new_rows: vec![meta],
+            tier_bytes: meta.size,
+            entries: meta.num_entries,
+            records: RowEdit {
+                new: vec![meta],
+                ..RowEdit::default()
+            }
+            .into_records(),
             ..Level0Flush::default()
         })
     }
 
-    fn trigger_bytes(&self) -> u64 {
+    pub(in crate::level0::matrix) fn trigger_bytes(&self) -> u64 {
         (self.opts.capacity as f64 * self.opts.compaction_trigger) as u64
     }
 
-    fn column_bytes(&self) -> u64 {
+    pub(in crate::level0::matrix) fn column_bytes(&self) -> u64 {
         (self.opts.capacity / u64::from(self.opts.columns)).max(1)
     }
 
-    fn not_open() -> Error {
-        Error::InvalidArgument("the matrix level 0 is not open".into())
+    pub(in crate::level0::matrix) fn not_open() -> Error {
+        Error::Internal("the matrix level 0 is not open".into())
     }
 }
 
 /// Bytes of the live rows of `group` in `version`.
 fn group_bytes(version: &Version, group: u64) -> u64 {
-    version
-        .rows()
+    rows_of(version)
         .iter()
         .filter(|r| r.group == group)
         .map(|r| r.size)
@@ -226,6 +236,10 @@ fn group_bytes(version: &Version, group: u64) -> u64 {
 impl Level0 for MatrixLevel0 {
     fn kind(&self) -> &'static str {
         "matrix"
+    }
+
+    fn empty_state(&self) -> Arc<dyn Level0State> {
+        Arc::new(MatrixState::default())
     }
 
     fn flush(&self, _env: &Level0Env<'_>, mem: &Arc<MemTable>, number: u64) -> Result<Level0Flush> {
@@ -240,7 +254,7 @@ impl Level0 for MatrixLevel0 {
         flushed
     }
 
-    fn view(&self, _tables: &Arc<Tables>, version: &Arc<Version>) -> Arc<dyn Level0View> {
+    fn install(&self, _tables: &Arc<Tables>, version: &Arc<Version>) -> Arc<dyn Level0View> {
         let mut guard = self.state.lock();
         let Some(st) = guard.as_mut() else {
             return Arc::new(MatrixView::failed(Self::not_open()));
@@ -252,7 +266,7 @@ impl Level0 for MatrixLevel0 {
             Ok(groups) => {
                 if st
                     .pending
-                    .is_some_and(|p| version.rows().iter().any(|r| r.number == p))
+                    .is_some_and(|p| rows_of(version).iter().any(|r| r.number == p))
                 {
                     st.pending = None;
                 }
@@ -261,7 +275,7 @@ impl Level0 for MatrixLevel0 {
                 st.groups = groups.clone();
                 // Forget rows that left the version (their pages free once no view holds
                 // them), keeping the row of the flush in progress.
-                let live: HashSet<u64> = version.rows().iter().map(|r| r.number).collect();
+                let live: HashSet<u64> = rows_of(version).iter().map(|r| r.number).collect();
                 let pending = st.pending;
                 st.rows
                     .retain(|n, _| live.contains(n) || Some(*n) == pending);
@@ -276,8 +290,7 @@ impl Level0 for MatrixLevel0 {
 
     fn size_bytes(&self, version: &Version) -> u64 {
         // Saturating: row sizes come from the manifest, which may be corrupt.
-        version
-            .rows()
+        rows_of(version)
             .iter()
             .fold(0u64, |sum, r| sum.saturating_add(r.size))
     }
@@ -288,7 +301,7 @@ impl Level0 for MatrixLevel0 {
         // catches up in many short delays instead of one long stop.
         let used = self.size_bytes(version);
         let margin = 3 * opts.write_buffer_size as u64;
-        if used.saturating_add(margin) > self.opts.capacity && !version.rows().is_empty() {
+        if used.saturating_add(margin) > self.opts.capacity && !rows_of(version).is_empty() {
             Backpressure::Slowdown
         } else {
             Backpressure::None
@@ -322,95 +335,20 @@ impl Level0 for MatrixLevel0 {
         self.opts.capacity
     }
 
-    fn pick_column(
-        &self,
-        version: &Version,
-        busy: &HashSet<u64>,
-        opts: &Options,
-        manual: bool,
-    ) -> Option<PickedColumn> {
-        let mut guard = self.state.lock();
-        let st = guard.as_mut()?;
-        let full = group_bytes(version, st.active_group) >= self.trigger_bytes()
-            || !self.has_room(version, opts.write_buffer_size);
-        if (manual || full)
-            && st.pending.is_none()
-            && frozen_group(version, st.active_group).is_none()
-            && !version.rows().is_empty()
-        {
-            // Freeze every row now (a flush freezes too, but flushes may be stalled
-            // waiting for room); later flushes start a new group.
-            let newest = version.rows().iter().map(|r| r.group).max().unwrap_or(0);
-            if st.active_group <= newest {
-                st.active_group = newest + 1;
-            }
-        }
-        let frozen = frozen_group(version, st.active_group)?;
-        let rows: Vec<Arc<RowMeta>> = version
-            .rows()
-            .iter()
-            .filter(|r| r.group == frozen)
-            .cloned()
-            .collect();
-        if rows.iter().any(|r| busy.contains(&r.number)) {
-            return None;
-        }
-        let group = st.groups.iter().find(|g| g.id == frozen)?.group.clone();
-        let l1_target = self.level1_target_bytes(version, opts);
-        let base = crate::compaction::picker::base_level(version.levels(), opts, l1_target);
-        column::next_column(rows, &group, version.files(base), self.column_bytes())
-    }
-
-    fn column_source(&self) -> Option<&dyn ColumnSource> {
-        Some(self)
-    }
-
-    fn releasable(&self, row: &RowMeta, trim: &[u8]) -> Result<Option<(u32, u64)>> {
-        let guard = self.state.lock();
-        let st = guard.as_ref().ok_or_else(Self::not_open)?;
-        let stored = st.rows.get(&row.number).ok_or_else(|| {
-            Error::InvalidArgument(format!("matrix row {} is not loaded", row.number))
-        })?;
-        let n = stored.releasable(trim)?;
-        if n <= row.released_chunks as usize {
-            return Ok(None);
-        }
-        let chunks = u32::try_from(n)
-            .map_err(|_| Error::InvalidArgument("too many matrix row chunks".into()))?;
-        Ok(Some((chunks, stored.release(n)?.size())))
-    }
-
-    fn rewrites_in_background(&self) -> bool {
-        true
-    }
-
-    fn rewrite(&self, env: &Level0Env<'_>) -> Result<Option<Level0Flush>> {
-        self.background_merge(env)
-    }
-
-    fn accept_rewrite(&self, version: &Version) -> Result<bool> {
-        let mut guard = self.state.lock();
-        let st = guard.as_mut().ok_or_else(Self::not_open)?;
-        match st.merge_done.take() {
-            Some(done) => merge::accept(st, done, version),
-            None => Ok(false),
-        }
-    }
-
     fn durable_seq(&self, version: &Version) -> SeqNo {
         let files = version.levels().iter().flatten().map(|f| f.largest_seq);
-        let rows = version.rows().iter().map(|r| r.largest_seq);
+        let rows = rows_of(version).iter().map(|r| r.largest_seq);
         files.chain(rows).max().unwrap_or(0)
     }
 
     fn checkpoint(&self, version: &Version) -> Result<Option<Box<dyn Level0Copy>>> {
-        if version.rows().is_empty() {
+        if rows_of(version).is_empty() {
             return Ok(None);
         }
         let guard = self.state.lock();
         let st = guard.as_ref().ok_or_else(Self::not_open)?;
-        let mut rows = Vec::with_capacity(version.rows().len());
-        for r in version.rows() {
+        let mut rows = Vec::with_capacity(rows_of(version).len());
+        for r in rows_of(version) {
             let stored = st.rows.get(&r.number).ok_or_else(|| {
                 Error::Internal(format!(
                     "matrix row {} of the current version is not in the container",
@@ -435,7 +373,16 @@ impl Level0 for MatrixLevel0 {
         })))
     }
 
+    fn self_compacting(&self) -> Option<&dyn SelfCompacting> {
+        Some(self)
+    }
+
     fn recover(&self, env: &Level0Env<'_>, version: &Version) -> Result<()> {
+        if !is_matrix_state(version) {
+            return Err(Error::Internal(
+                "the matrix level 0 recovers a version built without its state".into(),
+            ));
+        }
         let mut guard = self.state.lock();
         // A previous open's mapping goes first, so that the region file can be locked.
         *guard = None;
@@ -457,7 +404,7 @@ impl Level0 for MatrixLevel0 {
             region.set_power(power.clone())?;
         }
         let mut rows = HashMap::new();
-        for r in version.rows() {
+        for r in rows_of(version) {
             let loc = DirLocation {
                 offset: r.dir_offset,
                 len: r.dir_len,
@@ -471,9 +418,8 @@ impl Level0 for MatrixLevel0 {
         }
         // The newest group takes new rows, unless column compaction already consumed
         // part of it: then it stays frozen and new rows start the next group.
-        let newest = version.rows().iter().map(|r| r.group).max().unwrap_or(0);
-        let newest_trimmed = version
-            .rows()
+        let newest = rows_of(version).iter().map(|r| r.group).max().unwrap_or(0);
+        let newest_trimmed = rows_of(version)
             .iter()
             .any(|r| r.group == newest && r.trim.is_some());
         let active_group = newest + u64::from(newest_trimmed);
@@ -484,7 +430,10 @@ impl Level0 for MatrixLevel0 {
             pending: None,
             merging: false,
             merge_done: None,
-            version: Arc::new(Version::new(version.num_levels())),
+            version: Arc::new(Version::with_level0(
+                version.num_levels(),
+                self.empty_state(),
+            )),
             groups: Vec::new(),
             prepared: None,
         };
@@ -523,7 +472,7 @@ impl Level0Copy for RowsCopy {
 /// The oldest group if it is older than the `active` one (the group flushes join): the
 /// group being compacted into level 1, column by column.
 fn frozen_group(version: &Version, active: u64) -> Option<u64> {
-    let oldest = version.rows().iter().map(|r| r.group).min()?;
+    let oldest = rows_of(version).iter().map(|r| r.group).min()?;
     (oldest < active).then_some(oldest)
 }
 

@@ -7,7 +7,7 @@
 //! row above, their row metadata, the rows its edit deletes, and taking the merge into
 //! the container's groups once the database is about to record it (`accept`).
 //! Must not touch: the manifest (the database records the outputs and deletes the inputs
-//! in one edit), the merge itself (`level0::matrix::merge`) or other groups.
+//! in one edit), the merge itself (`table_merge`) or other groups.
 //! Concurrency: `run_merge` reads a group shared by `Arc` without the container's lock;
 //! flushes meanwhile add rows on top. The merge never includes or relinks the top row, so
 //! a row flushed meanwhile keeps pointing into a row the merge leaves alone. `accept`
@@ -23,15 +23,17 @@
 
 use std::sync::Arc;
 
-use super::groups::{stored_row_meta, CachedGroup};
-use super::store::{store_relinked, store_row, StoredRow};
-use super::{MatrixLevel0, State};
+use super::MergePlan;
 use crate::error::{Error, Result};
 use crate::key::SeqNo;
-use crate::level0::matrix::{MatrixGroup, MergePlan, SegmentFilter};
+use crate::level0::matrix::container::{
+    store_relinked, store_row, stored_row_meta, CachedGroup, MatrixLevel0, State, StoredRow,
+};
+use crate::level0::matrix::rows::{MatrixGroup, RowHeader, SegmentFilter};
+use crate::level0::matrix::state::{rows_of, RowEdit, RowMeta};
 use crate::level0::{Level0Env, Level0Flush};
 use crate::pmem::{Extent, PmemRegion};
-use crate::version::{RowMeta, Version};
+use crate::version::Version;
 
 impl MatrixLevel0 {
     /// Runs the table merge the active group has due, if any, and keeps it for
@@ -39,7 +41,10 @@ impl MatrixLevel0 {
     ///
     /// # Errors
     /// Errors reading or storing rows.
-    pub(super) fn background_merge(&self, env: &Level0Env<'_>) -> Result<Option<Level0Flush>> {
+    pub(in crate::level0::matrix) fn background_merge(
+        &self,
+        env: &Level0Env<'_>,
+    ) -> Result<Option<Level0Flush>> {
         let Some(new_number) = env.new_number else {
             return Ok(None);
         };
@@ -57,9 +62,7 @@ impl MatrixLevel0 {
                 return Ok(None);
             };
             let group = g.group.clone();
-            let metas: Vec<Arc<RowMeta>> = st
-                .version
-                .rows()
+            let metas: Vec<Arc<RowMeta>> = rows_of(&st.version)
                 .iter()
                 .filter(|r| r.group == active)
                 .cloned()
@@ -85,10 +88,15 @@ impl MatrixLevel0 {
             return Ok(None);
         };
         let out = Level0Flush {
-            new_rows: done.new_rows.clone(),
-            deleted_rows: done.deleted_rows.clone(),
-            row_merges: 1,
+            records: RowEdit {
+                new: done.new_rows.clone(),
+                deleted: done.deleted_rows.clone(),
+                ..RowEdit::default()
+            }
+            .into_records(),
+            merges: 1,
             bytes_written: done.bytes,
+            tier_bytes: done.bytes,
             ..Level0Flush::default()
         };
         st.merge_done = Some(done);
@@ -99,7 +107,7 @@ impl MatrixLevel0 {
     /// what the version counts, pages may be held by a running table merge's outputs, or
     /// by rows a version deleted that a reader's view still holds: the flush then waits
     /// for them.
-    pub(super) fn region_has_room(&self, bytes: usize) -> bool {
+    pub(in crate::level0::matrix) fn region_has_room(&self, bytes: usize) -> bool {
         let guard = self.state.lock();
         guard
             .as_ref()
@@ -108,7 +116,7 @@ impl MatrixLevel0 {
 }
 
 /// A table merge stored on the region, waiting for the database to record it.
-pub(super) struct MergeDone {
+pub(in crate::level0::matrix) struct MergeDone {
     /// The group merged.
     group_id: u64,
     plan: MergePlan,
@@ -119,11 +127,11 @@ pub(super) struct MergeDone {
     /// The row above the merged range: its old number, its new one and the relinked row.
     above: Option<(u64, u64, Arc<StoredRow>)>,
     /// Metadata of the outputs and the relinked row above.
-    pub(super) new_rows: Vec<RowMeta>,
+    pub(in crate::level0::matrix) new_rows: Vec<RowMeta>,
     /// The merged rows and the old row above.
-    pub(super) deleted_rows: Vec<u64>,
+    pub(in crate::level0::matrix) deleted_rows: Vec<u64>,
     /// Bytes written: the outputs, the relinked metadata and the directories.
-    pub(super) bytes: u64,
+    pub(in crate::level0::matrix) bytes: u64,
 }
 
 /// Runs `plan`, the table merge `group` has due. `metas` are the group's rows in the
@@ -135,7 +143,7 @@ pub(super) struct MergeDone {
 ///
 /// # Errors
 /// `InvalidArgument` if `metas` are not the group's rows; errors reading or storing rows.
-pub(super) fn run_merge(
+pub(in crate::level0::matrix) fn run_merge(
     region: &Arc<PmemRegion>,
     group: &MatrixGroup<Extent>,
     plan: MergePlan,
@@ -179,7 +187,7 @@ pub(super) fn run_merge(
 
     let mut outputs = Vec::with_capacity(out.rows.len());
     for built in &out.rows {
-        let id = crate::level0::matrix::RowHeader::decode(&built.header)?.id;
+        let id = RowHeader::decode(&built.header)?.id;
         match store_row(region, id, built) {
             Ok(s) => outputs.push((id, Arc::new(s))),
             Err(Error::NoSpace { .. }) => return Ok(None),
@@ -261,19 +269,21 @@ pub(super) fn run_merge(
 ///
 /// # Errors
 /// `InvalidArgument` if the merged group's row numbers do not add up.
-pub(super) fn accept(st: &mut State, done: MergeDone, version: &Version) -> Result<bool> {
+pub(in crate::level0::matrix) fn accept(
+    st: &mut State,
+    done: MergeDone,
+    version: &Version,
+) -> Result<bool> {
     if done.group_id != st.active_group {
         return Ok(false);
     }
     let unchanged = done.deleted_rows.iter().all(|n| {
-        version
-            .rows()
+        rows_of(version)
             .iter()
             .any(|r| r.number == *n && r.trim.is_none() && r.released_chunks == 0)
     });
     let current = st.groups.iter().find(|g| g.id == done.group_id);
-    let in_version = version
-        .rows()
+    let in_version = rows_of(version)
         .iter()
         .filter(|r| r.group == done.group_id)
         .map(|r| r.number);
@@ -310,7 +320,7 @@ pub(super) fn accept(st: &mut State, done: MergeDone, version: &Version) -> Resu
 }
 
 /// True if no two of `rows` share a user key: a merge of them would drop nothing.
-pub(super) fn key_disjoint(rows: &[Arc<RowMeta>]) -> bool {
+pub(in crate::level0::matrix) fn key_disjoint(rows: &[Arc<RowMeta>]) -> bool {
     let mut spans: Vec<(&[u8], &[u8])> = rows
         .iter()
         .map(|m| (m.smallest_user_key(), m.largest_user_key()))

@@ -1,7 +1,7 @@
 //! Which rows form which group: the row metadata a flush records, the groups built for
 //! each version (reused while their rows and trims do not change), the data chunks given
 //! back once a version records them as released, and the column inputs opened from the
-//! same groups (`ColumnSource`).
+//! same groups (`open_column`).
 //!
 //! Owns: `CachedGroup` and the building of groups from loaded rows.
 //! Must not touch: the manifest, the region's pages (rows free them when dropped) or the
@@ -12,29 +12,32 @@
 use std::sync::Arc;
 
 use super::store::{DirLocation, StoredRow};
-use super::{MatrixLevel0, State};
-use crate::compaction::ColumnSource;
+use super::State;
 use crate::error::{Error, Result};
-use crate::iter::InternalIterator;
 use crate::key::{InternalKey, SeqNo, ValueType, MAX_SEQ};
-use crate::level0::matrix::{MatrixGroup, MatrixParams};
+use crate::level0::matrix::rows::{MatrixGroup, MatrixParams};
+use crate::level0::matrix::state::{rows_of, RowMeta};
 use crate::memtable::MemTable;
 use crate::pmem::Extent;
 use crate::range_del::RangeTombstone;
-use crate::version::{RowMeta, Version};
+use crate::version::Version;
 
 /// A group built for a version, kept to build the next view cheaply.
 #[derive(Clone)]
-pub(super) struct CachedGroup {
-    pub(super) id: u64,
+pub(in crate::level0::matrix) struct CachedGroup {
+    pub(in crate::level0::matrix) id: u64,
     /// `(number, trim)` of its rows, newest first.
     rows: Vec<(u64, Option<Vec<u8>>)>,
-    pub(super) group: Arc<MatrixGroup<Extent>>,
+    pub(in crate::level0::matrix) group: Arc<MatrixGroup<Extent>>,
 }
 
 impl CachedGroup {
     /// Group `id` of the rows `numbers` (newest first, none trimmed).
-    pub(super) fn untrimmed(id: u64, numbers: Vec<u64>, group: MatrixGroup<Extent>) -> Self {
+    pub(in crate::level0::matrix) fn untrimmed(
+        id: u64,
+        numbers: Vec<u64>,
+        group: MatrixGroup<Extent>,
+    ) -> Self {
         CachedGroup {
             id,
             rows: numbers.into_iter().map(|n| (n, None)).collect(),
@@ -43,13 +46,13 @@ impl CachedGroup {
     }
 
     /// The numbers of its rows, newest first.
-    pub(super) fn numbers(&self) -> impl Iterator<Item = u64> + '_ {
+    pub(in crate::level0::matrix) fn numbers(&self) -> impl Iterator<Item = u64> + '_ {
         self.rows.iter().map(|(n, _)| *n)
     }
 }
 
 /// The row metadata of a stored row built from `mem`.
-pub(super) fn row_meta(
+pub(in crate::level0::matrix) fn row_meta(
     number: u64,
     group: u64,
     below: u64,
@@ -72,7 +75,7 @@ pub(super) fn row_meta(
 /// range `tombstones`. Its sequence bounds are the header's widened to `smallest_seq` (if
 /// given) and `largest_seq`: a flushed row's largest is its memtable's, and a table
 /// merge's outputs take their inputs' bounds, so that they sort together in a version.
-pub(super) fn stored_row_meta(
+pub(in crate::level0::matrix) fn stored_row_meta(
     number: u64,
     group: u64,
     below: u64,
@@ -140,8 +143,8 @@ pub(super) fn stored_row_meta(
 /// Gives back the data chunks that `version` records as released: each such row's reader
 /// is replaced by one without them. Views still holding the old reader keep the pages
 /// until they are dropped; then the pages return to the region.
-pub(super) fn release_chunks(st: &mut State, version: &Version) -> Result<()> {
-    for r in version.rows() {
+pub(in crate::level0::matrix) fn release_chunks(st: &mut State, version: &Version) -> Result<()> {
+    for r in rows_of(version) {
         let want = r.released_chunks as usize;
         if let Some(stored) = st.rows.get_mut(&r.number) {
             if stored.released() < want {
@@ -153,16 +156,16 @@ pub(super) fn release_chunks(st: &mut State, version: &Version) -> Result<()> {
 }
 
 /// The groups of `version`, newest first, reusing the cached ones that did not change.
-pub(super) fn build_groups(
+pub(in crate::level0::matrix) fn build_groups(
     st: &State,
     version: &Version,
     params: &MatrixParams,
 ) -> Result<Vec<CachedGroup>> {
-    let mut ids: Vec<u64> = version.rows().iter().map(|r| r.group).collect();
+    let mut ids: Vec<u64> = rows_of(version).iter().map(|r| r.group).collect();
     ids.dedup();
     let mut out = Vec::with_capacity(ids.len());
     for id in ids {
-        let metas: Vec<&Arc<RowMeta>> = version.rows().iter().filter(|r| r.group == id).collect();
+        let metas: Vec<&Arc<RowMeta>> = rows_of(version).iter().filter(|r| r.group == id).collect();
         let sig: Vec<(u64, Option<Vec<u8>>)> =
             metas.iter().map(|r| (r.number, r.trim.clone())).collect();
         let marks: Vec<u64> = metas.iter().map(|r| r.merge).collect();
@@ -177,7 +180,7 @@ pub(super) fn build_groups(
             st.rows
                 .get(&n)
                 .map(|r| r.reader.clone())
-                .ok_or_else(|| Error::InvalidArgument(format!("matrix row {n} is not loaded")))
+                .ok_or_else(|| Error::Internal(format!("matrix row {n} is not loaded")))
         };
         // One new row on top of an unchanged group: stack it. The same rows with a new
         // trim (a column compaction): trim the cached group and take the rows' readers,
@@ -220,7 +223,7 @@ pub(super) fn build_groups(
 /// The positions of the rows of `cached` (`(number, trim)`, newest first) that `sig` no
 /// longer holds, if `sig` is `cached`'s rows less those, in the same order; `None` if
 /// `sig` has a row `cached` lacks or orders them differently.
-pub(super) fn dropped_rows(
+pub(in crate::level0::matrix) fn dropped_rows(
     cached: &[(u64, Option<Vec<u8>>)],
     sig: &[(u64, Option<Vec<u8>>)],
 ) -> Option<Vec<usize>> {
@@ -252,7 +255,7 @@ fn group_of(
             st.rows
                 .get(n)
                 .map(|r| r.reader.clone())
-                .ok_or_else(|| Error::InvalidArgument(format!("matrix row {n} is not loaded")))
+                .ok_or_else(|| Error::Internal(format!("matrix row {n} is not loaded")))
         })
         .collect::<Result<Vec<_>>>()?;
     let g = MatrixGroup::from_marked_rows(readers, marks, params.clone())?;
@@ -262,28 +265,21 @@ fn group_of(
     }
 }
 
-impl ColumnSource for MatrixLevel0 {
-    fn column_iterators(
-        &self,
-        rows: &[RowMeta],
-        out: &mut Vec<Box<dyn InternalIterator>>,
-        tombstones: &mut Vec<RangeTombstone>,
-    ) -> Result<u64> {
-        let guard = self.state.lock();
-        let st = guard.as_ref().ok_or_else(Self::not_open)?;
-        let bytes = rows.iter().map(|r| r.size).sum();
-        // The group the views use, when the rows are exactly its rows.
-        let sig: Vec<(u64, Option<Vec<u8>>)> =
-            rows.iter().map(|r| (r.number, r.trim.clone())).collect();
-        if let Some(c) = st.groups.iter().find(|g| g.rows == sig) {
-            tombstones.extend(c.group.range_tombstones());
-            out.extend(c.group.iterators());
-            return Ok(bytes);
-        }
-        let marks: Vec<u64> = rows.iter().map(|r| r.merge).collect();
-        let group = group_of(st, &sig, &marks, &self.opts.params)?;
-        tombstones.extend(group.range_tombstones());
-        out.extend(group.iterators());
-        Ok(bytes)
+/// The group of a column's `rows` (newest first): the group the views use when the rows
+/// are exactly its rows, else one built from their loaded readers.
+///
+/// # Errors
+/// `Internal` if a row is not loaded; errors reading the rows.
+pub(in crate::level0::matrix) fn open_column(
+    st: &State,
+    rows: &[RowMeta],
+    params: &MatrixParams,
+) -> Result<Arc<MatrixGroup<Extent>>> {
+    let sig: Vec<(u64, Option<Vec<u8>>)> =
+        rows.iter().map(|r| (r.number, r.trim.clone())).collect();
+    if let Some(c) = st.groups.iter().find(|g| g.rows == sig) {
+        return Ok(c.group.clone());
     }
+    let marks: Vec<u64> = rows.iter().map(|r| r.merge).collect();
+    Ok(Arc::new(group_of(st, &sig, &marks, params)?))
 }

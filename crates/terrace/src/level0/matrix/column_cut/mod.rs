@@ -1,13 +1,19 @@
 //! Where the next column of a frozen matrix group ends: the cut-point rule of column
-//! compaction (docs/techniques/matrixkv.md, "Column compaction").
+//! compaction (docs/techniques/matrixkv.md, "Column compaction"), and the next column of
+//! a group's rows (`next_column`).
 //!
 //! Owns: choosing cut keys so that every base-level file joins exactly one column and each
 //! column holds about the target number of bytes.
-//! Must not touch: rows or files; the caller measures bytes and lists candidate keys.
-//! Concurrency: a pure function.
+//! Must not touch: rows or files here; the caller measures bytes and lists candidate
+//! keys (`next_column` does both from a group's rows).
+//! Concurrency: pure functions.
+
+mod next_column;
 
 use crate::key;
 use crate::version::FileMeta;
+
+pub use next_column::{next_column, MatrixColumn};
 
 /// True if cutting at `k` (columns `[.., k)` and `[k, ..)`) leaves every file of the
 /// sorted level `files` whole: no file holds user keys on both sides of `k`.

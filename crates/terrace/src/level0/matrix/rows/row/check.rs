@@ -12,7 +12,7 @@ use std::cmp::Ordering;
 use super::RowReader;
 use crate::error::{Error, Result};
 use crate::key::{self, ValueType};
-use crate::level0::matrix::format::key_prefix;
+use crate::level0::matrix::rows::format::key_prefix;
 
 impl<E: AsRef<[u8]>> RowReader<E> {
     /// Walks every metadata entry once; see [`RowReader::open`] for the rules.

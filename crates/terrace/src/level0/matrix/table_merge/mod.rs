@@ -1,5 +1,7 @@
 //! The table merge inside the matrix container: a run of old segments is merged into
-//! fewer, larger, key-disjoint rows without the versions no snapshot can see.
+//! fewer, larger, key-disjoint rows without the versions no snapshot can see. This file
+//! merges rows of a group; `background` runs a merge as the container does, on a thread
+//! of its own, and hands its outputs to the database.
 //!
 //! Owns: [`MergePlan`] (which segments: the oldest `merge_segments` consecutive segments
 //! not yet merged, all within the bottom `merge_bottom_fraction` of segments), the cut of
@@ -17,15 +19,19 @@
 //! merged range. The row right above the range had pointers into the old top input; its
 //! metadata is rebuilt against the new top output (its data chunks do not change).
 
+mod background;
+
+#[cfg(test)]
+pub(in crate::level0::matrix) use background::key_disjoint;
+pub(in crate::level0::matrix) use background::{accept as accept_merge, MergeDone};
+
 use std::ops::Range;
 use std::sync::Arc;
 
-use super::bloom::{row_hashes, SegmentFilter};
-use super::build::{relink, Below, BuiltRow, RelinkedMeta, RowBuilder};
-use super::group::{GroupRow, MatrixGroup};
-use super::iter::RowIterator;
-use super::row::RowReader;
-use super::MatrixParams;
+use super::rows::{
+    relink, row_hashes, Below, BuiltRow, GroupRow, MatrixGroup, MatrixParams, RelinkedMeta,
+    RowBuilder, RowIterator, RowReader, SegmentFilter,
+};
 use crate::compaction::stream::{tombstones_to_keep, CompactionStream, StreamConfig};
 use crate::compaction::StreamCounters;
 use crate::error::{Error, Result};
@@ -334,3 +340,6 @@ impl<E: AsRef<[u8]> + Send + Sync + 'static> MatrixGroup<E> {
         Ok(g)
     }
 }
+
+#[cfg(test)]
+mod tests;

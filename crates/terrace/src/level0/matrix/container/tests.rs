@@ -5,8 +5,21 @@ use std::sync::Arc;
 
 use super::*;
 use crate::key::{InternalKey, ValueType};
+use crate::level0::matrix::state::RowMeta;
+use crate::level0::matrix::table_merge::key_disjoint;
 use crate::storage::Storage;
 use crate::version::{VersionEdit, VersionSet};
+
+fn add_row(r: RowMeta) -> VersionEdit {
+    VersionEdit {
+        level0: RowEdit {
+            new: vec![r],
+            ..RowEdit::default()
+        }
+        .into_records(),
+        ..VersionEdit::default()
+    }
+}
 
 fn row(number: u64, size: u64) -> RowMeta {
     RowMeta {
@@ -26,7 +39,10 @@ fn row(number: u64, size: u64) -> RowMeta {
 fn writes_slow_down_before_the_container_is_full_and_a_stall_comes_first() {
     let dir = tempfile::tempdir().unwrap();
     let storage: Arc<dyn Storage> = Arc::new(crate::storage::FsStorage::new());
-    let mut vs = VersionSet::create(storage, dir.path(), 7, 1 << 20).unwrap();
+    let l0_state = MatrixLevel0::new(MatrixOptions::default())
+        .unwrap()
+        .empty_state();
+    let mut vs = VersionSet::create_with_level0(storage, dir.path(), 7, 1 << 20, l0_state).unwrap();
     let l0 = MatrixLevel0::new(MatrixOptions {
         capacity: 1 << 20,
         page_size: 4096,
@@ -42,22 +58,16 @@ fn writes_slow_down_before_the_container_is_full_and_a_stall_comes_first() {
     assert_eq!(l0.backpressure(&vs.current(), &opts), Backpressure::None);
     assert!(l0.ready_to_flush(&vs.current(), opts.write_buffer_size));
     // 700 KiB used: more than three memtables still fit.
-    let mut e = VersionEdit::default();
-    e.new_rows.push(row(10, 700 << 10));
-    vs.log_and_apply(e).unwrap();
+    vs.log_and_apply(add_row(row(10, 700 << 10))).unwrap();
     assert_eq!(l0.backpressure(&vs.current(), &opts), Backpressure::None);
     // 900 KiB used: fewer than three fit, writes are delayed, a row still fits.
-    let mut e = VersionEdit::default();
-    e.new_rows.push(row(11, 200 << 10));
-    vs.log_and_apply(e).unwrap();
+    vs.log_and_apply(add_row(row(11, 200 << 10))).unwrap();
     let v = vs.current();
     assert_eq!(l0.backpressure(&v, &opts), Backpressure::Slowdown);
     assert!(l0.ready_to_flush(&v, opts.write_buffer_size));
     assert!(l0.compaction_score(&v, &busy, &opts) < STALLED_SCORE);
     // 1000 KiB used: no row fits; flushes wait and compaction goes before any level.
-    let mut e = VersionEdit::default();
-    e.new_rows.push(row(12, 100 << 10));
-    vs.log_and_apply(e).unwrap();
+    vs.log_and_apply(add_row(row(12, 100 << 10))).unwrap();
     let v = vs.current();
     assert!(!l0.ready_to_flush(&v, opts.write_buffer_size));
     assert_eq!(l0.compaction_score(&v, &busy, &opts), STALLED_SCORE);
@@ -77,12 +87,12 @@ fn rows_of_disjoint_key_ranges_are_not_merged() {
         span(2, b"d", b"f"),
         span(1, b"a", b"c"),
     ];
-    assert!(merge::key_disjoint(&seq));
+    assert!(key_disjoint(&seq));
     // One shared key (a row's last is the next one's first) is an overlap.
     let touching = [span(2, b"c", b"f"), span(1, b"a", b"c")];
-    assert!(!merge::key_disjoint(&touching));
+    assert!(!key_disjoint(&touching));
     let nested = [span(2, b"b", b"c"), span(1, b"a", b"z")];
-    assert!(!merge::key_disjoint(&nested));
+    assert!(!key_disjoint(&nested));
 }
 
 /// A column install that deletes rows consumed whole keeps the cached group less those

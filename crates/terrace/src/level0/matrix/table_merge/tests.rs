@@ -4,6 +4,9 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::key::MAX_SEQ;
+use crate::level0::matrix::rows::build_row;
+use crate::level0::matrix::rows::tests::*;
+use crate::level0::matrix::rows::RowReader;
 
 fn params(segment_rows: usize, merge_segments: usize, fraction: f64) -> MatrixParams {
     MatrixParams {

@@ -22,14 +22,14 @@ use crate::merge::MergingIterator;
 use crate::range_del::RangeTombstone;
 
 /// One row of a group.
-pub(super) struct GroupRow<E> {
-    pub(super) reader: Arc<RowReader<E>>,
+pub(in crate::level0::matrix) struct GroupRow<E> {
+    pub(in crate::level0::matrix) reader: Arc<RowReader<E>>,
     /// First position still present (entries before it were consumed by compaction).
-    pub(super) start: usize,
+    pub(in crate::level0::matrix) start: usize,
     /// User keys below this are gone from the row (its tombstones no longer count there).
-    pub(super) trim: Option<Arc<[u8]>>,
+    pub(in crate::level0::matrix) trim: Option<Arc<[u8]>>,
     /// The row's `next` pointers refer to the next row of the group.
-    pub(super) linked: bool,
+    pub(in crate::level0::matrix) linked: bool,
 }
 
 impl<E> Clone for GroupRow<E> {
@@ -44,7 +44,7 @@ impl<E> Clone for GroupRow<E> {
 }
 
 impl<E: AsRef<[u8]>> GroupRow<E> {
-    pub(super) fn new(reader: Arc<RowReader<E>>) -> Self {
+    pub(in crate::level0::matrix) fn new(reader: Arc<RowReader<E>>) -> Self {
         GroupRow {
             start: reader.first_live(),
             reader,
@@ -54,7 +54,7 @@ impl<E: AsRef<[u8]>> GroupRow<E> {
     }
 
     /// Appends the row's range tombstones, cut to its trim.
-    pub(super) fn tombstones_into(&self, out: &mut Vec<RangeTombstone>) {
+    pub(in crate::level0::matrix) fn tombstones_into(&self, out: &mut Vec<RangeTombstone>) {
         for t in self.reader.range_tombstones() {
             let mut t = t.clone();
             if let Some(trim) = self.trim.as_deref() {
@@ -70,7 +70,11 @@ impl<E: AsRef<[u8]>> GroupRow<E> {
     }
 
     /// The newest tombstone `<= snap` of this row covering `user_key`, or 0.
-    pub(super) fn covering_tombstone(&self, user_key: &[u8], snap: SeqNo) -> SeqNo {
+    pub(in crate::level0::matrix) fn covering_tombstone(
+        &self,
+        user_key: &[u8],
+        snap: SeqNo,
+    ) -> SeqNo {
         if self.trim.as_deref().is_some_and(|t| user_key < t) {
             return 0;
         }
@@ -80,10 +84,10 @@ impl<E: AsRef<[u8]>> GroupRow<E> {
 
 /// Rows stacked newest first, with segment filters. See the module docs.
 pub struct MatrixGroup<E> {
-    pub(super) rows: Vec<GroupRow<E>>,
+    pub(in crate::level0::matrix) rows: Vec<GroupRow<E>>,
     /// Newest first; their row counts add up to `rows.len()`.
-    pub(super) segments: Vec<Arc<SegmentFilter>>,
-    pub(super) params: MatrixParams,
+    pub(in crate::level0::matrix) segments: Vec<Arc<SegmentFilter>>,
+    pub(in crate::level0::matrix) params: MatrixParams,
 }
 
 impl<E> Clone for MatrixGroup<E> {
@@ -185,7 +189,7 @@ impl<E: AsRef<[u8]>> MatrixGroup<E> {
     }
 
     /// Recomputes which rows' pointers refer to the row below them in the group.
-    pub(super) fn set_links(&mut self) {
+    pub(in crate::level0::matrix) fn set_links(&mut self) {
         let below: Vec<_> = self
             .rows
             .iter()

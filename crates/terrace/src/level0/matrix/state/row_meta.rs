@@ -1,14 +1,14 @@
 //! What the manifest records about one matrix row: a flushed memtable kept as a sorted row
 //! on the persistent-memory tier by the matrix level 0 (docs/techniques/matrixkv.md).
 //!
-//! Owns: `RowMeta` and its tagged encoding inside a version edit (docs/formats/manifest.md,
-//! "Row fields").
+//! Owns: `RowMeta` and the tagged encoding of its sub-fields inside a level-0 record
+//! (docs/formats/manifest.md, "Row fields").
 //! Must not touch: the row's bytes; the matrix level 0 reads them from persistent memory.
 //! Concurrency: plain values.
 
-use super::field::{put_field, put_varint_field, Decoder, SAFE_TO_IGNORE};
 use crate::error::{Error, Result};
 use crate::key::{self, InternalKey, SeqNo};
+use crate::version::field::{put_field, put_varint_field, Decoder, SAFE_TO_IGNORE};
 
 const ROW_NUMBER: u32 = 1;
 const ROW_GROUP: u32 = 2;

@@ -1,6 +1,5 @@
 //! Choosing the next column of the frozen group: from where the last column ended, up to
-//! the first valid cut (see `level0::column_cut`) at which the rows hold about the target
-//! bytes.
+//! the first valid cut (see `column_cut`) at which the rows hold about the target bytes.
 //!
 //! Owns: sampling cut candidates from the rows, estimating bytes between two keys, and
 //! narrowing a column to the key span its rows cover.
@@ -9,12 +8,23 @@
 
 use std::sync::Arc;
 
-use crate::compaction::PickedColumn;
+use super::next_cut;
 use crate::key::{self, MAX_SEQ};
-use crate::level0::column_cut::next_cut;
-use crate::level0::matrix::MatrixGroup;
+use crate::level0::matrix::rows::MatrixGroup;
+use crate::level0::matrix::state::RowMeta;
 use crate::pmem::Extent;
-use crate::version::{FileMeta, RowMeta};
+use crate::version::FileMeta;
+
+/// A column of the frozen group: its rows (newest first), read within `[lo, hi)`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MatrixColumn {
+    /// The rows, newest first.
+    pub rows: Vec<Arc<RowMeta>>,
+    /// Inclusive lower user key; `None` is unbounded.
+    pub lo: Option<Vec<u8>>,
+    /// Exclusive upper user key; `None` is unbounded (the last column).
+    pub hi: Option<Vec<u8>>,
+}
 
 /// Cut candidates taken from each row, besides the base level's file boundaries.
 const SAMPLES_PER_ROW: usize = 32;
@@ -22,12 +32,12 @@ const SAMPLES_PER_ROW: usize = 32;
 /// The next column of the frozen `rows` (their readers in `group`), cut against the
 /// base level's `files`, holding about `target_bytes`. `None` if the rows hold nothing
 /// from their trim on (the caller deletes them).
-pub(super) fn next_column(
+pub fn next_column(
     rows: Vec<Arc<RowMeta>>,
     group: &MatrixGroup<Extent>,
     files: &[Arc<FileMeta>],
     target_bytes: u64,
-) -> Option<PickedColumn> {
+) -> Option<MatrixColumn> {
     let start: Option<Vec<u8>> = rows.iter().filter_map(|r| r.trim.clone()).max();
     let mut samples = Vec::new();
     for (i, reader) in group.rows().enumerate() {
@@ -72,7 +82,7 @@ pub(super) fn next_column(
         bytes_between,
     );
     let (lo, hi) = narrow_to_rows(&rows, start, hi);
-    Some(PickedColumn { rows, lo, hi })
+    Some(MatrixColumn { rows, lo, hi })
 }
 
 /// Narrows the column `[lo, hi)` to the key span the rows cover: base-level files outside
