@@ -34,6 +34,7 @@ pub mod inspect;
 pub mod iter;
 pub mod key;
 pub mod level0;
+pub mod listener;
 pub mod memtable;
 pub mod merge;
 pub mod options;

@@ -8,21 +8,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
+use crate::level0::{Level0, Level0Settings};
+use crate::sst::SstOptions;
 use crate::storage::{FsStorage, Storage};
 
-/// Per-block compression of table files.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
-)]
-pub enum Compression {
-    /// Blocks are stored as built.
-    #[default]
-    None,
-    /// LZ4 block format.
-    Lz4,
-    /// Zstandard at the given level.
-    Zstd(i32),
-}
+pub use crate::sst::Compression;
 
 /// How write-ahead-log damage found on open is handled (docs/formats/wal.md, "Recovery
 /// modes"). In both modes damage in a log followed by a later log that holds anything
@@ -144,9 +134,9 @@ pub struct Options {
     /// Extra compaction-filter factories to register (built-ins are always there).
     pub compaction_filter_factories: Vec<Arc<dyn crate::compaction::CompactionFilterFactory>>,
     /// Receivers of flush, compaction and background-error events.
-    pub listeners: Vec<Arc<dyn crate::db::EventListener>>,
+    pub listeners: Vec<Arc<dyn crate::listener::EventListener>>,
     /// The kind of level 0 (classic level-0 table files by default).
-    pub level0: Arc<dyn crate::level0::Level0>,
+    pub level0: Arc<dyn Level0>,
 }
 
 impl Default for Options {
@@ -214,6 +204,29 @@ impl std::fmt::Debug for Options {
 }
 
 impl Options {
+    /// What the level 0 needs of these options.
+    pub fn level0_settings(&self) -> Level0Settings {
+        Level0Settings {
+            write_buffer_size: self.write_buffer_size,
+            level0_file_num_compaction_trigger: self.level0_file_num_compaction_trigger,
+            level0_slowdown_writes_trigger: self.level0_slowdown_writes_trigger,
+            level0_stop_writes_trigger: self.level0_stop_writes_trigger,
+            max_bytes_for_level_base: self.max_bytes_for_level_base,
+            volume: self.level_volumes.first().copied().unwrap_or(0),
+            sst: self.sst_options(),
+        }
+    }
+
+    /// The table options of this database's table files.
+    pub fn sst_options(&self) -> SstOptions {
+        SstOptions {
+            block_size: self.block_size,
+            restart_interval: self.block_restart_interval,
+            bloom_bits_per_key: self.bloom_bits_per_key,
+            compression: self.compression,
+        }
+    }
+
     /// Checks that the options make sense together.
     ///
     /// # Errors

@@ -92,7 +92,7 @@ impl OutputWriter<'_, '_> {
             .file_numbers
             .get(self.next_number)
             .ok_or_else(|| {
-                Error::InvalidArgument("compaction ran out of pre-allocated file numbers".into())
+                Error::Internal("compaction ran out of pre-allocated file numbers".into())
             })?;
         self.next_number += 1;
         let path = self.env.tables.path(self.task.output.volume, number);

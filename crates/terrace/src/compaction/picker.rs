@@ -30,7 +30,7 @@ use crate::options::{CompactionPri, Options};
 use crate::version::FileMeta;
 
 pub use self::column::pick_into_base_level;
-pub use self::score::{base_level, level0_file_count_score, level_targets, scores};
+pub use self::score::{base_level, level_targets, scores};
 
 /// The part of a version the picker reads.
 #[derive(Debug, Clone, Copy)]
@@ -42,7 +42,7 @@ pub struct LevelState<'a> {
     /// Numbers of files that a running compaction owns.
     pub being_compacted: &'a HashSet<u64>,
     /// Level 0's compaction score, from the level 0 in use (`level0::Level0`); the classic
-    /// one is [`level0_file_count_score`].
+    /// one is `level0::level0_file_count_score`.
     pub level0_score: f64,
     /// Level 1's byte target (its base), from the level 0 in use: a larger level 0 may
     /// widen level 1 so that the tree stays shallow.

@@ -179,7 +179,7 @@ fn encode<T: serde::Serialize>(body: &T) -> Result<Vec<u8>> {
         format_version: TASK_FORMAT_VERSION,
         body,
     })
-    .map_err(|e| Error::InvalidArgument(format!("cannot encode compaction data: {e}")))
+    .map_err(|e| Error::Internal(format!("cannot encode compaction data: {e}")))
 }
 
 fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8], what: &str) -> Result<T> {

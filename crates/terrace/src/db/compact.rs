@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use parking_lot::MutexGuard;
 
-use super::listener::CompactionInfo;
 use super::{DbInner, DbState};
 use crate::compaction::{
     self, CompactionResult, CompactionTask, ExecutorEnv, LevelState, OutputSpec, PickedCompaction,
 };
 use crate::error::{Error, Result};
+use crate::listener::CompactionInfo;
 use crate::version::{FileMeta, VersionEdit};
 
 impl DbInner {
@@ -29,10 +29,12 @@ impl DbInner {
             levels: v.levels(),
             compact_pointers: &pointers,
             being_compacted: &st.being_compacted,
-            level0_score: self
-                .level0
-                .compaction_score(&v, &st.being_compacted, &self.opts),
-            level1_target_bytes: self.level0.level1_target_bytes(&v, &self.opts),
+            level0_score: self.level0.compaction_score(
+                &v,
+                &st.being_compacted,
+                &self.level0_settings,
+            ),
+            level1_target_bytes: self.level0.level1_target_bytes(&v, &self.level0_settings),
         })
     }
 
@@ -61,9 +63,15 @@ impl DbInner {
     ) -> Option<PickedCompaction> {
         let level0 = self.level0.self_compacting()?;
         let v = st.versions.current();
-        let column = level0.next_column(&v, state.being_compacted, &self.opts, manual)?;
         let base =
             compaction::picker::base_level(state.levels, &self.opts, state.level1_target_bytes);
+        let column = level0.next_column(
+            &v,
+            state.being_compacted,
+            &self.level0_settings,
+            base,
+            manual,
+        )?;
         compaction::pick_into_base_level(state, base, column)
     }
 

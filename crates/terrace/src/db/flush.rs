@@ -4,9 +4,9 @@ use std::sync::Arc;
 
 use parking_lot::MutexGuard;
 
-use super::listener::FlushInfo;
 use super::{DbInner, DbState};
 use crate::error::{Error, Result};
+use crate::listener::FlushInfo;
 use crate::version::VersionEdit;
 
 impl DbInner {

@@ -13,7 +13,6 @@ mod compact;
 mod flush;
 mod gc;
 mod iterator;
-mod listener;
 mod open;
 mod read;
 mod resume;
@@ -36,7 +35,7 @@ use crate::batch::WriteBatch;
 use crate::compaction::FilterRegistry;
 use crate::error::{Error, Result};
 use crate::key::SeqNo;
-use crate::level0::{Level0, Level0Env, Level0View};
+use crate::level0::{Level0, Level0Env, Level0Settings, Level0View};
 use crate::memtable::MemTable;
 use crate::options::{Options, ReadOptions, WriteOptions};
 use crate::sst::BlockCache;
@@ -45,8 +44,8 @@ use crate::tables::Tables;
 use crate::version::{Version, VersionSet};
 use crate::wal::LogWriter;
 
+pub use crate::listener::{CompactionInfo, EventListener, FlushInfo};
 pub use iterator::DbIterator;
-pub use listener::{CompactionInfo, EventListener, FlushInfo};
 pub use read::PinnedValue;
 pub use snapshot::Snapshot;
 pub use stats::{DbStats, LatencySummary, LevelStats};
@@ -115,6 +114,8 @@ pub(crate) struct DbInner {
     pub(crate) wal: Mutex<WalState>,
     pub(crate) tables: Arc<Tables>,
     pub(crate) level0: Arc<dyn Level0>,
+    /// What the options say of level 0, as the level 0 takes them.
+    pub(crate) level0_settings: Level0Settings,
     pub(crate) block_cache: Arc<BlockCache>,
     pub(crate) snapshots: Arc<snapshot::SnapshotList>,
     pub(crate) counters: stats::Counters,
@@ -430,7 +431,7 @@ impl DbInner {
     pub(crate) fn level0_env(&self) -> Level0Env<'_> {
         Level0Env {
             storage: self.storage.as_ref(),
-            opts: &self.opts,
+            settings: &self.level0_settings,
             tables: &self.tables,
             snapshots: &[],
             new_number: None,

@@ -113,9 +113,10 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
     // Replay the logs into level-0 tables.
     let counters = stats::Counters::new(opts.num_levels);
     let level0 = opts.level0.clone();
+    let level0_settings = opts.level0_settings();
     let env = Level0Env {
         storage: storage.as_ref(),
-        opts: &opts,
+        settings: &level0_settings,
         tables: &tables,
         snapshots: &[],
         new_number: None,
@@ -220,6 +221,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
         }),
         tables,
         level0,
+        level0_settings,
         block_cache,
         snapshots: Arc::default(),
         counters,

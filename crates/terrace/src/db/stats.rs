@@ -241,7 +241,8 @@ impl super::DbInner {
         let targets = crate::compaction::level_targets(
             sv.version.levels(),
             &self.opts,
-            self.level0.level1_target_bytes(&sv.version, &self.opts),
+            self.level0
+                .level1_target_bytes(&sv.version, &self.level0_settings),
         );
         let levels: Vec<LevelStats> = (0..sv.version.num_levels())
             .map(|l| {

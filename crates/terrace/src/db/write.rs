@@ -183,7 +183,9 @@ impl DbInner {
             if st.shutting_down {
                 return Err(Error::Closed);
             }
-            let pressure = self.level0.backpressure(&st.versions.current(), &self.opts);
+            let pressure = self
+                .level0
+                .backpressure(&st.versions.current(), &self.level0_settings);
             if pressure != Backpressure::Slowdown {
                 wal.delay.reset();
             } else if *allow_delay {

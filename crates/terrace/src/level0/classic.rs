@@ -4,17 +4,30 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::{Backpressure, Level0, Level0Env, Level0Flush, Level0View};
+use super::{Backpressure, Level0, Level0Env, Level0Flush, Level0Settings, Level0View};
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::SeqNo;
 use crate::memtable::MemTable;
-use crate::options::Options;
 use crate::range_del::RangeTombstone;
-use crate::sst::{SstBuilder, SstOptions};
+use crate::sst::SstBuilder;
 use crate::storage::IoClass;
 use crate::tables::{lookup, Lookup, Tables};
 use crate::version::{FileMeta, Level0State, NoLevel0State, Version};
+
+/// RocksDB's level-0 score: live level-0 files (those no running compaction owns) over
+/// the file-count `trigger`.
+pub fn level0_file_count_score(
+    level0: &[Arc<FileMeta>],
+    being_compacted: &HashSet<u64>,
+    trigger: usize,
+) -> f64 {
+    let live = level0
+        .iter()
+        .filter(|f| !being_compacted.contains(&f.number))
+        .count();
+    live as f64 / trigger.max(1) as f64
+}
 
 /// Level-0 table files in the manifest, with RocksDB's file-count triggers.
 #[derive(Debug, Default, Clone, Copy)]
@@ -42,11 +55,11 @@ pub(crate) fn write_memtable(
     if !iter.valid() && tombstones.is_empty() {
         return Ok(None);
     }
-    let volume = env.opts.level_volumes.first().copied().unwrap_or(0);
+    let volume = env.settings.volume;
     let dir = env.tables.dir(volume);
     let path = env.tables.path(volume, number);
     let file = env.storage.create(&path, IoClass::Flush)?;
-    let mut builder = SstBuilder::new(file, path, SstOptions::from_options(env.opts));
+    let mut builder = SstBuilder::new(file, path, env.settings.sst);
     while iter.valid() {
         builder.add(iter.key(), iter.value())?;
         iter.next()?;
@@ -94,7 +107,7 @@ impl Level0 for ClassicLevel0 {
         version.level_bytes(0)
     }
 
-    fn backpressure(&self, version: &Version, opts: &Options) -> Backpressure {
+    fn backpressure(&self, version: &Version, opts: &Level0Settings) -> Backpressure {
         let n = version.files(0).len();
         if n >= opts.level0_stop_writes_trigger {
             Backpressure::Stop
@@ -109,9 +122,13 @@ impl Level0 for ClassicLevel0 {
         &self,
         version: &Version,
         being_compacted: &HashSet<u64>,
-        opts: &Options,
+        opts: &Level0Settings,
     ) -> f64 {
-        crate::compaction::picker::level0_file_count_score(version.files(0), being_compacted, opts)
+        level0_file_count_score(
+            version.files(0),
+            being_compacted,
+            opts.level0_file_num_compaction_trigger,
+        )
     }
 
     fn durable_seq(&self, version: &Version) -> SeqNo {

@@ -44,13 +44,13 @@ use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::SeqNo;
 use crate::memtable::MemTable;
-use crate::options::Options;
 use crate::range_del::RangeTombstone;
+use crate::sst::SstOptions;
 use crate::storage::Storage;
 use crate::tables::{Lookup, Tables};
 use crate::version::{FileMeta, Level0Record, Level0State, Version};
 
-pub use classic::ClassicLevel0;
+pub use classic::{level0_file_count_score, ClassicLevel0};
 pub use matrix::{MatrixLevel0, MatrixOptions, DEFAULT_REGION_FILE};
 pub use self_compacting::{ColumnDone, SelfCompacting};
 
@@ -65,12 +65,32 @@ pub enum Backpressure {
     Stop,
 }
 
+/// What a level 0 needs of the database's options (`Options::level0_settings`): a level 0
+/// depends on these, never on the options themselves, which hold the level 0.
+#[derive(Debug, Clone, Default)]
+pub struct Level0Settings {
+    /// Bytes a memtable may hold before it is flushed.
+    pub write_buffer_size: usize,
+    /// Level-0 files that trigger a compaction (a classic level 0).
+    pub level0_file_num_compaction_trigger: usize,
+    /// Level-0 files from which writes are delayed (a classic level 0).
+    pub level0_slowdown_writes_trigger: usize,
+    /// Level-0 files at which writes stop (a classic level 0).
+    pub level0_stop_writes_trigger: usize,
+    /// The byte target of level 1 the options give.
+    pub max_bytes_for_level_base: u64,
+    /// The volume level-0 table files go to.
+    pub volume: u32,
+    /// How table files are written.
+    pub sst: SstOptions,
+}
+
 /// What a level 0 needs from the database to do I/O.
 pub struct Level0Env<'a> {
     /// The database's storage.
     pub storage: &'a dyn Storage,
-    /// The database's options.
-    pub opts: &'a Options,
+    /// What the database's options say of level 0.
+    pub settings: &'a Level0Settings,
     /// The table files and their volumes.
     pub tables: &'a Arc<Tables>,
     /// The live snapshots, ascending: what a level 0 that rewrites its own data (the
@@ -177,7 +197,7 @@ pub trait Level0: Send + Sync {
     fn size_bytes(&self, version: &Version) -> u64;
 
     /// What the write path must do now.
-    fn backpressure(&self, version: &Version, opts: &Options) -> Backpressure;
+    fn backpressure(&self, version: &Version, settings: &Level0Settings) -> Backpressure;
 
     /// False while level 0 has no room for a memtable of `bytes`: the flush waits for a
     /// compaction to free space (a flush stall).
@@ -191,13 +211,13 @@ pub trait Level0: Send + Sync {
         &self,
         version: &Version,
         being_compacted: &HashSet<u64>,
-        opts: &Options,
+        settings: &Level0Settings,
     ) -> f64;
 
     /// The byte target of level 1 (the base of every deeper target). A level 0 that holds
     /// much more than a few memtables widens level 1 to match, keeping the tree shallow.
-    fn level1_target_bytes(&self, _version: &Version, opts: &Options) -> u64 {
-        opts.max_bytes_for_level_base
+    fn level1_target_bytes(&self, _version: &Version, settings: &Level0Settings) -> u64 {
+        settings.max_bytes_for_level_base
     }
 
     /// The newest sequence number that level 0 (and below) holds durably: WAL records up to

@@ -11,10 +11,9 @@
 
 use std::collections::HashSet;
 
-use super::{Level0Env, Level0Flush};
+use super::{Level0Env, Level0Flush, Level0Settings};
 use crate::compaction::{Level0Column, Level0Source};
 use crate::error::Result;
-use crate::options::Options;
 use crate::version::{Level0Record, Version};
 
 /// What installing a finished column changes in level 0.
@@ -31,14 +30,16 @@ pub struct ColumnDone {
 /// A level 0 that compacts itself in columns; see the module docs. The executor opens its
 /// columns through the `Level0Source` supertrait.
 pub trait SelfCompacting: Level0Source {
-    /// The next column to compact into the base level, or `None` when nothing is due.
-    /// `manual` asks for every unit level 0 holds to be compacted (a manual compaction of
-    /// the whole key range). `busy` holds the numbers that running compactions own.
+    /// The next column to compact into `base_level` (the level below level 0 that
+    /// receives its data), or `None` when nothing is due. `manual` asks for every unit
+    /// level 0 holds to be compacted (a manual compaction of the whole key range). `busy`
+    /// holds the numbers that running compactions own.
     fn next_column(
         &self,
         version: &Version,
         busy: &HashSet<u64>,
-        opts: &Options,
+        settings: &Level0Settings,
+        base_level: usize,
         manual: bool,
     ) -> Option<Level0Column>;
 

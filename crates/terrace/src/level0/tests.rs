@@ -25,12 +25,13 @@ fn classic_backpressure_follows_file_count_triggers() {
     let dir = tempfile::tempdir().unwrap();
     let storage: Arc<dyn Storage> = Arc::new(crate::storage::FsStorage::new());
     let mut vs = VersionSet::create(storage, dir.path(), 7, 1 << 20).unwrap();
-    let opts = Options {
+    let opts = crate::options::Options {
         level0_slowdown_writes_trigger: 2,
         level0_stop_writes_trigger: 3,
         level0_file_num_compaction_trigger: 1,
-        ..Options::default()
-    };
+        ..crate::options::Options::default()
+    }
+    .level0_settings();
     let l0 = ClassicLevel0;
     assert_eq!(l0.backpressure(&vs.current(), &opts), Backpressure::None);
     for n in 1..=3u64 {

@@ -8,7 +8,20 @@ use bytes::Bytes;
 
 use super::format::BLOCK_TRAILER_LEN;
 use crate::coding::{get_fixed32, get_varint32, put_varint32};
-use crate::options::Compression;
+
+/// Per-block compression of table files.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
+pub enum Compression {
+    /// Blocks are stored as built.
+    #[default]
+    None,
+    /// LZ4 block format.
+    Lz4,
+    /// Zstandard at the given level.
+    Zstd(i32),
+}
 
 /// Type byte of a block stored as built.
 pub(crate) const TYPE_NONE: u8 = 0;

@@ -212,3 +212,10 @@ impl InternalIterator for SstIterator {
         }
     }
 }
+
+impl SstReader {
+    /// An iterator over the table's point entries; it holds `self` alive.
+    pub fn iter(self: &Arc<Self>, class: IoClass, fill_cache: bool) -> SstIterator {
+        SstIterator::new(Arc::clone(self), class, fill_cache)
+    }
+}

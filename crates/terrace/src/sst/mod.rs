@@ -31,7 +31,7 @@ pub use properties::Properties;
 pub use reader::SstReader;
 pub use table_cache::TableCache;
 
-use crate::options::{Compression, Options};
+pub use compress::Compression;
 
 /// How a table is built.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,18 +53,6 @@ impl Default for SstOptions {
             restart_interval: 16,
             bloom_bits_per_key: 10,
             compression: Compression::None,
-        }
-    }
-}
-
-impl SstOptions {
-    /// The table options of a database.
-    pub fn from_options(o: &Options) -> Self {
-        SstOptions {
-            block_size: o.block_size,
-            restart_interval: o.block_restart_interval,
-            bloom_bits_per_key: o.bloom_bits_per_key,
-            compression: o.compression,
         }
     }
 }

@@ -1,4 +1,5 @@
-//! Opens a table file and answers point lookups; the base of [`SstIterator`].
+//! Opens a table file and answers point lookups; the base of `SstIterator` (whose module
+//! adds `SstReader::iter`).
 //!
 //! Owns: [`SstReader`]: footer, metaindex, index, filter, properties and range-deletion
 //! blocks held in memory; data blocks read on demand through the block cache.
@@ -18,7 +19,6 @@ use super::format::{
     BlockHandle, Footer, FOOTER_LEN, META_FILTER, META_PROPERTIES, META_RANGE_DEL,
 };
 use super::index_search::IndexSearch;
-use super::iterator::SstIterator;
 use super::properties::Properties;
 use crate::error::{Error, Result};
 use crate::key::{self, ValueType};
@@ -268,11 +268,6 @@ impl SstReader {
     /// Offset of the index block, named in errors about it.
     pub(crate) fn index_offset(&self) -> u64 {
         self.index_offset
-    }
-
-    /// An iterator over the table's point entries; it holds `self` alive.
-    pub fn iter(self: &Arc<Self>, class: IoClass, fill_cache: bool) -> SstIterator {
-        SstIterator::new(Arc::clone(self), class, fill_cache)
     }
 
     /// The approximate file offset at which `ikey`'s entries are (the file size past the end).

@@ -235,7 +235,7 @@ impl VersionSet {
             let payload = edit.encode();
             let written = match self.manifest.as_mut() {
                 Some(m) => m.append_synced(&payload),
-                None => Err(Error::InvalidArgument("no manifest open".into())),
+                None => Err(Error::Internal("no manifest open".into())),
             };
             if let Err(e) = written {
                 // The file may now end in a partial record: never append to it again.

@@ -14,6 +14,7 @@ mod level_stats;
 mod matrix;
 mod matrix_full;
 mod model;
+mod module_graph;
 mod regress;
 mod seams;
 mod sync_wal;

@@ -170,7 +170,7 @@ impl terrace::level0::Level0 for ByteBudgetLevel0 {
     fn backpressure(
         &self,
         version: &terrace::version::Version,
-        _opts: &Options,
+        _opts: &terrace::level0::Level0Settings,
     ) -> terrace::level0::Backpressure {
         if version.level_bytes(0) > 40 << 10 {
             self.slowdowns
@@ -184,12 +184,16 @@ impl terrace::level0::Level0 for ByteBudgetLevel0 {
         &self,
         version: &terrace::version::Version,
         _busy: &std::collections::HashSet<u64>,
-        _opts: &Options,
+        _opts: &terrace::level0::Level0Settings,
     ) -> f64 {
         // Compact once level 0 is past the slowdown budget by a fifth.
         version.level_bytes(0) as f64 / (48 << 10) as f64
     }
-    fn level1_target_bytes(&self, _version: &terrace::version::Version, _opts: &Options) -> u64 {
+    fn level1_target_bytes(
+        &self,
+        _version: &terrace::version::Version,
+        _opts: &terrace::level0::Level0Settings,
+    ) -> u64 {
         4 * (64 << 10)
     }
     fn durable_seq(&self, version: &terrace::version::Version) -> u64 {

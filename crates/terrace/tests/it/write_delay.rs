@@ -37,14 +37,18 @@ impl Level0 for AlwaysSlow {
     fn size_bytes(&self, _version: &Version) -> u64 {
         1 << 20
     }
-    fn backpressure(&self, _version: &Version, _opts: &Options) -> Backpressure {
+    fn backpressure(
+        &self,
+        _version: &Version,
+        _opts: &terrace::level0::Level0Settings,
+    ) -> Backpressure {
         Backpressure::Slowdown
     }
     fn compaction_score(
         &self,
         version: &Version,
         busy: &std::collections::HashSet<u64>,
-        opts: &Options,
+        opts: &terrace::level0::Level0Settings,
     ) -> f64 {
         ClassicLevel0.compaction_score(version, busy, opts)
     }

@@ -13,20 +13,6 @@ use super::LevelState;
 use crate::options::Options;
 use crate::version::FileMeta;
 
-/// The classic level-0 score: files not being compacted over
-/// `level0_file_num_compaction_trigger`.
-pub fn level0_file_count_score(
-    level0: &[Arc<FileMeta>],
-    being_compacted: &HashSet<u64>,
-    opts: &Options,
-) -> f64 {
-    let live = level0
-        .iter()
-        .filter(|f| !being_compacted.contains(&f.number))
-        .count();
-    live as f64 / opts.level0_file_num_compaction_trigger.max(1) as f64
-}
-
 fn level_bytes(files: &[Arc<FileMeta>], skip: Option<&HashSet<u64>>) -> u64 {
     files
         .iter()

@@ -57,10 +57,10 @@ impl Fixture {
             levels: &self.levels,
             compact_pointers: &self.pointers,
             being_compacted: &self.busy,
-            level0_score: level0_file_count_score(
+            level0_score: crate::level0::level0_file_count_score(
                 self.levels.first().map_or(&[][..], |l| l.as_slice()),
                 &self.busy,
-                o,
+                o.level0_file_num_compaction_trigger,
             ),
             level1_target_bytes: o.max_bytes_for_level_base,
         }

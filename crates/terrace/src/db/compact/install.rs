@@ -14,10 +14,10 @@ use std::collections::HashSet;
 use parking_lot::MutexGuard;
 
 use crate::compaction::{CompactionResult, CompactionTask, PickedCompaction};
-use crate::db::listener::CompactionInfo;
 use crate::db::stats::{self, CompactionBytes};
 use crate::db::{DbInner, DbState};
 use crate::error::{Error, Result};
+use crate::listener::CompactionInfo;
 use crate::version::VersionEdit;
 
 impl DbInner {

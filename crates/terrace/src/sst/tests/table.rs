@@ -330,7 +330,7 @@ fn options_carry_over() {
         compression: Compression::Zstd(5),
         ..crate::Options::default()
     };
-    let s = SstOptions::from_options(&o);
+    let s = o.sst_options();
     assert_eq!(
         (
             s.block_size,

@@ -21,8 +21,7 @@ use crate::iter::InternalIterator;
 use crate::level0::matrix::column_cut::{next_column, MatrixColumn};
 use crate::level0::matrix::state::{rows_of, RowEdit, RowMeta};
 use crate::level0::matrix::table_merge::accept_merge;
-use crate::level0::{ColumnDone, Level0, Level0Env, Level0Flush, SelfCompacting};
-use crate::options::Options;
+use crate::level0::{ColumnDone, Level0Env, Level0Flush, Level0Settings, SelfCompacting};
 use crate::range_del::RangeTombstone;
 use crate::version::Version;
 
@@ -85,13 +84,14 @@ impl SelfCompacting for MatrixLevel0 {
         &self,
         version: &Version,
         busy: &HashSet<u64>,
-        opts: &Options,
+        settings: &Level0Settings,
+        base_level: usize,
         manual: bool,
     ) -> Option<Level0Column> {
         let mut guard = self.state.lock();
         let st = guard.as_mut()?;
         let full = group_bytes(version, st.active_group) >= self.trigger_bytes()
-            || !self.has_room(version, opts.write_buffer_size);
+            || !self.has_room(version, settings.write_buffer_size);
         if (manual || full)
             && st.pending.is_none()
             && frozen_group(version, st.active_group).is_none()
@@ -114,9 +114,8 @@ impl SelfCompacting for MatrixLevel0 {
             return None;
         }
         let group = st.groups.iter().find(|g| g.id == frozen)?.group.clone();
-        let l1_target = self.level1_target_bytes(version, opts);
-        let base = crate::compaction::picker::base_level(version.levels(), opts, l1_target);
-        let column = next_column(rows, &group, version.files(base), self.column_bytes())?;
+        let files = version.files(base_level);
+        let column = next_column(rows, &group, files, self.column_bytes())?;
         match to_level0_column(column) {
             Ok(c) => Some(c),
             Err(e) => {

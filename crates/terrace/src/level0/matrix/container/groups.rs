@@ -109,9 +109,7 @@ pub(in crate::level0::matrix) fn stored_row_meta(
         }
     }
     let (Some(smallest), Some(largest)) = (smallest, largest) else {
-        return Err(Error::InvalidArgument(
-            "an empty row has no metadata".into(),
-        ));
+        return Err(Error::Internal("an empty row has no metadata".into()));
     };
     let seqs = tombstones.iter().map(|t| t.seq);
     Ok(RowMeta {

@@ -53,10 +53,10 @@ use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::SeqNo;
 use crate::level0::{
-    Backpressure, Level0, Level0Copy, Level0Env, Level0Flush, Level0View, SelfCompacting,
+    Backpressure, Level0, Level0Copy, Level0Env, Level0Flush, Level0Settings, Level0View,
+    SelfCompacting,
 };
 use crate::memtable::MemTable;
-use crate::options::Options;
 use crate::pmem::{PmemOptions, PmemRegion};
 use crate::tables::Tables;
 use crate::version::{Level0State, Version};
@@ -295,7 +295,7 @@ impl Level0 for MatrixLevel0 {
             .fold(0u64, |sum, r| sum.saturating_add(r.size))
     }
 
-    fn backpressure(&self, version: &Version, opts: &Options) -> Backpressure {
+    fn backpressure(&self, version: &Version, opts: &Level0Settings) -> Backpressure {
         // Flushes stop when no row fits (see `ready_to_flush`); before that, writes are
         // slowed while the room left holds fewer than three memtables, so that compaction
         // catches up in many short delays instead of one long stop.
@@ -312,7 +312,12 @@ impl Level0 for MatrixLevel0 {
         self.has_room(version, bytes) && self.region_has_room(bytes)
     }
 
-    fn compaction_score(&self, version: &Version, _busy: &HashSet<u64>, opts: &Options) -> f64 {
+    fn compaction_score(
+        &self,
+        version: &Version,
+        _busy: &HashSet<u64>,
+        opts: &Level0Settings,
+    ) -> f64 {
         if !self.has_room(version, opts.write_buffer_size) {
             // Flushes are stalled: freeing room comes before every other compaction.
             return STALLED_SCORE;
@@ -329,7 +334,7 @@ impl Level0 for MatrixLevel0 {
         }
     }
 
-    fn level1_target_bytes(&self, _version: &Version, _opts: &Options) -> u64 {
+    fn level1_target_bytes(&self, _version: &Version, _settings: &Level0Settings) -> u64 {
         // Level 1 is as large as the container, and each deeper level the usual ratio
         // larger: the tree is as deep as with a level 0 of this size.
         self.opts.capacity

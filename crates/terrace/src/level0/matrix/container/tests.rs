@@ -49,10 +49,11 @@ fn writes_slow_down_before_the_container_is_full_and_a_stall_comes_first() {
         ..MatrixOptions::default()
     })
     .unwrap();
-    let opts = Options {
+    let opts = crate::options::Options {
         write_buffer_size: 64 << 10,
-        ..Options::default()
-    };
+        ..crate::options::Options::default()
+    }
+    .level0_settings();
     let busy = HashSet::new();
     // Empty: full speed, and nothing to compact.
     assert_eq!(l0.backpressure(&vs.current(), &opts), Backpressure::None);

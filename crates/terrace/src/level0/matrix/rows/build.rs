@@ -105,7 +105,7 @@ impl BelowCursor<'_> {
         while self.pos < row.len() && key::compare(row.key(self.pos)?, ikey) == Ordering::Less {
             self.pos += 1;
         }
-        u32::try_from(self.pos).map_err(|_| Error::InvalidArgument("row below too large".into()))
+        u32::try_from(self.pos).map_err(|_| Error::Internal("row below too large".into()))
     }
     fn link(&self) -> RowLink {
         RowLink {

@@ -150,7 +150,7 @@ impl<E: AsRef<[u8]>> MatrixGroup<E> {
         params: MatrixParams,
     ) -> Result<Self> {
         if marks.len() != rows.len() {
-            return Err(Error::InvalidArgument(
+            return Err(Error::Internal(
                 "matrix group: one merge mark per row".into(),
             ));
         }
@@ -255,7 +255,7 @@ impl<E: AsRef<[u8]>> MatrixGroup<E> {
     /// `InvalidArgument` if a position is past the rows.
     pub fn without_rows(&self, drop: &[usize]) -> Result<Self> {
         if let Some(bad) = drop.iter().find(|&&i| i >= self.rows.len()) {
-            return Err(Error::InvalidArgument(format!(
+            return Err(Error::Internal(format!(
                 "matrix group: no row {bad} to drop of {}",
                 self.rows.len()
             )));
@@ -304,15 +304,13 @@ impl<E: AsRef<[u8]>> MatrixGroup<E> {
     /// entry at or after its row's start.
     pub fn with_readers(&self, readers: Vec<Arc<RowReader<E>>>) -> Result<Self> {
         if readers.len() != self.rows.len() {
-            return Err(Error::InvalidArgument(
-                "matrix group: reader count differs".into(),
-            ));
+            return Err(Error::Internal("matrix group: reader count differs".into()));
         }
         let mut g = self.clone();
         for (row, reader) in g.rows.iter_mut().zip(readers) {
             let same = reader.id() == row.reader.id() && reader.len() == row.reader.len();
             if !same || reader.first_live() > row.start {
-                return Err(Error::InvalidArgument(format!(
+                return Err(Error::Internal(format!(
                     "matrix group: row {} cannot take the reader of row {}",
                     row.reader.id(),
                     reader.id()

@@ -135,7 +135,7 @@ impl<E: AsRef<[u8]>> RowReader<E> {
             .checked_sub(self.released)
             .filter(|s| *s <= self.data.len());
         let Some(skip) = skip else {
-            return Err(Error::InvalidArgument(format!(
+            return Err(Error::Internal(format!(
                 "matrix row {}: cannot release {released} of {} data chunks ({} released)",
                 self.header.id,
                 self.header.data_chunks.len(),
@@ -233,7 +233,7 @@ impl<E: AsRef<[u8]>> RowReader<E> {
     pub(crate) fn meta_entry(&self, j: usize) -> Result<MetaEntry> {
         let per = self.header.entries_per_meta_chunk as usize;
         if j >= self.len() || per == 0 {
-            return Err(Error::InvalidArgument(format!(
+            return Err(Error::Internal(format!(
                 "matrix row {}: entry {j} of {}",
                 self.header.id,
                 self.len()
@@ -259,7 +259,7 @@ impl<E: AsRef<[u8]>> RowReader<E> {
 
     fn entry_at(&self, j: usize, m: &MetaEntry) -> Result<(&[u8], &[u8])> {
         if (m.chunk as usize) < self.released {
-            return Err(Error::InvalidArgument(format!(
+            return Err(Error::Internal(format!(
                 "matrix row {}: entry {j} was released by column compaction",
                 self.header.id
             )));

@@ -82,7 +82,7 @@ impl<E: AsRef<[u8]>> MatrixGroup<E> {
         for seg in &self.segments {
             let rows = first..first + seg.rows();
             first = rows.end;
-            let past = || Error::InvalidArgument("matrix segments past the rows".into());
+            let past = || Error::Internal("matrix segments past the rows".into());
             if !seg.may_contain_hash(hash) {
                 for row in self.rows.get(rows.clone()).ok_or_else(past)? {
                     let t = row.covering_tombstone(user_key, snap);

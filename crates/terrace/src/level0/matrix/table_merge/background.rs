@@ -71,7 +71,7 @@ impl MatrixLevel0 {
             (st.region.clone(), group, metas, plan)
         };
         // Room for the rows flushed while the merge runs (a flush waits if it has none).
-        let reserve = 2 * self.row_bytes(env.opts.write_buffer_size);
+        let reserve = 2 * self.row_bytes(env.settings.write_buffer_size);
         let result = run_merge(
             &region,
             &group,
@@ -153,7 +153,7 @@ pub(in crate::level0::matrix) fn run_merge(
     reserve: u64,
 ) -> Result<Option<MergeDone>> {
     if metas.len() != group.len() {
-        return Err(Error::InvalidArgument(
+        return Err(Error::Internal(
             "matrix group differs from its version's rows".into(),
         ));
     }
@@ -225,7 +225,7 @@ pub(in crate::level0::matrix) fn run_merge(
     if let Some(relinked) = &out.above {
         let i = plan.rows.start - 1;
         let (Some(old), Some(old_meta)) = (group.row(i), metas.get(i)) else {
-            return Err(Error::InvalidArgument("matrix merge: no row above".into()));
+            return Err(Error::Internal("matrix merge: no row above".into()));
         };
         let number = new_number();
         let s = match store_relinked(region, number, relinked, old.data_chunks().to_vec()) {
@@ -309,7 +309,7 @@ pub(in crate::level0::matrix) fn accept(
         }
     }
     if numbers.len() != merged.len() {
-        return Err(Error::InvalidArgument(
+        return Err(Error::Internal(
             "matrix merge: row numbers differ from the merged group".into(),
         ));
     }

@@ -147,7 +147,7 @@ impl<E: AsRef<[u8]> + Send + Sync + 'static> MatrixGroup<E> {
                     .map(|r| r.reader.id())
                     .eq(plan.row_ids.iter().copied())
             })
-            .ok_or_else(|| Error::InvalidArgument("merge plan does not fit the group".into()))?;
+            .ok_or_else(|| Error::Internal("merge plan does not fit the group".into()))?;
         let mut tombstones = Vec::new();
         for row in inputs {
             row.tombstones_into(&mut tombstones);
@@ -291,7 +291,7 @@ impl<E: AsRef<[u8]> + Send + Sync + 'static> MatrixGroup<E> {
         above: Option<Arc<RowReader<E>>>,
         new_segments: Vec<Arc<SegmentFilter>>,
     ) -> Result<Self> {
-        let bad = |r: &str| Error::InvalidArgument(format!("table merge: {r}"));
+        let bad = |r: &str| Error::Internal(format!("table merge: {r}"));
         let first_id = plan.row_ids.first().ok_or_else(|| bad("empty plan"))?;
         let start = self
             .rows

@@ -1,4 +1,7 @@
 //! Event listeners: user callbacks on flushes, compactions and background errors.
+//!
+//! Owns: the [`EventListener`] trait and what it is told. Must not touch: the database;
+//! `db` calls the listeners in `Options::listeners` after each event.
 
 use crate::error::Error;
 
