@@ -357,6 +357,7 @@ mod tests {
             capacity: 64 * 4096,
             page_size: 4096,
             mode: PmemMode::Shadow,
+            rate_limit: 0,
         };
         PmemRegion::open(&dir.path().join("dir.pmem"), opts).unwrap()
     }
