@@ -34,7 +34,7 @@ pub use format::{ChunkInfo, RowHeader, RowLink, FORMAT_VERSION, META_ENTRY_BYTES
 pub use group::MatrixGroup;
 pub use iter::RowIterator;
 pub use merge::{MergeOutput, MergePlan};
-pub use row::RowReader;
+pub use row::{ReadMeter, RowReader};
 pub use search::{PointRead, RowEntry, SearchStats};
 
 use crate::error::{Error, Result};
