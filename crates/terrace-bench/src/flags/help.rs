@@ -26,9 +26,12 @@ Usage: terrace bench [--name=value ...]   (db_bench's flag names and defaults)
                      prints it (pass it back to replay the run)
   --l0=classic|matrix --pmem_path=DIR --matrix_capacity=BYTES --matrix_columns=N
   --matrix_segment_rows=N --matrix_merge_segments=N --matrix_trigger=FRACTION
+  --pmem_rate_limit=BYTES_PER_SEC
                      level 0 as table files, or as the matrix container on the
                      persistent-memory tier (its region file MATRIX.pmem goes in --pmem_path);
-                     the other flags of this group need --l0=matrix
+                     the other flags of this group need --l0=matrix. --pmem_rate_limit (0:
+                     off) caps the bytes the region persists plus reads per second, a token
+                     bucket that makes a region emulated in DRAM as slow as a device
   --storage_rate_limit=BYTES_PER_SEC --storage_iops_limit=IOPS --storage_io_unit=BYTES
                      make the table directories of levels 1+ a slower device (0: off; with
                      one database directory that is the whole database, log included

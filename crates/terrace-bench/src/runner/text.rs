@@ -8,7 +8,7 @@ use std::io::Write;
 
 use terrace::Db;
 
-use crate::flags::Flags;
+use crate::flags::{Flags, L0Kind};
 use crate::seed::Seeds;
 
 /// Prints the run's header: versions, sizes, threads, seed, compression, devices.
@@ -27,6 +27,13 @@ pub(super) fn print_header(f: &Flags, seeds: &Seeds, out: &mut dyn Write) -> std
     writeln!(out, "Compression: {:?}", f.compression_type)?;
     if let Some(wal) = &f.wal_dir {
         writeln!(out, "WAL dir:    {}", wal.display())?;
+    }
+    if f.matrix.l0 == L0Kind::Matrix && f.matrix.rate_limit > 0 {
+        writeln!(
+            out,
+            "PMem:       rate-limited to {:.1} MB/s persisted plus read (a token bucket)",
+            f.matrix.rate_limit as f64 / 1_048_576.0
+        )?;
     }
     if let Some(limits) = f.storage_limits() {
         let mut device = Vec::new();

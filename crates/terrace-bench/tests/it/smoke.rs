@@ -297,3 +297,31 @@ fn wal_dir_holds_the_logs_and_is_emptied_with_the_database() {
     run(&flags, &mut Vec::new()).unwrap();
     assert_eq!(logs(&wal), 1);
 }
+
+/// The matrix level 0 with a bandwidth limit on its region: the header names the limit and
+/// the run completes (the limit is far above what the run moves, so it never waits).
+#[test]
+fn a_matrix_run_with_a_pmem_rate_limit_names_it() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("pmem")).unwrap();
+    let flags = Flags::parse([
+        format!("--db={}", dir.path().join("db").display()),
+        format!("--pmem_path={}", dir.path().join("pmem").display()),
+        "--l0=matrix".into(),
+        "--matrix_capacity=4194304".into(),
+        "--pmem_rate_limit=10485760000".into(),
+        "--benchmarks=fillseq,readrandom".into(),
+        "--num=2000".into(),
+        "--write_buffer_size=65536".into(),
+        "--noprogress".into(),
+    ])
+    .unwrap();
+    let mut out = Vec::new();
+    let results = run(&flags, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(
+        text.contains("PMem:       rate-limited to 10000.0 MB/s persisted plus read"),
+        "{text}"
+    );
+    assert_eq!(results[1].found, 2000);
+}
