@@ -19,7 +19,9 @@
 # MERGE_SEGMENTS (defaults 4 and 2: small enough that table merges happen in a 32-row
 # container; the thesis's 50 and 5 would never merge at this scale), CONFIGS (which of
 # classic-ssd, classic-nvm and matrix to run; default all three), SEQ (0 skips the
-# sequential fillseq/readseq runs).
+# sequential fillseq/readseq runs), PMEM_RATE_LIMIT (bytes/s the matrix run's region may
+# persist plus read, --pmem_rate_limit; default 0, unlimited: a token bucket, not a model
+# of persistent memory, docs/formats/pmem.md).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 . "$ROOT/bench/common.sh"
@@ -32,6 +34,7 @@ SEGMENT_ROWS="${SEGMENT_ROWS:-4}"
 MERGE_SEGMENTS="${MERGE_SEGMENTS:-2}"
 CONFIGS="${CONFIGS:-classic-ssd classic-nvm matrix}"
 SEQ="${SEQ:-1}"
+PMEM_RATE_LIMIT="${PMEM_RATE_LIMIT:-0}"
 WORK="${WORK:-$(mktemp -d)}"
 PMEM_DIR="${PMEM_DIR:-$WORK/pmem}"
 BIN="$(terrace_bin)"
@@ -62,5 +65,6 @@ run classic-ssd --max_bytes_for_level_base="$base" --storage_rate_limit="$RATE"
 run classic-nvm --max_bytes_for_level_base="$base"
 run matrix --l0=matrix --pmem_path="$PMEM_DIR" --wal_dir="$PMEM_DIR/wal" \
   --matrix_capacity="$CAPACITY" --matrix_segment_rows="$SEGMENT_ROWS" \
-  --matrix_merge_segments="$MERGE_SEGMENTS" --storage_rate_limit="$RATE"
+  --matrix_merge_segments="$MERGE_SEGMENTS" --pmem_rate_limit="$PMEM_RATE_LIMIT" \
+  --storage_rate_limit="$RATE"
 echo "reports and CSVs in $WORK"

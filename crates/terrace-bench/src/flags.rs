@@ -90,7 +90,9 @@ pub struct Flags {
     pub disable_wal: bool,
     /// Keep the database of an earlier run; fills that need a fresh one are skipped.
     pub use_existing_db: bool,
-    /// Base of the per-thread random seeds (0: a fixed base).
+    /// Base of the per-thread random seeds, as db_bench's: the n-th thread the run starts
+    /// (counting across benchmarks) draws from `seed + n`; 0 takes the base from the clock
+    /// (see `seed::Seeds`).
     pub seed: u64,
     /// Print the full latency histogram of each benchmark.
     pub histogram: bool,

@@ -11,8 +11,9 @@
 //!
 //! Modules: `flags` (db_bench's flags), `keys` (key format, value generator),
 //! `generator` (YCSB's zipfian, latest, uniform), `workload` (db_bench's benchmarks),
-//! `ycsb` (CoreWorkload A–F), `recorder` (per-thread measurement), `report` (result lines,
-//! JSON), `interval` (CSV series), `plot` (SVG), `runner` (the run), `server` (the YCSB
+//! `ycsb` (CoreWorkload A–F), `seed` (each thread's random seed, as db_bench gives them),
+//! `recorder` (per-thread measurement), `report` (result lines, JSON), `interval` (CSV
+//! series), `plot` (SVG), `runner` (the run), `server` (the YCSB
 //! workloads over RESP against a Redis-protocol server, `--target`), `resp_client` (its
 //! RESP2 client).
 
@@ -26,6 +27,7 @@ pub mod recorder;
 pub mod report;
 pub mod resp_client;
 pub mod runner;
+pub mod seed;
 pub mod server;
 pub mod workload;
 pub mod ycsb;

@@ -301,11 +301,17 @@ impl BenchResult {
     }
 }
 
-/// Writes `results` as a JSON document `{"flags": ..., "benchmarks": [...]}`.
+/// Writes `results` as a JSON document `{"flags": ..., "benchmarks": [...]}`; the flags'
+/// `seed` is the base the run used (`seed`: the clock's value when `--seed` was 0).
 ///
 /// # Errors
 /// `Io` if the file cannot be written.
-pub fn write_json(path: &Path, flags: &crate::Flags, results: &[BenchResult]) -> Result<()> {
+pub fn write_json(
+    path: &Path,
+    flags: &crate::Flags,
+    seed: u64,
+    results: &[BenchResult],
+) -> Result<()> {
     let doc = serde_json::json!({
         "tool": "terrace bench",
         "version": env!("CARGO_PKG_VERSION"),
@@ -320,6 +326,7 @@ pub fn write_json(path: &Path, flags: &crate::Flags, results: &[BenchResult]) ->
             "storage_io_unit": flags.storage_io_unit,
             "wal_dir": flags.wal_dir,
             "compaction_pri": format!("{:?}", flags.compaction_pri),
+            "seed": seed,
         },
         "benchmarks": results,
     });

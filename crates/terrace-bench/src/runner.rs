@@ -24,11 +24,13 @@ use crate::flags::Flags;
 use crate::interval::{report_loop, CsvReport, IntervalRow};
 use crate::recorder::{Shared, ThreadStats};
 use crate::report::{print_statistics, tree_depth, write_json, BenchResult, EngineDelta};
+use crate::seed::{BenchSeeds, Seeds};
 use crate::workload::{self, Ctx, KeyOrder};
 use crate::ycsb::{self, InsertCounter, Workload};
 
 mod text;
 
+pub(crate) use text::print_seed;
 use text::{print_compaction_stats, print_header, print_stats};
 
 /// Every benchmark name `--benchmarks` accepts.
@@ -90,7 +92,8 @@ pub fn run(flags: &Flags, out: &mut dyn Write) -> Result<Vec<BenchResult>> {
         destroy(flags)?;
     }
     let mut db = Some(Db::open(&flags.db, flags.engine_options())?);
-    print_header(flags, out).map_err(io)?;
+    let mut seeds = Seeds::new(flags.seed);
+    print_header(flags, &seeds, out).map_err(io)?;
     let csv = CsvReport::for_run(flags)?;
     let run_start = Instant::now();
     let mut results = Vec::new();
@@ -111,7 +114,8 @@ pub fn run(flags: &Flags, out: &mut dyn Write) -> Result<Vec<BenchResult>> {
             print_stats(d, out).map_err(io)?;
             continue;
         }
-        let result = run_one(d, flags, name, run_start, &csv)?;
+        let bench_seeds = seeds.next_benchmark(name, flags.threads);
+        let result = run_one(d, flags, name, bench_seeds, run_start, &csv)?;
         result.print(out, flags.histogram).map_err(io)?;
         if flags.statistics {
             print_compaction_stats(d, out).map_err(io)?;
@@ -127,14 +131,14 @@ pub fn run(flags: &Flags, out: &mut dyn Write) -> Result<Vec<BenchResult>> {
     if let Some(d) = db.take() {
         d.close()?;
     }
-    write_reports(flags, &results)?;
+    write_reports(flags, &seeds, &results)?;
     Ok(results)
 }
 
 /// Writes the JSON file and the plot that `flags` ask for.
-pub(crate) fn write_reports(flags: &Flags, results: &[BenchResult]) -> Result<()> {
+pub(crate) fn write_reports(flags: &Flags, seeds: &Seeds, results: &[BenchResult]) -> Result<()> {
     if let Some(path) = &flags.json {
-        write_json(path, flags, results)?;
+        write_json(path, flags, seeds.base(), results)?;
     }
     if let Some(path) = &flags.plot {
         let rows: Vec<IntervalRow> = results.iter().flat_map(|r| r.intervals.clone()).collect();
@@ -285,6 +289,7 @@ fn run_one(
     db: &Db,
     flags: &Flags,
     name: &str,
+    seeds: BenchSeeds,
     run_start: Instant,
     csv: &Mutex<Option<CsvReport>>,
 ) -> Result<BenchResult> {
@@ -295,11 +300,12 @@ fn run_one(
     let before = db.stats();
     let done = AtomicBool::new(false);
     let (threads, intervals) = std::thread::scope(|s| -> Result<_> {
-        let ctx = |tid| Ctx {
+        let ctx = |tid, seed| Ctx {
             db,
             flags,
             shared: &shared,
             tid,
+            seed,
         };
         let reporter = reporting.then(|| {
             let every = Duration::from_secs(flags.report_interval_seconds);
@@ -309,12 +315,12 @@ fn run_one(
         });
         let readers: Vec<_> = (0..flags.threads)
             .map(|tid| {
-                let (ctx, counter) = (ctx(tid), &counter);
+                let (ctx, counter) = (ctx(tid, seeds.worker(tid)), &counter);
                 s.spawn(move || worker(name, ctx, counter))
             })
             .collect();
         let writer = with_writer.then(|| {
-            let ctx = ctx(flags.threads);
+            let ctx = ctx(flags.threads, seeds.writer());
             s.spawn(move || workload::background_writer(ctx))
         });
         finish_threads(readers, writer, reporter, &shared, &done)

@@ -33,8 +33,8 @@ use crate::keys::ValueGenerator;
 use crate::recorder::{Budget, OpKind, Shared, ThreadStats};
 use crate::report::{BenchResult, Counters, EngineDelta};
 use crate::resp_client::{Client, Reply, Target};
-use crate::runner::{finish_threads, message, progress_bar, write_reports, BENCHMARKS};
-use crate::workload::worker_rng;
+use crate::runner::{finish_threads, message, print_seed, progress_bar, write_reports, BENCHMARKS};
+use crate::seed::{self, BenchSeeds, Seeds};
 use crate::ycsb::{chooser, load_share, pick, record_key, InsertCounter, Workload};
 
 /// Runs the YCSB benchmarks of `flags` against `target`, printing to `out`.
@@ -59,7 +59,8 @@ pub fn run(flags: &Flags, target: &Target, out: &mut dyn Write) -> Result<Vec<Be
         source,
     };
     let mut probe = Client::connect(target)?;
-    print_header(flags, target, out).map_err(io)?;
+    let mut seeds = Seeds::new(flags.seed);
+    print_header(flags, target, &seeds, out).map_err(io)?;
     let csv = CsvReport::for_run(flags)?;
     let run_start = Instant::now();
     let mut results = Vec::new();
@@ -74,16 +75,30 @@ pub fn run(flags: &Flags, target: &Target, out: &mut dyn Write) -> Result<Vec<Be
                 continue;
             }
         }
-        let result = run_one(flags, target, name, run_start, &csv, &mut probe)?;
+        let bench_seeds = seeds.next_benchmark(name, flags.threads);
+        let result = run_one(
+            flags,
+            target,
+            name,
+            bench_seeds,
+            run_start,
+            &csv,
+            &mut probe,
+        )?;
         result.print(out, flags.histogram).map_err(io)?;
         out.flush().map_err(io)?;
         results.push(result);
     }
-    write_reports(flags, &results)?;
+    write_reports(flags, &seeds, &results)?;
     Ok(results)
 }
 
-fn print_header(f: &Flags, target: &Target, out: &mut dyn Write) -> std::io::Result<()> {
+fn print_header(
+    f: &Flags,
+    target: &Target,
+    seeds: &Seeds,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
     writeln!(
         out,
         "Terrace:    version {} (server mode)",
@@ -97,6 +112,7 @@ fn print_header(f: &Flags, target: &Target, out: &mut dyn Write) -> std::io::Res
     )?;
     writeln!(out, "Connections: {}", f.threads)?;
     writeln!(out, "Pipeline:   {}", f.pipeline)?;
+    print_seed(seeds, out)?;
     writeln!(out, "{}", "-".repeat(48))
 }
 
@@ -153,6 +169,7 @@ fn run_one(
     flags: &Flags,
     target: &Target,
     name: &str,
+    seeds: BenchSeeds,
     run_start: Instant,
     csv: &Mutex<Option<CsvReport>>,
     probe: &mut Client,
@@ -171,7 +188,8 @@ fn run_one(
         let workers: Vec<_> = (0..flags.threads)
             .map(|tid| {
                 let (shared, counter) = (&shared, &counter);
-                s.spawn(move || worker(flags, target, shared, tid, name, counter))
+                let seed = seeds.worker(tid);
+                s.spawn(move || worker(flags, target, shared, tid, seed, name, counter))
             })
             .collect();
         finish_threads(workers, None, reporter, &shared, &done)
@@ -210,13 +228,14 @@ fn worker(
     target: &Target,
     shared: &Shared,
     tid: usize,
+    seed: u64,
     name: &str,
     counter: &InsertCounter,
 ) -> Result<ThreadStats> {
     let mut client = Client::connect(target)?;
     let record_len = f.ycsb_field_count * f.ycsb_field_length;
     let mut values = ValueGenerator::new(record_len, f.compression_ratio);
-    let mut rng = worker_rng(f, tid);
+    let mut rng = seed::rng(seed);
     let workload = Workload::from_name(name);
     let mut chooser = workload.map(|w| chooser(f, w));
     let mix = workload.map(Workload::mix);

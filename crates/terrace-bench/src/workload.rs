@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 use terrace::{Db, ReadOptions, WriteBatch, WriteOptions};
 
 use crate::error::Result;
@@ -29,18 +29,14 @@ pub struct Ctx<'a> {
     pub shared: &'a Shared,
     /// The worker's index (0-based).
     pub tid: usize,
-}
-
-/// Worker `tid`'s random numbers, seeded from `--seed` and its index as db_bench.
-pub fn worker_rng(flags: &Flags, tid: usize) -> StdRng {
-    let base = if flags.seed == 0 { 1000 } else { flags.seed };
-    StdRng::seed_from_u64(base + tid as u64)
+    /// The seed of the worker's random numbers (`seed::Seeds` gives it, as db_bench).
+    pub seed: u64,
 }
 
 impl Ctx<'_> {
-    /// The worker's random numbers, seeded from `--seed` and its index as db_bench.
+    /// The worker's random numbers, from its seed.
     pub fn rng(&self) -> StdRng {
-        worker_rng(self.flags, self.tid)
+        crate::seed::rng(self.seed)
     }
 
     /// The write options of `--sync` and `--disable_wal`.

@@ -19,12 +19,19 @@ Usage: terrace bench [--name=value ...]   (db_bench's flag names and defaults)
   --compaction_pri=min_overlapping_ratio|round_robin (or db_bench's 3|4; default 3)
   --level0_slowdown_writes_trigger --level0_stop_writes_trigger --bloom_bits --cache_size
   --block_size --max_background_jobs --subcompactions --batch_size --seek_nexts
-  --benchmark_write_rate_limit --sync --disable_wal --use_existing_db --seed --histogram
+  --benchmark_write_rate_limit --sync --disable_wal --use_existing_db --histogram
+  --seed=N           random seeds as db_bench's: the n-th thread of the run (counted across
+                     benchmarks, a *whilewriting writer first) draws from N+n, so each
+                     benchmark draws fresh keys; 0 (default) takes N from the clock and
+                     prints it (pass it back to replay the run)
   --l0=classic|matrix --pmem_path=DIR --matrix_capacity=BYTES --matrix_columns=N
   --matrix_segment_rows=N --matrix_merge_segments=N --matrix_trigger=FRACTION
+  --pmem_rate_limit=BYTES_PER_SEC
                      level 0 as table files, or as the matrix container on the
                      persistent-memory tier (its region file MATRIX.pmem goes in --pmem_path);
-                     the other flags of this group need --l0=matrix
+                     the other flags of this group need --l0=matrix. --pmem_rate_limit (0:
+                     off) caps the bytes the region persists plus reads per second, a token
+                     bucket that makes a region emulated in DRAM as slow as a device
   --storage_rate_limit=BYTES_PER_SEC --storage_iops_limit=IOPS --storage_io_unit=BYTES
                      make the table directories of levels 1+ a slower device (0: off; with
                      one database directory that is the whole database, log included

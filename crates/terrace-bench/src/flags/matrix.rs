@@ -1,5 +1,6 @@
 //! The flags of the matrix container level 0 (`--l0=matrix`): where its persistent-memory
-//! region lives and how large it is (docs/techniques/matrixkv.md).
+//! region lives, how large it is and how fast it may move bytes
+//! (docs/techniques/matrixkv.md).
 //!
 //! Owns: `MatrixFlags`, their defaults and parsing, and the `Level0` they describe.
 //! Must not touch: the database.
@@ -42,8 +43,11 @@ pub struct MatrixFlags {
     /// `--matrix_trigger`: fraction of the capacity that freezes the rows for column
     /// compaction.
     pub trigger: f64,
-    /// The first of `--pmem_path` and `--matrix_*` given, with its value: refused with
-    /// `--l0=classic`, where it would mean nothing.
+    /// `--pmem_rate_limit`: bytes per second the region may move, persisted plus read
+    /// (0: unlimited); a token bucket, not a model of the media (docs/formats/pmem.md).
+    pub rate_limit: u64,
+    /// The first of `--pmem_path`, `--pmem_rate_limit` and `--matrix_*` given, with its
+    /// value: refused with `--l0=classic`, where it would mean nothing.
     pub given: Option<(String, String)>,
 }
 
@@ -58,6 +62,7 @@ impl Default for MatrixFlags {
             segment_rows: d.params.segment_rows,
             merge_segments: d.params.merge_segments,
             trigger: d.compaction_trigger,
+            rate_limit: d.pmem_rate_limit,
             given: None,
         }
     }
@@ -87,6 +92,7 @@ impl MatrixFlags {
             "matrix_segment_rows" => num(name, v).map(|n| self.segment_rows = n),
             "matrix_merge_segments" => num(name, v).map(|n| self.merge_segments = n),
             "matrix_trigger" => num(name, v).map(|n| self.trigger = n),
+            "pmem_rate_limit" => num(name, v).map(|n| self.rate_limit = n),
             _ => return None,
         };
         if name != "l0" && self.given.is_none() {
@@ -106,19 +112,25 @@ impl MatrixFlags {
                 None => Ok(Arc::new(ClassicLevel0)),
             },
             L0Kind::Matrix => {
-                let mut opts = MatrixOptions {
-                    region_path: self.pmem_path.as_ref().map(|p| p.join(DEFAULT_REGION_FILE)),
-                    capacity: self.capacity,
-                    columns: self.columns,
-                    compaction_trigger: self.trigger,
-                    ..MatrixOptions::default()
-                };
-                opts.params.segment_rows = self.segment_rows;
-                opts.params.merge_segments = self.merge_segments;
-                let l0 =
-                    MatrixLevel0::new(opts).map_err(|e| bad("l0", "matrix", &e.to_string()))?;
+                let l0 = MatrixLevel0::new(self.matrix_options())
+                    .map_err(|e| bad("l0", "matrix", &e.to_string()))?;
                 Ok(Arc::new(l0))
             }
         }
+    }
+
+    /// The options of the matrix container these flags describe (unchecked).
+    pub fn matrix_options(&self) -> MatrixOptions {
+        let mut opts = MatrixOptions {
+            region_path: self.pmem_path.as_ref().map(|p| p.join(DEFAULT_REGION_FILE)),
+            capacity: self.capacity,
+            columns: self.columns,
+            compaction_trigger: self.trigger,
+            pmem_rate_limit: self.rate_limit,
+            ..MatrixOptions::default()
+        };
+        opts.params.segment_rows = self.segment_rows;
+        opts.params.merge_segments = self.merge_segments;
+        opts
     }
 }

@@ -245,6 +245,7 @@ fn matrix_flags_parse_and_need_the_matrix_level0() {
         "--matrix_segment_rows=4",
         "--matrix_merge_segments=2",
         "--matrix_trigger=0.5",
+        "--pmem_rate_limit=2000000000",
     ])
     .unwrap();
     assert_eq!(f.matrix.l0, L0Kind::Matrix);
@@ -254,8 +255,18 @@ fn matrix_flags_parse_and_need_the_matrix_level0() {
         (134_217_728, 16, 4)
     );
     assert_eq!((f.matrix.merge_segments, f.matrix.trigger), (2, 0.5));
+    assert_eq!(f.matrix.rate_limit, 2_000_000_000);
+    let opts = f.matrix.matrix_options();
+    assert_eq!(opts.pmem_rate_limit, 2_000_000_000);
+    assert_eq!(opts.params.segment_rows, 4);
+    assert_eq!(Flags::default().matrix.matrix_options().pmem_rate_limit, 0);
+    assert!(Flags::parse(["--l0=matrix", "--pmem_rate_limit=-1"]).is_err());
     // Without --l0=matrix a matrix setting would silently mean nothing: refused, named.
-    for arg in ["--pmem_path=/mnt/pmem", "--matrix_columns=16"] {
+    for arg in [
+        "--pmem_path=/mnt/pmem",
+        "--matrix_columns=16",
+        "--pmem_rate_limit=1000",
+    ] {
         let e = Flags::parse([arg]).unwrap_err().to_string();
         let name = arg.split('=').next().unwrap();
         assert!(e.contains(name) && e.contains("--l0=matrix"), "{e}");

@@ -8,10 +8,11 @@ use std::io::Write;
 
 use terrace::Db;
 
-use crate::flags::Flags;
+use crate::flags::{Flags, L0Kind};
+use crate::seed::Seeds;
 
-/// Prints the run's header: versions, sizes, threads, compression, devices.
-pub(super) fn print_header(f: &Flags, out: &mut dyn Write) -> std::io::Result<()> {
+/// Prints the run's header: versions, sizes, threads, seed, compression, devices.
+pub(super) fn print_header(f: &Flags, seeds: &Seeds, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out, "Terrace:    version {}", env!("CARGO_PKG_VERSION"))?;
     writeln!(out, "Keys:       {} bytes each", f.key_size)?;
     writeln!(
@@ -22,9 +23,17 @@ pub(super) fn print_header(f: &Flags, out: &mut dyn Write) -> std::io::Result<()
     )?;
     writeln!(out, "Entries:    {}", f.num)?;
     writeln!(out, "Threads:    {}", f.threads)?;
+    print_seed(seeds, out)?;
     writeln!(out, "Compression: {:?}", f.compression_type)?;
     if let Some(wal) = &f.wal_dir {
         writeln!(out, "WAL dir:    {}", wal.display())?;
+    }
+    if f.matrix.l0 == L0Kind::Matrix && f.matrix.rate_limit > 0 {
+        writeln!(
+            out,
+            "PMem:       rate-limited to {:.1} MB/s persisted plus read (a token bucket)",
+            f.matrix.rate_limit as f64 / 1_048_576.0
+        )?;
     }
     if let Some(limits) = f.storage_limits() {
         let mut device = Vec::new();
@@ -54,6 +63,20 @@ pub(super) fn print_header(f: &Flags, out: &mut dyn Write) -> std::io::Result<()
         )?;
     }
     writeln!(out, "{}", "-".repeat(48))
+}
+
+/// Prints the seed base of the run, and that it came from the clock when `--seed` was 0
+/// (as db_bench's "Set seed to N because --seed was 0"), so that the run can be replayed.
+pub(crate) fn print_seed(seeds: &Seeds, out: &mut dyn Write) -> std::io::Result<()> {
+    if seeds.from_clock() {
+        writeln!(
+            out,
+            "Seed:       {} (from the clock because --seed was 0)",
+            seeds.base()
+        )
+    } else {
+        writeln!(out, "Seed:       {}", seeds.base())
+    }
 }
 
 /// Prints the `stats` pseudo-benchmark: levels, compactions by output level, write

@@ -156,6 +156,37 @@ fn unknown_benchmarks_fail_before_running() {
     assert!(!dir.path().join("db").exists());
 }
 
+/// Each benchmark of a run draws fresh keys, as db_bench seeds them: a read after a
+/// random fill of `--num` keys into a space of `--num` finds about 1 - 1/e of its keys,
+/// not all of them (which replaying the fill's keys would). The header and the JSON name
+/// the seed, so a run can be replayed.
+#[test]
+fn a_read_after_a_random_fill_draws_fresh_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("out.json");
+    let flags = Flags::parse([
+        format!("--db={}", dir.path().join("db").display()),
+        "--benchmarks=fillrandom,readrandom".into(),
+        "--num=4000".into(),
+        "--seed=3".into(),
+        format!("--json={}", json.display()),
+        "--noprogress".into(),
+    ])
+    .unwrap();
+    let mut out = Vec::new();
+    let results = run(&flags, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains("Seed:       3\n"), "{text}");
+    let share = results[1].found as f64 / results[1].ops as f64;
+    assert!((0.55..0.70).contains(&share), "{share}");
+    // The same seed is the same workload.
+    let again = run(&flags, &mut Vec::new()).unwrap();
+    assert_eq!(again[1].found, results[1].found);
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(doc["flags"]["seed"], 3);
+}
+
 #[test]
 fn use_existing_db_skips_fills_and_keeps_data() {
     let dir = tempfile::tempdir().unwrap();
@@ -265,4 +296,32 @@ fn wal_dir_holds_the_logs_and_is_emptied_with_the_database() {
     // A second run starts over: the old logs are deleted, not refused or replayed.
     run(&flags, &mut Vec::new()).unwrap();
     assert_eq!(logs(&wal), 1);
+}
+
+/// The matrix level 0 with a bandwidth limit on its region: the header names the limit and
+/// the run completes (the limit is far above what the run moves, so it never waits).
+#[test]
+fn a_matrix_run_with_a_pmem_rate_limit_names_it() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("pmem")).unwrap();
+    let flags = Flags::parse([
+        format!("--db={}", dir.path().join("db").display()),
+        format!("--pmem_path={}", dir.path().join("pmem").display()),
+        "--l0=matrix".into(),
+        "--matrix_capacity=4194304".into(),
+        "--pmem_rate_limit=10485760000".into(),
+        "--benchmarks=fillseq,readrandom".into(),
+        "--num=2000".into(),
+        "--write_buffer_size=65536".into(),
+        "--noprogress".into(),
+    ])
+    .unwrap();
+    let mut out = Vec::new();
+    let results = run(&flags, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(
+        text.contains("PMem:       rate-limited to 10000.0 MB/s persisted plus read"),
+        "{text}"
+    );
+    assert_eq!(results[1].found, 2000);
 }

@@ -69,6 +69,7 @@ impl Pages {
             Verdict::Fail => return Err(io(std::io::Error::from_raw_os_error(libc::EIO))),
         }
         let (at, n) = (off + range.start, range.end - range.start);
+        region.charge_persist(n as u64);
         if let Some(shadow) = &region.shadow {
             // SAFETY: `&mut self` excludes every slice of this run, so nobody writes the
             // shadow bytes during the copy; the file-mapping bytes of this run are touched

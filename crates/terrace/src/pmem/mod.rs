@@ -3,8 +3,9 @@
 //!
 //! Owns: the region file (docs/formats/pmem.md): its header, its mapping, the volatile
 //! free-page set, persistence (cache-line write-back and fence on a synchronous DAX
-//! mapping, `msync` otherwise), the [`PmemMode::Shadow`] emulation of power failure, and
-//! a fault switch for crash tests that makes persists do nothing.
+//! mapping, `msync` otherwise), the [`PmemMode::Shadow`] emulation of power failure, the
+//! optional bandwidth limit (`rate`: a token bucket charged by persists and by the reads
+//! its users report), and a fault switch for crash tests that makes persists do nothing.
 //! Must not touch: what the bytes of an extent mean, or which extents are live. Callers
 //! (the matrix container of level 0) record sealed extents durably in their own metadata
 //! and [`PmemRegion::claim`] them again after a restart; the region trusts no allocator
@@ -27,6 +28,7 @@ mod extent;
 pub(crate) mod header;
 #[allow(unsafe_code)]
 mod map;
+mod rate;
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::path::{Path, PathBuf};
@@ -36,13 +38,15 @@ use std::sync::{Arc, OnceLock};
 use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
-use crate::storage::{PointKind, PowerSupply, Verdict};
+use crate::storage::{Clock, PointKind, PowerSupply, SystemClock, ThrottleStats, Verdict};
 
 pub use extent::{Extent, ExtentWriter};
+pub use rate::READ_QUANTUM;
 
 use alloc::{ClaimError, FreeRuns};
 use header::Header;
 use map::Mapping;
+use rate::RateLimit;
 
 /// How writes reach the region file.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -70,15 +74,23 @@ pub struct PmemOptions {
     pub page_size: u32,
     /// How writes reach the file.
     pub mode: PmemMode,
+    /// Bytes per second the region may move, persisted plus read; 0 (the default) is
+    /// unlimited. A token bucket (with the throttled storage's 100 ms of burst) charged by
+    /// every persist and by the reads users report with [`PmemRegion::charge_read`], so
+    /// that a region emulated in DRAM moves no faster than a given device; not a model of
+    /// persistent memory's media (docs/formats/pmem.md, "What the emulation is").
+    pub rate_limit: u64,
 }
 
 impl Default for PmemOptions {
-    /// No capacity (set it to create a region), 64 KiB pages, [`PmemMode::Mapped`].
+    /// No capacity (set it to create a region), 64 KiB pages, [`PmemMode::Mapped`], no
+    /// rate limit.
     fn default() -> Self {
         PmemOptions {
             capacity: 0,
             page_size: 64 * 1024,
             mode: PmemMode::Mapped,
+            rate_limit: 0,
         }
     }
 }
@@ -116,6 +128,8 @@ pub struct PmemRegion {
     skip_persists: AtomicBool,
     /// Fault injection: the simulated power supply every persist asks first.
     power: OnceLock<Arc<PowerSupply>>,
+    /// The bandwidth limit, if [`PmemOptions::rate_limit`] set one.
+    rate: Option<RateLimit>,
     /// Holds the file's exclusive lock; declared last so it is closed after the unmapping.
     _file: File,
 }
@@ -143,6 +157,16 @@ impl PmemRegion {
     /// version, checksum, field or length; `Locked` when another `PmemRegion` (in any
     /// process) has the file open; `Io` when the file cannot be made, read or mapped.
     pub fn open(path: &Path, opts: PmemOptions) -> Result<Arc<PmemRegion>> {
+        PmemRegion::open_with_clock(path, opts, Arc::new(SystemClock::new()))
+    }
+
+    /// [`PmemRegion::open`] with the clock the rate limit reads and sleeps on (tests give
+    /// a fake one, to check the limit's waits without real time).
+    pub(crate) fn open_with_clock(
+        path: &Path,
+        opts: PmemOptions,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Arc<PmemRegion>> {
         header::check_page_size(opts.page_size).map_err(Error::InvalidArgument)?;
         let io = |e| Error::io(path, e);
         if !path.try_exists().map_err(io)? {
@@ -203,6 +227,7 @@ impl PmemRegion {
             persist_calls: AtomicU64::new(0),
             skip_persists: AtomicBool::new(false),
             power: OnceLock::new(),
+            rate: (opts.rate_limit > 0).then(|| RateLimit::new(opts.rate_limit, clock)),
             _file: file,
         }))
     }
@@ -256,6 +281,36 @@ impl PmemRegion {
             bytes_written: self.bytes_written.load(Ordering::Relaxed),
             bytes_persisted: self.bytes_persisted.load(Ordering::Relaxed),
             persist_calls: self.persist_calls.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The bytes per second of the region's rate limit; 0 when it has none.
+    pub fn rate_limit(&self) -> u64 {
+        self.rate.as_ref().map_or(0, RateLimit::bytes_per_sec)
+    }
+
+    /// Reports `bytes` of the region read (by a row lookup, an iterator, a merge or a
+    /// check). With a rate limit, reads are gathered and every [`READ_QUANTUM`] bytes are
+    /// charged to the limit by the call that completes them, which then waits as a
+    /// persist does; without one this is a single branch and nothing is counted.
+    #[inline]
+    pub fn charge_read(&self, bytes: u64) {
+        if let Some(rate) = &self.rate {
+            rate.charge_read(bytes);
+        }
+    }
+
+    /// What the rate limit was charged (persists, and reads in whole quanta) and how
+    /// often and how long charges waited for it, as a throttled device reports it (`dir`
+    /// is the region file); `None` without a limit.
+    pub fn rate_limit_stats(&self) -> Option<ThrottleStats> {
+        self.rate.as_ref().map(|r| r.stats(&self.path))
+    }
+
+    /// Charges a persist of `bytes` to the rate limit, if any, and waits for it.
+    fn charge_persist(&self, bytes: u64) {
+        if let Some(rate) = &self.rate {
+            rate.charge(bytes);
         }
     }
 
@@ -352,7 +407,8 @@ impl PmemRegion {
     /// capacity and creation id, so that extents recorded for this file can be claimed in
     /// the copy at the same offsets) and the bytes of `extents`, each at its own offset;
     /// every other data page of the copy is zero. The copy is synced and renamed into place
-    /// whole. Used by checkpoints, with the extents of every live row.
+    /// whole. Used by checkpoints, with the extents of every live row. The extents' bytes
+    /// count as read for the rate limit ([`PmemRegion::charge_read`]).
     ///
     /// # Errors
     /// `InvalidArgument` if an extent belongs to another region or `target` exists; `Io`
@@ -371,9 +427,10 @@ impl PmemRegion {
         }
         header::write_new(target, self.header, |file| {
             use std::os::unix::fs::FileExt;
-            extents
-                .iter()
-                .try_for_each(|e| file.write_all_at(e.bytes(), e.offset()))
+            extents.iter().try_for_each(|e| {
+                self.charge_read(e.len());
+                file.write_all_at(e.bytes(), e.offset())
+            })
         })
     }
 

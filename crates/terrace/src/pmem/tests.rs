@@ -6,6 +6,7 @@ use proptest::prelude::*;
 use super::alloc::{ClaimError, FreeRuns};
 use super::header::{Header, HEADER_BYTES};
 use super::*;
+use crate::storage::FakeClock;
 
 const PAGE: u32 = 4096;
 const P: u64 = PAGE as u64;
@@ -15,6 +16,7 @@ fn opts(capacity: u64, mode: PmemMode) -> PmemOptions {
         capacity,
         page_size: PAGE,
         mode,
+        rate_limit: 0,
     }
 }
 
@@ -90,7 +92,7 @@ fn bad_options_are_invalid_arguments() {
         let o = PmemOptions {
             capacity: P,
             page_size,
-            mode: PmemMode::Mapped,
+            ..PmemOptions::default()
         };
         let err = PmemRegion::open(&path, o).unwrap_err();
         assert!(
@@ -112,7 +114,7 @@ fn reopen_with_another_page_size_is_refused() {
     let o = PmemOptions {
         capacity: 4 * P,
         page_size: 2 * PAGE,
-        mode: PmemMode::Mapped,
+        ..PmemOptions::default()
     };
     let err = PmemRegion::open(&path, o).unwrap_err();
     assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
@@ -736,4 +738,93 @@ fn a_copy_refuses_a_foreign_extent_and_an_existing_target() {
         b"mine",
         "an existing file is kept"
     );
+}
+
+// ---- rate limit ----
+
+/// A region limited to `rate` bytes per second whose waits go to a fake clock.
+fn limited(dir: &tempfile::TempDir, rate: u64) -> (Arc<PmemRegion>, Arc<FakeClock>) {
+    let clock = Arc::new(FakeClock::default());
+    let o = PmemOptions {
+        rate_limit: rate,
+        ..opts(4 * P, PmemMode::Mapped)
+    };
+    let r = PmemRegion::open_with_clock(&region_path(dir), o, clock.clone()).unwrap();
+    (r, clock)
+}
+
+fn ms(v: u64) -> std::time::Duration {
+    std::time::Duration::from_millis(v)
+}
+
+#[test]
+fn a_rate_limit_charges_every_persisted_byte_and_waits_for_the_debt() {
+    let dir = tempfile::tempdir().unwrap();
+    // 1000 B/s with the throttle's 100 ms of burst: 100 bytes free, then 1 ms per byte.
+    let (r, clock) = limited(&dir, 1000);
+    assert_eq!(r.rate_limit(), 1000);
+    let mut w = r.alloc(P).unwrap();
+    w.write(0, &[7; 100]).unwrap();
+    w.persist(0..100).unwrap();
+    assert!(clock.slept().is_empty(), "within the burst");
+    w.persist(100..1100).unwrap();
+    assert_eq!(clock.slept(), vec![ms(1000)]);
+    // Sealing persists the whole page; the bucket refilled nothing (the sleep paid the
+    // debt exactly), so all of it is debt.
+    let e = w.seal().unwrap();
+    assert_eq!(clock.slept(), vec![ms(1000), ms(4096)]);
+    let st = r.rate_limit_stats().unwrap();
+    assert_eq!(st.bytes, 100 + 1000 + P);
+    assert_eq!(st.bytes, r.stats().bytes_persisted);
+    assert_eq!((st.waits, st.wait_micros, st.ios), (2, 5_096_000, 0));
+    assert_eq!(st.limits.bytes_per_sec, 1000);
+    assert_eq!(st.dir, region_path(&dir));
+    drop(e);
+}
+
+#[test]
+fn reads_are_charged_in_whole_quanta_by_the_read_that_completes_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let (r, clock) = limited(&dir, 1 << 20);
+    r.charge_read(100);
+    r.charge_read(READ_QUANTUM - 101);
+    assert_eq!(
+        r.rate_limit_stats().unwrap().bytes,
+        0,
+        "no quantum complete"
+    );
+    r.charge_read(1);
+    assert_eq!(r.rate_limit_stats().unwrap().bytes, READ_QUANTUM);
+    // One read may complete several quanta; the rest waits for the next.
+    r.charge_read(3 * READ_QUANTUM + 10);
+    assert_eq!(r.rate_limit_stats().unwrap().bytes, 4 * READ_QUANTUM);
+    // 1 MiB/s holds 104857 bytes of burst: 16 KiB took no wait.
+    assert!(clock.slept().is_empty());
+    // A checkpoint's copy reads its extents.
+    let e = r.alloc(2 * P).unwrap().seal().unwrap();
+    let before = r.rate_limit_stats().unwrap().bytes;
+    r.copy_to(&dir.path().join("copy.pmem"), &[&e]).unwrap();
+    let after = r.rate_limit_stats().unwrap().bytes;
+    assert_eq!(after - before, 2 * P);
+}
+
+#[test]
+fn without_a_rate_limit_nothing_is_charged_or_waited() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(FakeClock::default());
+    let r = PmemRegion::open_with_clock(
+        &region_path(&dir),
+        opts(4 * P, PmemMode::Mapped),
+        clock.clone(),
+    )
+    .unwrap();
+    assert_eq!(r.rate_limit(), 0);
+    let mut w = r.alloc(P).unwrap();
+    w.write(0, &[1; 10]).unwrap();
+    w.persist(0..10).unwrap();
+    let _e = w.seal().unwrap();
+    r.charge_read(64 * READ_QUANTUM);
+    assert!(r.rate_limit_stats().is_none());
+    assert!(clock.slept().is_empty());
+    assert_eq!(r.stats().bytes_persisted, 10 + P);
 }

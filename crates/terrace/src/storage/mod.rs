@@ -26,6 +26,9 @@ pub use accounting::{IoClass, IoClassStats, IoStats};
 pub use fault::{CrashMode, FaultOp, FaultRule, FaultStorage, InjectedError, PAGE_BYTES};
 pub use fs::FsStorage;
 pub use power::{PointFilter, PointKind, PowerSupply, Verdict};
+#[cfg(test)]
+pub(crate) use throttle::bucket::FakeClock;
+pub(crate) use throttle::bucket::{Clock, DeviceBudget, SystemClock};
 pub use throttle::{ThrottleLimits, ThrottleStats, ThrottledStorage};
 
 /// A file being written: append-only, then synced.

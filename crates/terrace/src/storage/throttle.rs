@@ -35,7 +35,7 @@
 //! are asynchronous; and here the same injectable clock must drive both time and the
 //! sleep, so that the accounting is tested exactly, without real time.
 
-mod bucket;
+pub(crate) mod bucket;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -205,14 +205,9 @@ impl Throttle {
         self.storage
             .io_stats()
             .record_throttled(class, bytes, write);
-        let now = self.clock.now();
-        let wait = self.budget.charge(now, bytes, ios);
-        if !wait.is_zero() {
-            self.clock.sleep(wait);
-            // The time actually slept: a sleep of a few microseconds takes tens (the
-            // budget gives the difference back as tokens), and the waiting thread is
-            // held for all of it.
-            let slept = self.clock.now().saturating_sub(now).max(wait);
+        // The time actually slept: the waiting thread is held for all of it.
+        let slept = self.budget.admit(&*self.clock, bytes, ios);
+        if !slept.is_zero() {
             let micros = u64::try_from(slept.as_micros()).unwrap_or(u64::MAX);
             self.storage.io_stats().record_throttle_wait(class, micros);
         }

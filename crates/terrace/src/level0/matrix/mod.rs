@@ -28,7 +28,7 @@ pub(crate) use container::decode_dir;
 pub(crate) use container::encode_dir;
 pub use container::{MatrixLevel0, MatrixOptions, DEFAULT_REGION_FILE};
 pub use rows::{
-    build_row, relink, Below, BuiltRow, ChunkInfo, MatrixGroup, MatrixParams, PointRead,
+    build_row, relink, Below, BuiltRow, ChunkInfo, MatrixGroup, MatrixParams, PointRead, ReadMeter,
     RelinkedMeta, RowBuilder, RowEntry, RowHeader, RowIterator, RowLink, RowReader, SearchStats,
     SegmentFilter, FORMAT_VERSION, META_ENTRY_BYTES, MIN_CHUNK_BYTES,
 };

@@ -2,9 +2,10 @@
 //! and the merging of physically sequential I/Os into I/O units.
 //!
 //! Owns: `Clock` (real or fake time), `DeviceBudget` (the buckets of one device and its
-//! wait counters), `IoRun` (how many I/O operations a read or append costs).
+//! wait counters), `IoRun` (how many I/O operations a read or append costs). The
+//! persistent-memory region's bandwidth limit (`pmem`) is a `DeviceBudget` too.
 //! Must not touch: files; the caller performs the I/O after `DeviceBudget::charge` says
-//! how long to wait.
+//! how long to wait (or `DeviceBudget::admit` has waited).
 //! Concurrency: a `DeviceBudget` is shared by every thread using the device; its state is
 //! behind one mutex, held only for the arithmetic, never while sleeping. An `IoRun`
 //! belongs to one file handle.
@@ -151,6 +152,20 @@ impl DeviceBudget {
         wait
     }
 
+    /// Charges an I/O at `clock`'s time, as [`DeviceBudget::charge`], and sleeps on
+    /// `clock` for the wait. Returns how long the caller was held: zero within the budget,
+    /// else the time the sleep took, at least the wait (a sleep of a few microseconds
+    /// takes tens; the budget gives the difference back as tokens).
+    pub(crate) fn admit(&self, clock: &dyn Clock, bytes: u64, ios: u64) -> Duration {
+        let now = clock.now();
+        let wait = self.charge(now, bytes, ios);
+        if wait.is_zero() {
+            return Duration::ZERO;
+        }
+        clock.sleep(wait);
+        clock.now().saturating_sub(now).max(wait)
+    }
+
     pub(crate) fn stats(&self, dir: &std::path::Path) -> ThrottleStats {
         ThrottleStats {
             dir: dir.to_path_buf(),
@@ -160,6 +175,39 @@ impl DeviceBudget {
             waits: self.waits.load(Ordering::Relaxed),
             wait_micros: self.wait_micros.load(Ordering::Relaxed),
         }
+    }
+}
+
+/// Time that moves only when someone sleeps (or a test advances it), and a log of the
+/// sleeps: tests check a budget's waits exactly, without real time.
+#[cfg(test)]
+#[derive(Debug, Default)]
+pub(crate) struct FakeClock {
+    now: Mutex<Duration>,
+    sleeps: Mutex<Vec<Duration>>,
+}
+
+#[cfg(test)]
+impl FakeClock {
+    /// Moves the time forward by `d`.
+    pub(crate) fn advance(&self, d: Duration) {
+        *self.now.lock() += d;
+    }
+
+    /// Every sleep so far, in order.
+    pub(crate) fn slept(&self) -> Vec<Duration> {
+        self.sleeps.lock().clone()
+    }
+}
+
+#[cfg(test)]
+impl Clock for FakeClock {
+    fn now(&self) -> Duration {
+        *self.now.lock()
+    }
+    fn sleep(&self, d: Duration) {
+        self.sleeps.lock().push(d);
+        self.advance(d);
     }
 }
 

@@ -2,37 +2,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::Mutex;
-
-use super::bucket::{Clock, DeviceBudget, IoRun};
+use super::bucket::{DeviceBudget, FakeClock, IoRun};
 use super::*;
 use crate::storage::FsStorage;
-
-/// Time that moves only when someone sleeps, and a log of the sleeps.
-#[derive(Debug, Default)]
-struct FakeClock {
-    now: Mutex<Duration>,
-    sleeps: Mutex<Vec<Duration>>,
-}
-
-impl FakeClock {
-    fn advance(&self, d: Duration) {
-        *self.now.lock() += d;
-    }
-    fn slept(&self) -> Vec<Duration> {
-        self.sleeps.lock().clone()
-    }
-}
-
-impl Clock for FakeClock {
-    fn now(&self) -> Duration {
-        *self.now.lock()
-    }
-    fn sleep(&self, d: Duration) {
-        self.sleeps.lock().push(d);
-        self.advance(d);
-    }
-}
 
 const KIB: u64 = 1024;
 const UNIT: u64 = ThrottleLimits::CLOUD_IO_UNIT_BYTES;

@@ -402,6 +402,7 @@ impl Level0 for MatrixLevel0 {
                 capacity: self.opts.capacity.saturating_add(self.opts.capacity / 4),
                 page_size: self.opts.page_size,
                 mode: self.opts.mode,
+                rate_limit: self.opts.pmem_rate_limit,
             },
         )?;
         region.set_skip_persists(self.opts.skip_persists);

@@ -37,6 +37,9 @@ pub struct MatrixOptions {
     /// 4 MiB memtables) a column is one memtable's worth, and 32 gave shorter write gaps
     /// than 16 or 8 with the same write amplification (BENCHMARKS.md).
     pub columns: u32,
+    /// Bytes per second the region may move, persisted plus read (`PmemOptions::rate_limit`;
+    /// 0, the default: unlimited): makes a region emulated in DRAM as slow as a device.
+    pub pmem_rate_limit: u64,
     /// For fault-injection tests only: the region's persists return `Ok` but make nothing
     /// durable (`PmemRegion::set_skip_persists`), so in `Shadow` mode a crash loses the
     /// rows, as if the container had forgotten to persist them.
@@ -59,6 +62,7 @@ impl Default for MatrixOptions {
             params: MatrixParams::default(),
             compaction_trigger: 2.0 / 3.0,
             columns: 32,
+            pmem_rate_limit: 0,
             skip_persists: false,
             power: None,
         }

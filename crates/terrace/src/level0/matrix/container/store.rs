@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use crate::coding::{get_fixed32, get_fixed64};
 use crate::error::{Error, Result};
-use crate::level0::matrix::{BuiltRow, RelinkedMeta, RowReader};
+use crate::level0::matrix::{BuiltRow, ReadMeter, RelinkedMeta, RowReader};
 use crate::pmem::{Extent, PmemRegion};
 
 const DIR_MAGIC: u32 = 0x4458_4d54; // "TMXD" little-endian
@@ -89,6 +89,20 @@ impl StoredRow {
     }
 }
 
+/// A region's rows report their reads to its rate limit (point lookups, iterators,
+/// table merges, column compactions and the open-time check all read through them).
+impl ReadMeter for PmemRegion {
+    fn read(&self, bytes: u64) {
+        self.charge_read(bytes);
+    }
+}
+
+/// The meter of the rows of `region`: none without a rate limit, so that a read costs
+/// one branch.
+fn meter(region: &Arc<PmemRegion>) -> Option<Arc<dyn ReadMeter>> {
+    (region.rate_limit() > 0).then(|| Arc::clone(region) as Arc<dyn ReadMeter>)
+}
+
 fn copy_in(region: &Arc<PmemRegion>, bytes: &[u8]) -> Result<Extent> {
     let mut w = region.alloc(bytes.len().max(1) as u64)?;
     w.write(0, bytes)?;
@@ -160,7 +174,7 @@ fn finish_row(
         len: dir_bytes.len() as u64,
         checksum: crc32c::crc32c(&dir_bytes),
     };
-    let reader = RowReader::open(header, meta, data)?;
+    let reader = RowReader::open_metered(header, meta, data, 0, meter(region))?;
     Ok(StoredRow {
         dir,
         location,
@@ -313,6 +327,7 @@ pub(crate) fn load_row(
         })?;
     let dir = claim(loc.offset, pages)?;
     let dir_bytes = dir.bytes().get(..loc.len as usize).unwrap_or_default();
+    region.charge_read(dir_bytes.len() as u64);
     if dir_bytes.len() as u64 != loc.len || crc32c::crc32c(dir_bytes) != loc.checksum {
         return Err(Error::corruption(
             name,
@@ -339,7 +354,7 @@ pub(crate) fn load_row(
         .skip(released)
         .map(|&(o, l)| claim(o, l))
         .collect::<Result<Vec<_>>>()?;
-    let reader = RowReader::open_released(d.header, meta, data, released)?;
+    let reader = RowReader::open_metered(d.header, meta, data, released, meter(region))?;
     Ok(StoredRow {
         dir,
         location: loc,
@@ -357,6 +372,7 @@ mod tests {
             capacity: 64 * 4096,
             page_size: 4096,
             mode: PmemMode::Shadow,
+            rate_limit: 0,
         };
         PmemRegion::open(&dir.path().join("dir.pmem"), opts).unwrap()
     }

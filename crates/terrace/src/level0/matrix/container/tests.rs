@@ -120,3 +120,70 @@ fn dropped_rows_are_the_cached_rows_a_version_no_longer_holds() {
     assert_eq!(groups::dropped_rows(&cached, &sig(&[3, 9])), None);
     assert_eq!(groups::dropped_rows(&cached, &sig(&[11, 9, 7, 5, 3])), None);
 }
+
+/// With a rate limit the region is charged every byte the container persists and the
+/// bytes its rows read: the checks of a flushed row, point lookups and iterators.
+#[test]
+fn a_rate_limited_container_charges_its_persists_and_row_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let l0 = Arc::new(
+        MatrixLevel0::new(MatrixOptions {
+            region_path: Some(dir.path().join("region.pmem")),
+            capacity: 8 << 20,
+            page_size: 4096,
+            // Far above what the test moves: the bucket never makes it wait.
+            pmem_rate_limit: 1 << 40,
+            ..MatrixOptions::default()
+        })
+        .unwrap(),
+    );
+    let opts = crate::options::Options {
+        level0: l0.clone(),
+        ..crate::options::Options::default()
+    };
+    let db = crate::Db::open(dir.path().join("db"), opts).unwrap();
+    let key = |i: u32| format!("key{i:06}").into_bytes();
+    for i in 0..1000 {
+        db.put(&key(i), &[b'v'; 100]).unwrap();
+    }
+    db.flush().unwrap();
+    let charged = || {
+        let guard = l0.state.lock();
+        let region = &guard.as_ref().unwrap().region;
+        let st = region.rate_limit_stats().unwrap();
+        (st.bytes, region.stats().bytes_persisted, st.waits)
+    };
+    let (bytes, persisted, waits) = charged();
+    assert!(persisted > 1000 * 100, "{persisted}");
+    // Persists are charged as they happen, reads in whole quanta: opening the flushed
+    // row read it all back.
+    let reads = bytes - persisted;
+    assert_eq!(reads % crate::pmem::READ_QUANTUM, 0);
+    assert!(reads >= 1000 * 100, "{reads}");
+    assert_eq!(waits, 0);
+
+    let quantum = crate::pmem::READ_QUANTUM;
+    for i in 0..1000 {
+        assert_eq!(db.get(&key(i)).unwrap().unwrap().len(), 100);
+    }
+    let (after_gets, p, _) = charged();
+    assert_eq!(p, persisted, "lookups persist nothing");
+    assert!(
+        after_gets - bytes + quantum >= 1000 * 100,
+        "{}",
+        after_gets - bytes
+    );
+
+    let mut it = db.iter(crate::ReadOptions::default()).unwrap();
+    it.seek_to_first().unwrap();
+    let mut n = 0;
+    while it.valid() {
+        n += 1;
+        it.next().unwrap();
+    }
+    assert_eq!(n, 1000);
+    let (after_scan, _, _) = charged();
+    assert!(after_scan - after_gets + quantum >= 1000 * 100);
+    drop(it);
+    db.close().unwrap();
+}

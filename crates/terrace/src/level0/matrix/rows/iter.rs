@@ -49,6 +49,8 @@ impl<E: AsRef<[u8]>> RowIterator<E> {
             return Ok(());
         };
         let m = self.row.meta_entry(pos)?;
+        // The entry's key and value, charged once however often `key` and `value` look.
+        self.row.charge(m.key_len as usize + m.value_len as usize);
         self.cur = Some(Cursor {
             pos,
             chunk: m.chunk,

@@ -34,7 +34,7 @@ pub use format::{ChunkInfo, RowHeader, RowLink, FORMAT_VERSION, META_ENTRY_BYTES
 pub(in crate::level0::matrix) use group::GroupRow;
 pub use group::MatrixGroup;
 pub use iter::RowIterator;
-pub use row::RowReader;
+pub use row::{ReadMeter, RowReader};
 pub use search::{PointRead, RowEntry, SearchStats};
 
 use crate::error::{Error, Result};

@@ -2,13 +2,15 @@
 //! search, and the row's range tombstones.
 //!
 //! Owns: [`RowReader`], the decoded header it keeps in DRAM and the checks of every stored
-//! byte (docs/formats/matrix-row.md); the walk over the metadata entries is in `check`.
+//! byte (docs/formats/matrix-row.md); the walk over the metadata entries is in `check`;
+//! the [`ReadMeter`] a reader tells of each read of its chunks.
 //! Must not touch: other rows (a `next` pointer is only a number here) or trims, which the
 //! group keeps; a reader never writes its chunks.
 //! Concurrency: immutable after `open`; `Send`/`Sync` when the chunk type is.
 
 use std::cmp::Ordering;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use super::format::{key_prefix, MetaEntry, RowHeader, RowLink, META_ENTRY_BYTES};
 use crate::error::{Error, Result};
@@ -16,6 +18,15 @@ use crate::key::{self, SeqNo, MAX_SEQ};
 use crate::range_del::{FragmentedTombstones, RangeTombstone};
 
 mod check;
+
+/// Told of the bytes a [`RowReader`] reads from its chunks: each metadata entry, each key
+/// and value it returns or compares, an iterator's entry when it moves onto it, and every
+/// chunk the open-time check reads. A row on persistent memory reports them to its
+/// region's bandwidth limit; a reader without a meter counts nothing.
+pub trait ReadMeter: Send + Sync {
+    /// `bytes` of the row's chunks were read.
+    fn read(&self, bytes: u64);
+}
 
 /// One row of the matrix container, read from its metadata and data chunks.
 ///
@@ -33,6 +44,7 @@ pub struct RowReader<E> {
     first_live: usize,
     tombstones: FragmentedTombstones,
     name: PathBuf,
+    meter: Option<Arc<dyn ReadMeter>>,
 }
 
 impl<E> std::fmt::Debug for RowReader<E> {
@@ -74,6 +86,21 @@ impl<E: AsRef<[u8]>> RowReader<E> {
         data: Vec<E>,
         released: usize,
     ) -> Result<Self> {
+        Self::open_metered(header, meta, data, released, None)
+    }
+
+    /// [`RowReader::open_released`] telling `meter` of every read of the chunks, the
+    /// check's included (see [`ReadMeter`]).
+    ///
+    /// # Errors
+    /// As [`RowReader::open_released`].
+    pub fn open_metered(
+        header: &[u8],
+        meta: Vec<E>,
+        data: Vec<E>,
+        released: usize,
+        meter: Option<Arc<dyn ReadMeter>>,
+    ) -> Result<Self> {
         let header = RowHeader::decode(header)?;
         let name = PathBuf::from(format!("matrix-row-{}", header.id));
         let count_err =
@@ -96,6 +123,9 @@ impl<E: AsRef<[u8]>> RowReader<E> {
             .zip(&data)
             .map(|(i, c)| ("data", i, c));
         for (n, (kind, info, chunk)) in infos.chain(data_infos).enumerate() {
+            if let Some(m) = &meter {
+                m.read(u64::from(info.len));
+            }
             let bytes = chunk.as_ref().get(..info.len as usize);
             if bytes.is_none_or(|b| crc32c::crc32c(b) != info.crc) {
                 let idx = n.checked_sub(meta.len()).map_or(n, |d| d + released);
@@ -115,6 +145,7 @@ impl<E: AsRef<[u8]>> RowReader<E> {
             first_live: 0,
             tombstones,
             name,
+            meter,
         };
         row.check_entries()?;
         row.first_live = row.first_entry_in(released)?;
@@ -150,6 +181,7 @@ impl<E: AsRef<[u8]>> RowReader<E> {
             first_live: 0,
             tombstones: self.tombstones.clone(),
             name: self.name.clone(),
+            meter: self.meter.clone(),
         };
         row.first_live = row.first_entry_in(released)?;
         Ok(row)
@@ -228,7 +260,15 @@ impl<E: AsRef<[u8]>> RowReader<E> {
         (self.meta, self.data)
     }
 
-    /// The metadata entry at `j`.
+    /// Tells the meter, if any, that `bytes` of the chunks were read.
+    #[inline]
+    pub(crate) fn charge(&self, bytes: usize) {
+        if let Some(m) = &self.meter {
+            m.read(bytes as u64);
+        }
+    }
+
+    /// The metadata entry at `j` (metered).
     #[inline]
     pub(crate) fn meta_entry(&self, j: usize) -> Result<MetaEntry> {
         let per = self.header.entries_per_meta_chunk as usize;
@@ -240,6 +280,7 @@ impl<E: AsRef<[u8]>> RowReader<E> {
             )));
         }
         let at = (j % per) * META_ENTRY_BYTES;
+        self.charge(META_ENTRY_BYTES);
         self.meta
             .get(j / per)
             .and_then(|c| c.as_ref().get(at..at + META_ENTRY_BYTES))
@@ -247,7 +288,8 @@ impl<E: AsRef<[u8]>> RowReader<E> {
             .ok_or_else(|| self.corrupt_meta(j, "metadata entry outside its chunk"))
     }
 
-    /// `len` bytes at `offset` of data chunk `chunk`.
+    /// `len` bytes at `offset` of data chunk `chunk` (not metered: the caller charges
+    /// what it reads once, however often it looks).
     #[inline]
     pub(crate) fn data_slice(&self, chunk: u32, offset: usize, len: usize) -> Option<&[u8]> {
         let c = self
@@ -280,6 +322,7 @@ impl<E: AsRef<[u8]>> RowReader<E> {
     /// `InvalidArgument` if `j >= len()`; `Corruption` cannot happen after `open`.
     pub fn key(&self, j: usize) -> Result<&[u8]> {
         let m = self.meta_entry(j)?;
+        self.charge(m.key_len as usize);
         Ok(self.entry_at(j, &m)?.0)
     }
 
@@ -289,6 +332,7 @@ impl<E: AsRef<[u8]>> RowReader<E> {
     /// As [`RowReader::key`].
     pub fn entry(&self, j: usize) -> Result<(&[u8], &[u8])> {
         let m = self.meta_entry(j)?;
+        self.charge(m.key_len as usize + m.value_len as usize);
         self.entry_at(j, &m)
     }
 
@@ -306,7 +350,10 @@ impl<E: AsRef<[u8]>> RowReader<E> {
     fn cmp_at(&self, j: usize, target: &[u8], target_prefix: u64) -> Result<Ordering> {
         let m = self.meta_entry(j)?;
         match m.prefix.cmp(&target_prefix) {
-            Ordering::Equal => Ok(key::compare(self.entry_at(j, &m)?.0, target)),
+            Ordering::Equal => {
+                self.charge(m.key_len as usize);
+                Ok(key::compare(self.entry_at(j, &m)?.0, target))
+            }
             o => Ok(o),
         }
     }

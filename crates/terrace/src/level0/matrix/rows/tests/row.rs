@@ -5,6 +5,7 @@ use proptest::prelude::*;
 
 use super::super::format::RowHeader;
 use super::*;
+use crate::iter::InternalIterator;
 use crate::key::MAX_SEQ;
 
 fn small_row() -> ModelRow {
@@ -298,4 +299,73 @@ proptest! {
             }
         }
     }
+}
+
+/// Counts what a metered reader reports.
+#[derive(Default)]
+struct Counter(std::sync::atomic::AtomicU64);
+
+impl ReadMeter for Counter {
+    fn read(&self, bytes: u64) {
+        self.0
+            .fetch_add(bytes, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+impl Counter {
+    fn take(&self) -> u64 {
+        self.0.swap(0, std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// A metered reader reports each chunk its open-time check reads, then each metadata
+/// entry and each key and value once per position: an iterator's pass over the row reads
+/// exactly its metadata, keys and values however often `key` and `value` are called.
+#[test]
+fn a_metered_reader_reports_the_bytes_it_reads() {
+    let counter = Arc::new(Counter::default());
+    let b = built_small(MIN_CHUNK_BYTES);
+    let chunk_bytes: usize = b
+        .meta_chunks
+        .iter()
+        .chain(&b.data_chunks)
+        .map(Vec::len)
+        .sum();
+    let meter: Arc<dyn ReadMeter> = counter.clone();
+    let reader = Arc::new(
+        RowReader::open_metered(&b.header, b.meta_chunks, b.data_chunks, 0, Some(meter)).unwrap(),
+    );
+    // The checksums read every chunk; the entry walk reads metadata and keys again.
+    assert!(counter.take() > chunk_bytes as u64);
+
+    let entries = small_row().entries;
+    let per_entry = |(k, v): &Entry| (META_ENTRY_BYTES + k.len() + v.len()) as u64;
+    let mut it = RowIterator::new(reader.clone(), 0);
+    it.seek_to_first().unwrap();
+    while it.valid() {
+        for _ in 0..3 {
+            let _ = (it.key(), it.value());
+        }
+        it.next().unwrap();
+    }
+    assert_eq!(counter.take(), entries.iter().map(per_entry).sum::<u64>());
+
+    assert_eq!(reader.entry(2).unwrap().1.len(), 300);
+    assert_eq!(counter.take(), per_entry(&entries[2]));
+    assert_eq!(reader.next_index(1).unwrap(), 0);
+    assert_eq!(counter.take(), META_ENTRY_BYTES as u64);
+
+    // A point lookup reads at least the entry it finds, and less than the whole row.
+    let g = MatrixGroup::from_rows(vec![reader.clone()], MatrixParams::default()).unwrap();
+    let found = g.find(b"cherry", MAX_SEQ).unwrap().entry.unwrap();
+    assert_eq!(found.value, b"dark");
+    let read = counter.take();
+    let cherry = entries.iter().find(|(_, v)| v == b"dark").unwrap();
+    assert!(read >= per_entry(cherry), "{read}");
+    assert!(read < entries.iter().map(per_entry).sum::<u64>(), "{read}");
+
+    // An unmetered reader of the same row reports nothing.
+    let plain = built_small(MIN_CHUNK_BYTES).open().unwrap();
+    let _ = plain.entry(2).unwrap();
+    assert_eq!(counter.take(), 0);
 }
