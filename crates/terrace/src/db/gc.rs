@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use parking_lot::MutexGuard;
 
 use super::{DbInner, DbState};
+use crate::error::Error;
 use crate::version::{parse_file_name, FileKind};
 
 impl DbInner {
@@ -27,8 +28,14 @@ impl DbInner {
                 if let Some(n) = table {
                     self.tables.evict(n);
                 }
-                if let Err(e) = self.storage.remove_file(&path) {
-                    tracing::warn!(path = %path.display(), error = %e, "could not delete obsolete file");
+                match self.storage.remove_file(&path) {
+                    // Another thread's collection, listing the same files, got there first.
+                    Err(Error::Io { source, .. })
+                        if source.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => {
+                        tracing::warn!(path = %path.display(), error = %e, "could not delete obsolete file");
+                    }
+                    Ok(()) => {}
                 }
             }
         });
