@@ -36,6 +36,10 @@ pub struct Flags {
     /// Directory of the write-ahead logs (`Options::wal_dir`); `None` (db_bench's empty
     /// default) keeps them in `db`.
     pub wal_dir: Option<PathBuf>,
+    /// Directory of the level-0 table files (`Options::volumes` with level 0 on it);
+    /// `None` keeps them in `db`. Outside `db` it is not throttled: a RocksDB user's small
+    /// fast device holding the newest data.
+    pub level0_dir: Option<PathBuf>,
     /// Keys in the database (and operations of a fill).
     pub num: u64,
     /// Read operations per thread; -1 means `num`.
@@ -148,6 +152,7 @@ impl Default for Flags {
                     .collect(),
             db: std::env::temp_dir().join("terrace-bench"),
             wal_dir: None,
+            level0_dir: None,
             num: 1_000_000,
             reads: -1,
             duration_seconds: 0,
@@ -300,6 +305,7 @@ impl Flags {
             }
             "db" => self.db = PathBuf::from(v),
             "wal_dir" => self.wal_dir = (!v.is_empty()).then(|| PathBuf::from(v)),
+            "level0_dir" => self.level0_dir = (!v.is_empty()).then(|| PathBuf::from(v)),
             "num" => self.num = num(name, v)?,
             "reads" => self.reads = num(name, v)?,
             "duration" => self.duration_seconds = num(name, v)?,

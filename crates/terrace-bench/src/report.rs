@@ -325,6 +325,7 @@ pub fn write_json(
             "storage_iops_limit": flags.storage_iops_limit,
             "storage_io_unit": flags.storage_io_unit,
             "wal_dir": flags.wal_dir,
+            "level0_dir": flags.level0_dir,
             "compaction_pri": format!("{:?}", flags.compaction_pri),
             "seed": seed,
         },

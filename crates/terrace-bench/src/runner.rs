@@ -148,18 +148,20 @@ pub(crate) fn write_reports(flags: &Flags, seeds: &Seeds, results: &[BenchResult
     Ok(())
 }
 
-/// Deletes the database: its directory, and with `--wal_dir` the logs there (a new
-/// database refuses a log directory holding another database's logs), then that
-/// directory if it is left empty, as db_bench's `DestroyDB`.
+/// Deletes the database: its directory and `--level0_dir`, and with `--wal_dir` the
+/// logs there (a new database refuses a log directory holding another database's logs),
+/// then that directory if it is left empty, as db_bench's `DestroyDB`.
 fn destroy(flags: &Flags) -> Result<()> {
     let io = |path: &std::path::Path| {
         let path = path.to_path_buf();
         move |source| BenchError::Io { path, source }
     };
     let not_found = |e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound;
-    match std::fs::remove_dir_all(&flags.db) {
-        Err(e) if !not_found(&e) => return Err(io(&flags.db)(e)),
-        _ => {}
+    for dir in std::iter::once(&flags.db).chain(&flags.level0_dir) {
+        match std::fs::remove_dir_all(dir) {
+            Err(e) if !not_found(&e) => return Err(io(dir)(e)),
+            _ => {}
+        }
     }
     let Some(wal) = &flags.wal_dir else {
         return Ok(());

@@ -8,6 +8,8 @@
 //! log and manifest included: RocksDB on a slow SSD, MatrixKV's baseline. `--wal_dir`
 //! moves the log off it (MatrixKV keeps it on the persistent-memory tier): a log
 //! directory outside `--db` is not throttled (one inside it is, as a file of `--db`).
+//! `--level0_dir` moves the level-0 table files to a volume of their own, not throttled
+//! either: with `--wal_dir` beside it, the fast tier of a classic tree.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -79,6 +81,12 @@ impl Flags {
             max_background_compactions: self.max_background_jobs.saturating_sub(flushes).max(1),
             max_subcompactions: self.subcompactions,
             wal_dir: self.wal_dir.clone(),
+            volumes: self.level0_dir.iter().cloned().collect(),
+            level_volumes: if self.level0_dir.is_some() {
+                vec![1]
+            } else {
+                Vec::new()
+            },
             ..Options::default()
         }
     }

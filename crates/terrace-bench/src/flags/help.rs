@@ -13,6 +13,8 @@ Usage: terrace bench [--name=value ...]   (db_bench's flag names and defaults)
   --db=DIR --num --reads --duration --threads --key_size --value_size --compression_ratio
   --wal_dir=DIR      the write-ahead logs' directory (default: in --db; never throttled
                      unless inside --db); its logs are deleted with the database
+  --level0_dir=DIR   the level-0 table files' directory (default: in --db; never
+                     throttled): with --wal_dir, a small fast device under a classic tree
   --compression_type=none|lz4|zstd --write_buffer_size --max_write_buffer_number
   --target_file_size_base --max_bytes_for_level_base --max_bytes_for_level_multiplier
   --num_levels --level_compaction_dynamic_level_bytes --level0_file_num_compaction_trigger
@@ -26,6 +28,7 @@ Usage: terrace bench [--name=value ...]   (db_bench's flag names and defaults)
                      prints it (pass it back to replay the run)
   --l0=classic|matrix --pmem_path=DIR --matrix_capacity=BYTES --matrix_columns=N
   --matrix_segment_rows=N --matrix_merge_segments=N --matrix_trigger=FRACTION
+  --matrix_level1_bytes=BYTES (level 1's byte target; 0, the default: the capacity)
   --pmem_rate_limit=BYTES_PER_SEC
                      level 0 as table files, or as the matrix container on the
                      persistent-memory tier (its region file MATRIX.pmem goes in --pmem_path);

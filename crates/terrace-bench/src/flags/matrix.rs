@@ -43,6 +43,8 @@ pub struct MatrixFlags {
     /// `--matrix_trigger`: fraction of the capacity that freezes the rows for column
     /// compaction.
     pub trigger: f64,
+    /// `--matrix_level1_bytes`: level 1's byte target (0: the capacity).
+    pub level1_bytes: u64,
     /// `--pmem_rate_limit`: bytes per second the region may move, persisted plus read
     /// (0: unlimited); a token bucket, not a model of the media (docs/formats/pmem.md).
     pub rate_limit: u64,
@@ -62,6 +64,7 @@ impl Default for MatrixFlags {
             segment_rows: d.params.segment_rows,
             merge_segments: d.params.merge_segments,
             trigger: d.compaction_trigger,
+            level1_bytes: d.level1_bytes,
             rate_limit: d.pmem_rate_limit,
             given: None,
         }
@@ -92,6 +95,7 @@ impl MatrixFlags {
             "matrix_segment_rows" => num(name, v).map(|n| self.segment_rows = n),
             "matrix_merge_segments" => num(name, v).map(|n| self.merge_segments = n),
             "matrix_trigger" => num(name, v).map(|n| self.trigger = n),
+            "matrix_level1_bytes" => num(name, v).map(|n| self.level1_bytes = n),
             "pmem_rate_limit" => num(name, v).map(|n| self.rate_limit = n),
             _ => return None,
         };
@@ -126,6 +130,7 @@ impl MatrixFlags {
             capacity: self.capacity,
             columns: self.columns,
             compaction_trigger: self.trigger,
+            level1_bytes: self.level1_bytes,
             pmem_rate_limit: self.rate_limit,
             ..MatrixOptions::default()
         };

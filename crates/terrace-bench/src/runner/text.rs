@@ -28,6 +28,9 @@ pub(super) fn print_header(f: &Flags, seeds: &Seeds, out: &mut dyn Write) -> std
     if let Some(wal) = &f.wal_dir {
         writeln!(out, "WAL dir:    {}", wal.display())?;
     }
+    if let Some(l0) = &f.level0_dir {
+        writeln!(out, "L0 dir:     {} (level-0 table files)", l0.display())?;
+    }
     if f.matrix.l0 == L0Kind::Matrix && f.matrix.rate_limit > 0 {
         writeln!(
             out,

@@ -335,9 +335,12 @@ impl Level0 for MatrixLevel0 {
     }
 
     fn level1_target_bytes(&self, _version: &Version, _settings: &Level0Settings) -> u64 {
-        // Level 1 is as large as the container, and each deeper level the usual ratio
-        // larger: the tree is as deep as with a level 0 of this size.
-        self.opts.capacity
+        // Level 1 is as large as the container unless set, and each deeper level the usual
+        // ratio larger: the tree is as deep as with a level 0 of this size.
+        match self.opts.level1_bytes {
+            0 => self.opts.capacity,
+            n => n,
+        }
     }
 
     fn durable_seq(&self, version: &Version) -> SeqNo {

@@ -37,6 +37,10 @@ pub struct MatrixOptions {
     /// 4 MiB memtables) a column is one memtable's worth, and 32 gave shorter write gaps
     /// than 16 or 8 with the same write amplification (BENCHMARKS.md).
     pub columns: u32,
+    /// Level 1's byte target (the base of every deeper target); 0, the default, makes it
+    /// the capacity, so that the tree is as deep as with a level 0 of this size (the
+    /// thesis's L1 is a small fraction of its container: its `--paper` preset).
+    pub level1_bytes: u64,
     /// Bytes per second the region may move, persisted plus read (`PmemOptions::rate_limit`;
     /// 0, the default: unlimited): makes a region emulated in DRAM as slow as a device.
     pub pmem_rate_limit: u64,
@@ -62,6 +66,7 @@ impl Default for MatrixOptions {
             params: MatrixParams::default(),
             compaction_trigger: 2.0 / 3.0,
             columns: 32,
+            level1_bytes: 0,
             pmem_rate_limit: 0,
             skip_persists: false,
             power: None,
