@@ -65,7 +65,7 @@ mkdir -p "$WORK" "$PMEM_DIR"
 common=(--num="$NUM" --value_size="$VALUE" --key_size=16 --write_buffer_size="$MEMTABLE"
   --target_file_size_base="$MEMTABLE" --max_background_jobs=2 --compression_type=none
   --bloom_bits=10 --noprogress --report_interval_seconds=1)
-echo "matrixkv: $NUM values of $VALUE B, container $CAPACITY B ($((NUM * VALUE / CAPACITY))x)," \
+echo "matrixkv: $NUM values of $VALUE B, container $CAPACITY B ($(((NUM * VALUE + CAPACITY / 2) / CAPACITY))x)," \
   "preset $([ "$PAPER" = 1 ] && echo paper || echo default), SSD $RATE B/s, pmem $PMEM_RATE_LIMIT B/s"
 
 run() { # name, extra flags...

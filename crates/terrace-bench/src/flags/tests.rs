@@ -194,6 +194,39 @@ fn wal_dir_flag_sets_the_log_directory() {
 }
 
 #[test]
+fn level0_dir_puts_level_0_on_an_unthrottled_volume() {
+    let plain = Flags::parse(["--db=/tmp/tb"]).unwrap().engine_options();
+    assert!(plain.volumes.is_empty() && plain.level_volumes.is_empty());
+    let f = Flags::parse([
+        "--db=/tmp/tb",
+        "--level0_dir=/mnt/pmem/l0",
+        "--storage_rate_limit=1048576",
+    ])
+    .unwrap();
+    let o = f.engine_options();
+    assert_eq!(o.volumes, vec![PathBuf::from("/mnt/pmem/l0")]);
+    // Level 0 on volume 1, every deeper level on the database directory.
+    assert_eq!(o.level_volumes, vec![1]);
+    assert_eq!(o.level0_settings().volume, 1);
+    assert!(o.validate().is_ok());
+    // Only the directories of levels 1+ are throttled.
+    assert_eq!(f.throttled_dirs(), vec![PathBuf::from("/tmp/tb")]);
+    assert_eq!(Flags::parse(["--level0_dir="]).unwrap().level0_dir, None);
+}
+
+#[test]
+fn matrix_level1_bytes_sets_the_containers_level_1_target() {
+    let f = Flags::parse(["--l0=matrix", "--matrix_level1_bytes=16777216"]).unwrap();
+    assert_eq!(f.matrix.matrix_options().level1_bytes, 16 << 20);
+    let d = Flags::parse(["--l0=matrix"]).unwrap();
+    assert_eq!(d.matrix.matrix_options().level1_bytes, 0);
+    // A matrix setting means nothing with the classic level 0.
+    assert!(Flags::parse(["--matrix_level1_bytes=1"])
+        .and_then(|f| f.matrix.level0().map(|_| ()))
+        .is_err());
+}
+
+#[test]
 fn compaction_pri_takes_names_and_db_bench_integers() {
     let pri = |v: &str| {
         Flags::parse([format!("--compaction_pri={v}")]).map(|f| f.engine_options().compaction_pri)

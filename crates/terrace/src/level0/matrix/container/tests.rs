@@ -187,3 +187,20 @@ fn a_rate_limited_container_charges_its_persists_and_row_reads() {
     drop(it);
     db.close().unwrap();
 }
+
+/// Level 1's target is the capacity unless `level1_bytes` sets it.
+#[test]
+fn level_1_follows_the_capacity_unless_set() {
+    let settings = crate::options::Options::default().level0_settings();
+    let v = Version::with_level0(7, Arc::new(crate::level0::matrix::MatrixState::default()));
+    let l0 = |level1_bytes| {
+        MatrixLevel0::new(MatrixOptions {
+            capacity: 64 << 20,
+            level1_bytes,
+            ..MatrixOptions::default()
+        })
+        .unwrap()
+    };
+    assert_eq!(l0(0).level1_target_bytes(&v, &settings), 64 << 20);
+    assert_eq!(l0(16 << 20).level1_target_bytes(&v, &settings), 16 << 20);
+}
