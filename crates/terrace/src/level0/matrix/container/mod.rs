@@ -297,10 +297,12 @@ impl Level0 for MatrixLevel0 {
 
     fn backpressure(&self, version: &Version, opts: &Level0Settings) -> Backpressure {
         // Flushes stop when no row fits (see `ready_to_flush`); before that, writes are
-        // slowed while the room left holds fewer than three memtables, so that compaction
-        // catches up in many short delays instead of one long stop.
+        // slowed while the room left holds less than a quarter of the container (at least
+        // three memtables), so that compaction catches up in many short delays instead of
+        // one long stop: the write rate adapts once per flush (`db::write_delay`), and the
+        // zone must hold enough flushes for it to come down to what compaction drains.
         let used = self.size_bytes(version);
-        let margin = 3 * opts.write_buffer_size as u64;
+        let margin = (3 * opts.write_buffer_size as u64).max(self.opts.capacity / 4);
         if used.saturating_add(margin) > self.opts.capacity && !rows_of(version).is_empty() {
             Backpressure::Slowdown
         } else {
