@@ -102,10 +102,11 @@ pub struct Options {
     /// Key-range subtasks one compaction may be cut into, run in parallel.
     pub max_subcompactions: usize,
     /// Write rate in bytes per second when writes start to be slowed down (RocksDB's
-    /// `delayed_write_rate`): writes are admitted on a schedule at a rate that starts here
-    /// and falls by a fifth with each new version holding more level-0 bytes (rising back
-    /// as they shrink), and the writing thread sleeps whenever the schedule runs a
-    /// millisecond ahead of the clock.
+    /// `delayed_write_rate`): writes are admitted on a schedule at a rate that starts here,
+    /// or at the rate writes were arriving at if that is higher, and falls by a fifth with
+    /// each new version holding more level-0 bytes (a tenth while level 0 only eases
+    /// writes; rising back as they shrink), and the writing thread sleeps whenever the
+    /// schedule runs a millisecond ahead of the clock.
     pub delayed_write_rate: u64,
     /// Handling of write-ahead-log damage on open.
     pub wal_recovery_mode: WalRecoveryMode,

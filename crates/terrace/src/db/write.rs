@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
-use super::{DbInner, DbState, ImmMemTable, WalState};
+use super::{write_delay, DbInner, DbState, ImmMemTable, WalState};
 use crate::batch::{BatchOp, WriteBatch};
 use crate::error::{Error, Result};
 use crate::key::ValueType;
@@ -151,6 +151,7 @@ impl DbInner {
     /// Waits out stalls and switches a full memtable. Called by the leader with the WAL lock.
     fn make_room_for_write(&self, wal: &mut WalState, bytes: usize) -> Result<()> {
         let mut allow_delay = true;
+        wal.delay.record(Instant::now(), bytes);
         // When writes started to wait for room, and whether that was logged (a stop
         // longer than `LONG_STOP`: once when it crosses it, once when it ends).
         let mut stopped: Option<(Instant, bool)> = None;
@@ -186,14 +187,20 @@ impl DbInner {
             let pressure = self
                 .level0
                 .backpressure(&st.versions.current(), &self.level0_settings);
-            if pressure != Backpressure::Slowdown {
+            let slower = match pressure {
+                Backpressure::Slowdown => Some(write_delay::SLOWER),
+                Backpressure::Ease => Some(write_delay::EASE),
+                Backpressure::None | Backpressure::Stop => None,
+            };
+            if slower.is_none() {
                 wal.delay.reset();
-            } else if *allow_delay {
+            }
+            if let (true, Some(slower)) = (*allow_delay, slower) {
                 *allow_delay = false;
                 let version = st.versions.current();
                 let debt = self.level0.size_bytes(&version);
                 wal.delay
-                    .observe(version.number(), debt, self.opts.delayed_write_rate);
+                    .observe(version.number(), debt, self.opts.delayed_write_rate, slower);
                 let now = Instant::now();
                 let wait = wal.delay.admit(now, bytes);
                 if !wait.is_zero() {

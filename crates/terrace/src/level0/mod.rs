@@ -59,6 +59,10 @@ pub use self_compacting::{ColumnDone, SelfCompacting};
 pub enum Backpressure {
     /// Write at full speed.
     None,
+    /// Room is getting short but is not yet scarce: pace writes as for `Slowdown`, but
+    /// lower the rate only by a tenth for each new version holding more level-0 bytes,
+    /// so that a wide early zone costs little while compaction keeps up.
+    Ease,
     /// Delay writes to the configured delayed write rate.
     Slowdown,
     /// Stop writes until compaction frees room.

@@ -297,14 +297,21 @@ impl Level0 for MatrixLevel0 {
 
     fn backpressure(&self, version: &Version, opts: &Level0Settings) -> Backpressure {
         // Flushes stop when no row fits (see `ready_to_flush`); before that, writes are
-        // slowed while the room left holds less than a quarter of the container (at least
-        // three memtables), so that compaction catches up in many short delays instead of
-        // one long stop: the write rate adapts once per flush (`db::write_delay`), and the
-        // zone must hold enough flushes for it to come down to what compaction drains.
+        // paced while the room left holds less than a quarter of the container, gently
+        // (`Ease`) until it holds less than three memtables and firmly (`Slowdown`) after,
+        // so that compaction catches up in many short delays instead of one long stop: the
+        // write rate adapts once per new version (`db::write_delay`), and the zone must
+        // hold enough flushes for it to come down to what compaction drains.
+        if rows_of(version).is_empty() {
+            return Backpressure::None;
+        }
         let used = self.size_bytes(version);
-        let margin = (3 * opts.write_buffer_size as u64).max(self.opts.capacity / 4);
-        if used.saturating_add(margin) > self.opts.capacity && !rows_of(version).is_empty() {
+        let near = 3 * opts.write_buffer_size as u64;
+        let early = near.max(self.opts.capacity / 4);
+        if used.saturating_add(near) > self.opts.capacity {
             Backpressure::Slowdown
+        } else if used.saturating_add(early) > self.opts.capacity {
+            Backpressure::Ease
         } else {
             Backpressure::None
         }

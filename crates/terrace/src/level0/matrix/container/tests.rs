@@ -61,14 +61,17 @@ fn writes_slow_down_before_the_container_is_full_and_a_stall_comes_first() {
     // 700 KiB used: more than three memtables still fit.
     vs.log_and_apply(add_row(row(10, 700 << 10))).unwrap();
     assert_eq!(l0.backpressure(&vs.current(), &opts), Backpressure::None);
+    // 800 KiB used: less than a quarter of the container is left, writes are eased.
+    vs.log_and_apply(add_row(row(11, 100 << 10))).unwrap();
+    assert_eq!(l0.backpressure(&vs.current(), &opts), Backpressure::Ease);
     // 900 KiB used: fewer than three fit, writes are delayed, a row still fits.
-    vs.log_and_apply(add_row(row(11, 200 << 10))).unwrap();
+    vs.log_and_apply(add_row(row(12, 100 << 10))).unwrap();
     let v = vs.current();
     assert_eq!(l0.backpressure(&v, &opts), Backpressure::Slowdown);
     assert!(l0.ready_to_flush(&v, opts.write_buffer_size));
     assert!(l0.compaction_score(&v, &busy, &opts) < STALLED_SCORE);
     // 1000 KiB used: no row fits; flushes wait and compaction goes before any level.
-    vs.log_and_apply(add_row(row(12, 100 << 10))).unwrap();
+    vs.log_and_apply(add_row(row(13, 100 << 10))).unwrap();
     let v = vs.current();
     assert!(!l0.ready_to_flush(&v, opts.write_buffer_size));
     assert_eq!(l0.compaction_score(&v, &busy, &opts), STALLED_SCORE);
