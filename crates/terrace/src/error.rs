@@ -63,6 +63,11 @@ pub enum Error {
     /// damaged file). The operation did nothing it could not undo.
     #[error("internal error: {0}")]
     Internal(String),
+    /// A compaction's result does not answer its task (an output outside the numbers or
+    /// key range reserved for it, or unlike the file on storage): nothing of it was
+    /// installed, and the task runs again on this host.
+    #[error("compaction result refused: {0}")]
+    ResultRefused(String),
 }
 
 impl Error {

@@ -5,7 +5,8 @@
 //! and result (`task`, docs/formats/compaction-task.md), compaction filters (`filter`) and
 //! the entry-dropping stream (`stream`). See docs/techniques/leveled-compaction.md.
 //! `executor` runs one task from its description, reading and writing table files through
-//! the storage seam.
+//! the storage seam; `install` checks results against their task and turns them into a
+//! version edit.
 //! Must not touch: the manifest or the database; callers pick, install the result and
 //! collect the inputs.
 //! Concurrency: everything here is plain data or a single-owner cursor; the picker must
@@ -13,6 +14,7 @@
 
 mod executor;
 pub mod filter;
+pub mod install;
 pub mod picker;
 pub mod stream;
 pub mod task;
@@ -22,6 +24,7 @@ pub use executor::{execute, ExecutorEnv, Level0Source};
 pub use filter::{
     CompactionFilter, CompactionFilterFactory, FilterDecision, FilterRegistry, FilterSpec,
 };
+pub use install::{checked_edit, Trust};
 pub use picker::{
     level_targets, pick, pick_into_base_level, pick_manual, Level0Column, LevelState,
     PickedCompaction,

@@ -163,7 +163,8 @@ impl DbInner {
             self.opts.max_subcompactions,
         ));
         let results = MutexGuard::unlocked(st, || self.execute_parallel(&subtasks));
-        let outcome = results.map(|results| self.install_compaction(st, picked, &task, results));
+        let outcome =
+            results.map(|results| self.install_compaction(st, picked, &task, &subtasks, results));
         for n in &reserved {
             st.pending_outputs.remove(n);
         }

@@ -1,7 +1,8 @@
-//! Installing a finished compaction: one version edit that deletes the inputs, adds the
-//! outputs, records what a finished level-0 column changes in level 0 (the level 0 says
-//! what: the matrix level 0 trims or deletes the consumed rows and gives chunks back), and
-//! moves the compact pointer; then the counters (by output level) and listeners.
+//! Installing a finished compaction: one version edit, checked and built by
+//! `compaction::checked_edit`, that deletes the inputs and adds the outputs, to which this
+//! adds what a finished level-0 column changes in level 0 (the level 0 says what: the
+//! matrix level 0 trims or deletes the consumed rows and gives chunks back) and the compact
+//! pointer; then the counters (by output level) and listeners.
 //!
 //! Owns: what the edit of a rewritten compaction records (trivial moves are installed
 //! where they are run).
@@ -13,12 +14,11 @@ use std::collections::HashSet;
 
 use parking_lot::MutexGuard;
 
-use crate::compaction::{CompactionResult, CompactionTask, PickedCompaction};
+use crate::compaction::{self, CompactionResult, CompactionTask, PickedCompaction, Trust};
 use crate::db::stats::{self, CompactionBytes};
 use crate::db::{DbInner, DbState};
 use crate::error::{Error, Result};
 use crate::listener::CompactionInfo;
-use crate::version::VersionEdit;
 
 impl DbInner {
     pub(super) fn install_compaction(
@@ -26,20 +26,21 @@ impl DbInner {
         st: &mut MutexGuard<'_, DbState>,
         picked: &PickedCompaction,
         task: &CompactionTask,
+        subtasks: &[CompactionTask],
         results: Vec<CompactionResult>,
     ) -> Result<()> {
-        let mut edit = VersionEdit::default();
-        for input in &task.inputs {
-            for f in &input.files {
-                edit.deleted_files.push((input.level, f.number));
-            }
-        }
-        let mut outputs = Vec::new();
+        let mut edit = compaction::checked_edit(
+            task,
+            subtasks,
+            &results,
+            self.storage.as_ref(),
+            &self.tables,
+            Trust::Local,
+        )?;
         let mut bytes = compaction_bytes(picked);
-        for r in results {
+        for r in &results {
             bytes.read_rows += r.stats.level0_bytes;
             bytes.written += r.stats.output_bytes;
-            outputs.extend(r.outputs);
         }
         let mut released = 0u64;
         if let Some(column) = &picked.column {
@@ -52,10 +53,7 @@ impl DbInner {
             edit.level0 = done.records;
             released = done.released;
         }
-        let numbers: HashSet<u64> = outputs.iter().map(|f| f.number).collect();
-        for f in outputs {
-            edit.new_files.push((task.output_level, f));
-        }
+        let numbers: HashSet<u64> = edit.new_files.iter().map(|(_, f)| f.number).collect();
         if let Some(last) = picked.inputs.last() {
             edit.compact_pointers
                 .push((picked.level as u32, last.largest.clone()));
