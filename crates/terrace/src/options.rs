@@ -138,6 +138,10 @@ pub struct Options {
     pub listeners: Vec<Arc<dyn crate::listener::EventListener>>,
     /// The kind of level 0 (classic level-0 table files by default).
     pub level0: Arc<dyn Level0>,
+    /// What runs compaction tasks ([`LinearExecutor`](crate::compaction::LinearExecutor),
+    /// on the background thread, by default). A task an executor fails, or answers with
+    /// a result that does not match the task, runs again on this host.
+    pub compaction_executor: Arc<dyn crate::compaction::CompactionExecutor>,
 }
 
 impl Default for Options {
@@ -178,6 +182,7 @@ impl Default for Options {
             compaction_filter_factories: Vec::new(),
             listeners: Vec::new(),
             level0: Arc::new(crate::level0::ClassicLevel0),
+            compaction_executor: Arc::new(crate::compaction::LinearExecutor),
         }
     }
 }
@@ -200,6 +205,7 @@ impl std::fmt::Debug for Options {
             )
             .field("compaction_pri", &self.compaction_pri)
             .field("level0", &self.level0.kind())
+            .field("compaction_executor", &self.compaction_executor.name())
             .finish_non_exhaustive()
     }
 }

@@ -13,7 +13,9 @@ use std::time::Instant;
 use counting::CountingIterator;
 
 use super::stream::{tombstones_to_keep, CompactionStream, StreamConfig};
-use super::{CompactionResult, CompactionStats, CompactionTask, FilterRegistry, Level0Input};
+use super::{
+    CompactionResult, CompactionStats, CompactionTask, FilterRegistry, Level0Input, Trust,
+};
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{self, MAX_SEQ};
@@ -40,6 +42,43 @@ pub trait Level0Source: Send + Sync {
         out: &mut Vec<Box<dyn InternalIterator>>,
         tombstones: &mut Vec<RangeTombstone>,
     ) -> Result<()>;
+}
+
+/// Runs compaction tasks: where and how a task's merge happens. The database hands every
+/// (sub)task to its executor (`Options::compaction_executor`) and installs what comes back
+/// through `compaction::checked_edit`; an executor that is not [`Trust::Local`] has each
+/// result checked in full, and a task it fails or answers wrongly runs again on this host
+/// with [`LinearExecutor`].
+pub trait CompactionExecutor: Send + Sync {
+    /// A short name for logs and statistics.
+    fn name(&self) -> &str;
+
+    /// How far its results are taken on its word.
+    fn trust(&self) -> Trust {
+        Trust::Local
+    }
+
+    /// Runs `task`. `env` gives this host's storage, tables, filters and level 0; an
+    /// executor that runs elsewhere may use only what the task describes.
+    ///
+    /// # Errors
+    /// Whatever prevented the task from finishing; the database then falls back or
+    /// reports it as a background error.
+    fn execute(&self, task: &CompactionTask, env: &ExecutorEnv<'_>) -> Result<CompactionResult>;
+}
+
+/// The executor that reads, merges and writes in turn on the calling thread ([`execute`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LinearExecutor;
+
+impl CompactionExecutor for LinearExecutor {
+    fn name(&self) -> &str {
+        "linear"
+    }
+
+    fn execute(&self, task: &CompactionTask, env: &ExecutorEnv<'_>) -> Result<CompactionResult> {
+        execute(task, env)
+    }
 }
 
 /// What an executor needs from its host.

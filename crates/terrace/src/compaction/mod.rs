@@ -20,7 +20,7 @@ pub mod stream;
 pub mod task;
 
 pub(crate) use executor::file_meta;
-pub use executor::{execute, ExecutorEnv, Level0Source};
+pub use executor::{execute, CompactionExecutor, ExecutorEnv, Level0Source, LinearExecutor};
 pub use filter::{
     CompactionFilter, CompactionFilterFactory, FilterDecision, FilterRegistry, FilterSpec,
 };

@@ -1,5 +1,7 @@
 //! Running compactions: picking under the state lock, executing the (sub)tasks with the
-//! lock released, and installing the outputs as one version edit (`install`).
+//! lock released (on `Options::compaction_executor`, falling back to this host when an
+//! untrusted executor fails or answers wrongly), and installing the outputs as one version
+//! edit (`install`).
 
 mod install;
 
@@ -11,6 +13,7 @@ use parking_lot::MutexGuard;
 use super::{DbInner, DbState};
 use crate::compaction::{
     self, CompactionResult, CompactionTask, ExecutorEnv, LevelState, OutputSpec, PickedCompaction,
+    Trust,
 };
 use crate::error::{Error, Result};
 use crate::listener::CompactionInfo;
@@ -350,7 +353,9 @@ impl DbInner {
         }
     }
 
-    /// Runs one (sub)task here, through the same description a remote worker would get.
+    /// Runs one (sub)task through the configured executor. An executor that is not
+    /// trusted has its result checked in full here (outside the state lock: the check
+    /// reads every output); a task it fails or answers wrongly runs again on this host.
     pub(crate) fn execute_task(&self, task: &CompactionTask) -> Result<CompactionResult> {
         let env = ExecutorEnv {
             storage: self.storage.as_ref(),
@@ -361,6 +366,25 @@ impl DbInner {
                 .self_compacting()
                 .map(|l| l as &dyn compaction::Level0Source),
         };
-        compaction::execute(task, &env)
+        let executor = &self.opts.compaction_executor;
+        if executor.trust() == Trust::Local {
+            return executor.execute(task, &env);
+        }
+        let checked = executor.execute(task, &env).and_then(|result| {
+            let one = std::slice::from_ref(task);
+            let results = std::slice::from_ref(&result);
+            compaction::checked_edit(task, one, results, env.storage, env.tables, Trust::Remote)?;
+            Ok(result)
+        });
+        checked.or_else(|e| {
+            tracing::warn!(
+                executor = executor.name(),
+                task = task.id,
+                error = %e,
+                "compaction task runs again on this host"
+            );
+            super::stats::add(&self.counters.compaction_fallbacks, 1);
+            compaction::execute(task, &env)
+        })
     }
 }

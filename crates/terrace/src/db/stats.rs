@@ -92,6 +92,9 @@ pub struct DbStats {
     pub trivial_moves: u64,
     /// Matrix column compactions (level-0 columns into the base level).
     pub column_compactions: u64,
+    /// Compaction tasks the configured executor failed or answered with a result that did
+    /// not match the task, run again on this host.
+    pub compaction_fallbacks: u64,
     /// Matrix table merges: runs of old rows merged into fewer, larger rows inside the
     /// container (their bytes count in `row_bytes_written`).
     pub row_merges: u64,
@@ -145,6 +148,7 @@ pub(crate) struct Counters {
     pub(crate) row_bytes: AtomicU64,
     pub(crate) flushes: AtomicU64,
     pub(crate) column_compactions: AtomicU64,
+    pub(crate) compaction_fallbacks: AtomicU64,
     pub(crate) row_merges: AtomicU64,
     pub(crate) row_chunks_released: AtomicU64,
     pub(crate) stall_micros: AtomicU64,
@@ -175,6 +179,7 @@ impl Counters {
             row_bytes: AtomicU64::new(0),
             flushes: AtomicU64::new(0),
             column_compactions: AtomicU64::new(0),
+            compaction_fallbacks: AtomicU64::new(0),
             row_merges: AtomicU64::new(0),
             row_chunks_released: AtomicU64::new(0),
             stall_micros: AtomicU64::new(0),
@@ -292,6 +297,7 @@ impl super::DbInner {
             compactions: total.compactions,
             trivial_moves: total.trivial_moves,
             column_compactions: load(&self.counters.column_compactions),
+            compaction_fallbacks: load(&self.counters.compaction_fallbacks),
             row_merges: load(&self.counters.row_merges),
             row_chunks_released: load(&self.counters.row_chunks_released),
             stall_micros: load(&self.counters.stall_micros),

@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod api;
+mod compaction_executor;
 mod compaction_pri;
 mod concurrency;
 mod corruption;

@@ -1,0 +1,127 @@
+//! The compaction executor seam: a second executor, untrusted, that fails or lies in
+//! every way a result can be checked; the database refuses each wrong result, runs the
+//! task on the host instead and loses nothing.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use terrace::compaction::{
+    self, CompactionExecutor, CompactionResult, CompactionTask, ExecutorEnv, Trust,
+};
+use terrace::{Db, Error, Options};
+
+use crate::small_options;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Lie {
+    /// Honest: runs the task and returns its result.
+    None,
+    /// Fails every task.
+    Fail,
+    /// Claims a file number the task did not reserve.
+    ForeignNumber,
+    /// Claims another checksum than the file's.
+    Checksum,
+    /// Claims another size than the file's.
+    Size,
+    /// Answers with another task's id.
+    TaskId,
+}
+
+struct Worker {
+    lie: Lie,
+    tasks: AtomicU64,
+}
+
+impl CompactionExecutor for Worker {
+    fn name(&self) -> &str {
+        "test-worker"
+    }
+
+    fn trust(&self) -> Trust {
+        Trust::Remote
+    }
+
+    fn execute(
+        &self,
+        task: &CompactionTask,
+        env: &ExecutorEnv<'_>,
+    ) -> terrace::Result<CompactionResult> {
+        self.tasks.fetch_add(1, Ordering::SeqCst);
+        if self.lie == Lie::Fail {
+            return Err(Error::Unsupported("the worker is gone".into()));
+        }
+        let mut r = compaction::execute(task, env)?;
+        if let Some(f) = r.outputs.first_mut() {
+            match self.lie {
+                Lie::ForeignNumber => f.number += 1_000_000,
+                Lie::Checksum => f.file_checksum ^= 0x5a5a,
+                Lie::Size => f.size -= 1,
+                Lie::TaskId => r.task_id += 1,
+                Lie::None | Lie::Fail => {}
+            }
+        }
+        Ok(r)
+    }
+}
+
+fn run(lie: Lie) -> (u64, u64) {
+    let dir = tempfile::tempdir().unwrap();
+    let worker = Arc::new(Worker {
+        lie,
+        tasks: AtomicU64::new(0),
+    });
+    let opts = Options {
+        compaction_executor: worker.clone(),
+        ..small_options()
+    };
+    let value = |i: u32, round: u32| format!("v{round}-{i}").repeat(8);
+    {
+        let db = Db::open(dir.path(), opts.clone()).unwrap();
+        for round in 0..3u32 {
+            for i in (0..3000u32).step_by(1 + round as usize) {
+                db.put(format!("k{i:05}").as_bytes(), value(i, round).as_bytes())
+                    .unwrap();
+            }
+        }
+        db.flush().unwrap();
+        db.compact_range(None, None).unwrap();
+        let fallbacks = db.stats().compaction_fallbacks;
+        assert!(db.background_error().is_none(), "{lie:?}");
+        drop(db);
+        // Everything is there after a reopen, with the newest value.
+        let db = Db::open(dir.path(), opts).unwrap();
+        for i in 0..3000u32 {
+            let round = (0..3u32).rev().find(|r| i % (1 + r) == 0).unwrap();
+            let got = db.get(format!("k{i:05}").as_bytes()).unwrap();
+            assert_eq!(
+                got.as_deref(),
+                Some(value(i, round).as_bytes()),
+                "{lie:?} k{i}"
+            );
+        }
+        (worker.tasks.load(Ordering::SeqCst), fallbacks)
+    }
+}
+
+#[test]
+fn an_honest_untrusted_worker_runs_every_compaction() {
+    let (tasks, fallbacks) = run(Lie::None);
+    assert!(tasks > 0);
+    assert_eq!(fallbacks, 0);
+}
+
+#[test]
+fn wrong_results_are_refused_and_the_task_runs_on_the_host() {
+    for lie in [
+        Lie::Fail,
+        Lie::ForeignNumber,
+        Lie::Checksum,
+        Lie::Size,
+        Lie::TaskId,
+    ] {
+        let (tasks, fallbacks) = run(lie);
+        assert!(tasks > 0, "{lie:?}");
+        assert_eq!(fallbacks, tasks, "{lie:?}: every task falls back");
+    }
+}
