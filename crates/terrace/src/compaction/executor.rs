@@ -5,14 +5,17 @@
 //! thread, or (later) in a worker process next to the data.
 
 mod counting;
+mod pipeline;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
 use counting::CountingIterator;
+pub use pipeline::{execute_pipelined, PipelinedExecutor};
 
-use super::stream::{tombstones_to_keep, CompactionStream, StreamConfig};
+use super::filter::CompactionFilter;
+use super::stream::{tombstones_to_keep, CompactionStream, StreamConfig, StreamCounters};
 use super::{
     CompactionResult, CompactionStats, CompactionTask, FilterRegistry, Level0Input, Trust,
 };
@@ -123,7 +126,40 @@ struct OutputWriter<'a, 'e> {
     outputs: Vec<FileMeta>,
 }
 
-impl OutputWriter<'_, '_> {
+impl<'a, 'e> OutputWriter<'a, 'e> {
+    fn new(
+        env: &'e ExecutorEnv<'e>,
+        task: &'a CompactionTask,
+        tombstones: &'a FragmentedTombstones,
+    ) -> Self {
+        OutputWriter {
+            env,
+            task,
+            tombstones,
+            next_number: 0,
+            current: None,
+            next_lower: task.smallest_user_key.clone(),
+            last_user_key: Vec::new(),
+            outputs: Vec::new(),
+        }
+    }
+
+    /// Closes the last table (a task whose only output is range tombstones still writes
+    /// one) and syncs the directory; returns the tables written.
+    fn finish(mut self) -> Result<Vec<FileMeta>> {
+        if self.current.is_none() && self.outputs.is_empty() && !self.tombstones.is_empty() {
+            self.open_next()?;
+        }
+        self.finish_current(self.task.largest_user_key.clone())?;
+        if !self.outputs.is_empty() {
+            // The files are synced; their names must be too before an edit refers to them.
+            self.env
+                .storage
+                .sync_dir(&self.env.tables.dir(self.task.output.volume))?;
+        }
+        Ok(self.outputs)
+    }
+
     fn open_next(&mut self) -> Result<()> {
         let number = *self
             .task
@@ -198,91 +234,129 @@ impl OutputWriter<'_, '_> {
 /// names an unknown filter or reserves no output file number while it has output.
 pub fn execute(task: &CompactionTask, env: &ExecutorEnv<'_>) -> Result<CompactionResult> {
     let started = Instant::now();
-    let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
-    let mut tombs: Vec<RangeTombstone> = Vec::new();
-    let mut input_bytes = 0u64;
-    for level in &task.inputs {
-        for f in &level.files {
-            let reader = env.tables.open(f)?;
-            tombs.extend(reader.range_tombstones().iter().cloned());
-            children.push(Box::new(reader.iter(IoClass::Compaction, false)));
-            input_bytes += f.size;
-        }
-    }
-    let lower = task.smallest_user_key.as_deref();
-    let upper = task.largest_user_key.as_deref();
-    let level0_bytes = Arc::new(AtomicU64::new(0));
-    if let Some(input) = &task.level0 {
-        let source = env.level0.ok_or_else(|| {
-            Error::InvalidArgument(
-                "the task reads a level-0 input, but this host's level 0 has none".into(),
-            )
-        })?;
-        let mut units: Vec<Box<dyn InternalIterator>> = Vec::new();
-        source.open_input(input, &mut units, &mut tombs)?;
-        // The input is read only within the task's range: count that part.
-        children.extend(units.into_iter().map(|r| {
-            Box::new(CountingIterator::new(r, lower, upper, level0_bytes.clone()))
-                as Box<dyn InternalIterator>
-        }));
-    }
-    let in_range = |t: &RangeTombstone| {
-        upper.is_none_or(|u| t.start.as_slice() < u) && lower.is_none_or(|l| t.end.as_slice() > l)
-    };
-    tombs.retain(|t| in_range(t));
-    let fragmented = FragmentedTombstones::new(&tombs, MAX_SEQ);
-    let filter = match &task.filter {
-        Some(spec) => Some(env.filters.create_from_spec(spec)?),
-        None => None,
-    };
-
-    let kept_tombstones = tombstones_to_keep(&fragmented, &task.snapshots, task.bottommost);
-    let mut merged = MergingIterator::new(children);
+    let inputs = Inputs::open(task, env)?;
+    let mut merged = MergingIterator::new(inputs.children);
     let mut stream = CompactionStream::new(
         &mut merged,
-        &fragmented,
-        StreamConfig {
-            snapshots: &task.snapshots,
-            bottommost: task.bottommost,
-            filter: filter.as_deref(),
-            output_level: task.output_level as usize,
-            lower_bound: lower,
-            upper_bound: upper,
-        },
+        &inputs.fragmented,
+        stream_config(task, inputs.filter.as_deref()),
     );
-    let mut writer = OutputWriter {
-        env,
-        task,
-        tombstones: &kept_tombstones,
-        next_number: 0,
-        current: None,
-        next_lower: lower.map(<[u8]>::to_vec),
-        last_user_key: Vec::new(),
-        outputs: Vec::new(),
-    };
+    let mut writer = OutputWriter::new(env, task, &inputs.kept_tombstones);
     while let Some((k, v)) = stream.next_output()? {
         writer.add(&k, &v)?;
     }
-    if writer.current.is_none() && writer.outputs.is_empty() && !kept_tombstones.is_empty() {
-        writer.open_next()?;
+    let outputs = writer.finish()?;
+    let counters = stream.counters();
+    let level0_bytes = inputs.level0_bytes.load(Ordering::Relaxed);
+    Ok(result(
+        task,
+        counters,
+        inputs.table_bytes,
+        level0_bytes,
+        outputs,
+        started,
+    ))
+}
+
+/// The opened inputs of a task: one iterator per table file and level-0 unit, the range
+/// tombstones in its range, and the filter.
+struct Inputs {
+    children: Vec<Box<dyn InternalIterator>>,
+    fragmented: FragmentedTombstones,
+    kept_tombstones: FragmentedTombstones,
+    filter: Option<Box<dyn CompactionFilter>>,
+    /// Bytes of the input table files.
+    table_bytes: u64,
+    /// Key and value bytes read of a level-0 input within the task's range, counted as
+    /// the merge reads them.
+    level0_bytes: Arc<AtomicU64>,
+}
+
+impl Inputs {
+    fn open(task: &CompactionTask, env: &ExecutorEnv<'_>) -> Result<Inputs> {
+        let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+        let mut tombs: Vec<RangeTombstone> = Vec::new();
+        let mut table_bytes = 0u64;
+        for level in &task.inputs {
+            for f in &level.files {
+                let reader = env.tables.open(f)?;
+                tombs.extend(reader.range_tombstones().iter().cloned());
+                children.push(Box::new(reader.iter(IoClass::Compaction, false)));
+                table_bytes += f.size;
+            }
+        }
+        let lower = task.smallest_user_key.as_deref();
+        let upper = task.largest_user_key.as_deref();
+        let level0_bytes = Arc::new(AtomicU64::new(0));
+        if let Some(input) = &task.level0 {
+            let source = env.level0.ok_or_else(|| {
+                Error::InvalidArgument(
+                    "the task reads a level-0 input, but this host's level 0 has none".into(),
+                )
+            })?;
+            let mut units: Vec<Box<dyn InternalIterator>> = Vec::new();
+            source.open_input(input, &mut units, &mut tombs)?;
+            // The input is read only within the task's range: count that part.
+            children.extend(units.into_iter().map(|r| {
+                Box::new(CountingIterator::new(r, lower, upper, level0_bytes.clone()))
+                    as Box<dyn InternalIterator>
+            }));
+        }
+        let in_range = |t: &RangeTombstone| {
+            upper.is_none_or(|u| t.start.as_slice() < u)
+                && lower.is_none_or(|l| t.end.as_slice() > l)
+        };
+        tombs.retain(|t| in_range(t));
+        let fragmented = FragmentedTombstones::new(&tombs, MAX_SEQ);
+        let filter = match &task.filter {
+            Some(spec) => Some(env.filters.create_from_spec(spec)?),
+            None => None,
+        };
+        let kept_tombstones = tombstones_to_keep(&fragmented, &task.snapshots, task.bottommost);
+        Ok(Inputs {
+            children,
+            fragmented,
+            kept_tombstones,
+            filter,
+            table_bytes,
+            level0_bytes,
+        })
     }
-    writer.finish_current(upper.map(<[u8]>::to_vec))?;
-    let outputs = writer.outputs;
-    if !outputs.is_empty() {
-        // The files are synced; their names must be too before an edit refers to them.
-        env.storage.sync_dir(&env.tables.dir(task.output.volume))?;
+}
+
+fn stream_config<'a>(
+    task: &'a CompactionTask,
+    filter: Option<&'a dyn CompactionFilter>,
+) -> StreamConfig<'a> {
+    StreamConfig {
+        snapshots: &task.snapshots,
+        bottommost: task.bottommost,
+        filter,
+        output_level: task.output_level as usize,
+        lower_bound: task.smallest_user_key.as_deref(),
+        upper_bound: task.largest_user_key.as_deref(),
     }
+}
+
+/// The result of a finished run. Bytes as files: what was read from and written to
+/// storage; of a level-0 input, the key and value bytes of its entries in the task's range.
+fn result(
+    task: &CompactionTask,
+    counters: StreamCounters,
+    table_bytes: u64,
+    level0_bytes: u64,
+    outputs: Vec<FileMeta>,
+    started: Instant,
+) -> CompactionResult {
     let mut stats = CompactionStats::default();
-    stream.counters().add_to(&mut stats);
-    // Bytes as files: what was read from and written to storage; of a level-0 input,
-    // the key and value bytes of its entries in the task's range.
-    stats.level0_bytes = level0_bytes.load(Ordering::Relaxed);
-    stats.input_bytes = input_bytes + stats.level0_bytes;
+    counters.add_to(&mut stats);
+    stats.level0_bytes = level0_bytes;
+    stats.input_bytes = table_bytes + level0_bytes;
     stats.output_bytes = outputs.iter().map(|f| f.size).sum();
     stats.elapsed_micros = started.elapsed().as_micros() as u64;
-    Ok(CompactionResult {
+    CompactionResult {
         task_id: task.id,
         stats,
         outputs,
-    })
+    }
 }

@@ -20,7 +20,10 @@ pub mod stream;
 pub mod task;
 
 pub(crate) use executor::file_meta;
-pub use executor::{execute, CompactionExecutor, ExecutorEnv, Level0Source, LinearExecutor};
+pub use executor::{
+    execute, execute_pipelined, CompactionExecutor, ExecutorEnv, Level0Source, LinearExecutor,
+    PipelinedExecutor,
+};
 pub use filter::{
     CompactionFilter, CompactionFilterFactory, FilterDecision, FilterRegistry, FilterSpec,
 };
