@@ -23,7 +23,8 @@ mod matrix;
 mod tests;
 mod values;
 
-use values::{bad, compaction_pri, compression, num, parse_bool};
+pub use values::CompactionMode;
+use values::{bad, compaction_mode, compaction_pri, compression, num, parse_bool};
 
 /// Every setting of a benchmark run. Defaults are db_bench's (RocksDB 7.8), except
 /// `compression_type`, which is `none` because Terrace has no snappy.
@@ -70,6 +71,9 @@ pub struct Flags {
     pub level_compaction_dynamic_level_bytes: bool,
     /// Which file of a level n >= 1 a compaction takes (RocksDB's `compaction_pri`).
     pub compaction_pri: CompactionPri,
+    /// How compaction tasks run: in turn on one thread, or as a read / merge / write
+    /// pipeline on three.
+    pub compaction_mode: CompactionMode,
     /// Number of levels.
     pub num_levels: usize,
     /// Level-0 files that trigger a compaction.
@@ -168,6 +172,7 @@ impl Default for Flags {
             max_bytes_for_level_multiplier: 10.0,
             level_compaction_dynamic_level_bytes: false,
             compaction_pri: CompactionPri::MinOverlappingRatio,
+            compaction_mode: CompactionMode::Linear,
             num_levels: 7,
             level0_file_num_compaction_trigger: 4,
             level0_slowdown_writes_trigger: 20,
@@ -320,6 +325,7 @@ impl Flags {
             "max_bytes_for_level_base" => self.max_bytes_for_level_base = num(name, v)?,
             "max_bytes_for_level_multiplier" => self.max_bytes_for_level_multiplier = num(name, v)?,
             "compaction_pri" => self.compaction_pri = compaction_pri(v)?,
+            "compaction_mode" => self.compaction_mode = compaction_mode(v)?,
             "num_levels" => self.num_levels = num(name, v)?,
             "level0_file_num_compaction_trigger" => {
                 self.level0_file_num_compaction_trigger = num(name, v)?

@@ -327,6 +327,7 @@ pub fn write_json(
             "wal_dir": flags.wal_dir,
             "level0_dir": flags.level0_dir,
             "compaction_pri": format!("{:?}", flags.compaction_pri),
+            "compaction_mode": format!("{:?}", flags.compaction_mode),
             "seed": seed,
         },
         "benchmarks": results,

@@ -69,6 +69,7 @@ impl Flags {
             max_bytes_for_level_multiplier: self.max_bytes_for_level_multiplier,
             level_compaction_dynamic_level_bytes: self.level_compaction_dynamic_level_bytes,
             compaction_pri: self.compaction_pri,
+            compaction_executor: self.compaction_mode.executor(),
             num_levels: self.num_levels,
             level0_file_num_compaction_trigger: self.level0_file_num_compaction_trigger,
             level0_slowdown_writes_trigger: self.level0_slowdown_writes_trigger,

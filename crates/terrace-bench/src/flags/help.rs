@@ -19,6 +19,8 @@ Usage: terrace bench [--name=value ...]   (db_bench's flag names and defaults)
   --target_file_size_base --max_bytes_for_level_base --max_bytes_for_level_multiplier
   --num_levels --level_compaction_dynamic_level_bytes --level0_file_num_compaction_trigger
   --compaction_pri=min_overlapping_ratio|round_robin (or db_bench's 3|4; default 3)
+  --compaction_mode=linear|pipelined  compaction tasks read, merge and write in turn on one
+                     thread (default), or as a pipeline of three threads with bounded queues
   --level0_slowdown_writes_trigger --level0_stop_writes_trigger --bloom_bits --cache_size
   --block_size --max_background_jobs --subcompactions --batch_size --seek_nexts
   --benchmark_write_rate_limit --sync --disable_wal --use_existing_db --histogram

@@ -309,3 +309,20 @@ fn matrix_flags_parse_and_need_the_matrix_level0() {
     assert!(Flags::parse(["--l0=matrix", "--matrix_trigger=2"]).is_err());
     assert!(Flags::parse(["--l0=nvm"]).is_err());
 }
+
+#[test]
+fn compaction_mode_chooses_the_executor() {
+    let mode = |v: &str| {
+        Flags::parse([format!("--compaction_mode={v}")])
+            .map(|f| f.engine_options().compaction_executor.name().to_string())
+    };
+    let default = Flags::parse(Vec::<String>::new()).unwrap();
+    assert_eq!(
+        default.engine_options().compaction_executor.name(),
+        "linear"
+    );
+    assert_eq!(mode("linear").unwrap(), "linear");
+    assert_eq!(mode("pipelined").unwrap(), "pipelined");
+    let err = mode("fast").unwrap_err().to_string();
+    assert!(err.contains("linear or pipelined"), "{err}");
+}

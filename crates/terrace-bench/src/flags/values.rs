@@ -49,6 +49,35 @@ pub(super) fn compression(v: &str) -> Result<Compression> {
 
 /// `--compaction_pri`: a name, RocksDB's enum name, or db_bench's integer (RocksDB's
 /// `CompactionPri` values). The policies Terrace does not implement are errors.
+/// How compaction tasks run (`--compaction_mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompactionMode {
+    /// Read, merge and write in turn on the compaction thread.
+    Linear,
+    /// Read, merge and write as a pipeline of three threads.
+    Pipelined,
+}
+
+impl CompactionMode {
+    /// The engine's executor for this mode.
+    pub fn executor(self) -> std::sync::Arc<dyn terrace::compaction::CompactionExecutor> {
+        match self {
+            CompactionMode::Linear => std::sync::Arc::new(terrace::compaction::LinearExecutor),
+            CompactionMode::Pipelined => {
+                std::sync::Arc::new(terrace::compaction::PipelinedExecutor)
+            }
+        }
+    }
+}
+
+pub(super) fn compaction_mode(v: &str) -> Result<CompactionMode> {
+    match v.trim() {
+        "linear" => Ok(CompactionMode::Linear),
+        "pipelined" => Ok(CompactionMode::Pipelined),
+        _ => Err(bad("compaction_mode", v, "expected linear or pipelined")),
+    }
+}
+
 pub(super) fn compaction_pri(v: &str) -> Result<CompactionPri> {
     let unsupported = |name: &str| {
         Err(bad(

@@ -125,3 +125,36 @@ fn wrong_results_are_refused_and_the_task_runs_on_the_host() {
         assert_eq!(fallbacks, tasks, "{lie:?}: every task falls back");
     }
 }
+
+#[test]
+fn a_database_compacts_with_the_pipelined_executor() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options {
+        compaction_executor: Arc::new(compaction::PipelinedExecutor),
+        max_subcompactions: 3,
+        ..small_options()
+    };
+    let db = Db::open(dir.path(), opts.clone()).unwrap();
+    for round in 0..4u32 {
+        for i in 0..4000u32 {
+            if (i + round) % 5 == 0 {
+                db.delete(format!("k{i:05}").as_bytes()).unwrap();
+            } else {
+                db.put(
+                    format!("k{i:05}").as_bytes(),
+                    format!("{round}-{i}").repeat(6).as_bytes(),
+                )
+                .unwrap();
+            }
+        }
+    }
+    db.compact_range(None, None).unwrap();
+    assert!(db.stats().compactions > 0);
+    drop(db);
+    let db = Db::open(dir.path(), opts).unwrap();
+    for i in 0..4000u32 {
+        let got = db.get(format!("k{i:05}").as_bytes()).unwrap();
+        let want = ((i + 3) % 5 != 0).then(|| format!("3-{i}").repeat(6).into_bytes());
+        assert_eq!(got, want, "k{i:05}");
+    }
+}
