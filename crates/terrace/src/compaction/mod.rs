@@ -16,6 +16,7 @@ mod executor;
 pub mod filter;
 pub mod install;
 pub mod picker;
+pub mod split;
 pub mod stream;
 pub mod task;
 
@@ -32,6 +33,7 @@ pub use picker::{
     level_targets, pick, pick_into_base_level, pick_manual, Level0Column, LevelState,
     PickedCompaction,
 };
+pub use split::SplitPolicy;
 pub use stream::{CompactionStream, StreamConfig, StreamCounters};
 pub use task::{
     CompactionInputLevel, CompactionReason, CompactionResult, CompactionStats, CompactionTask,

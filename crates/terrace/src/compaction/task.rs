@@ -306,40 +306,6 @@ fn overlaps_half_open(f: &FileMeta, start: Option<&[u8]>, end: Option<&[u8]>) ->
     start.is_none_or(|s| f.largest_user_key() >= s) && end.is_none_or(|e| f.smallest_user_key() < e)
 }
 
-/// Chooses up to `max_subcompactions - 1` boundaries for [`CompactionTask::split`] from
-/// the input files' smallest user keys, so that each piece holds about the same number
-/// of input bytes (a file's bytes count towards the piece where it starts).
-pub fn subcompaction_boundaries(task: &CompactionTask, max_subcompactions: usize) -> Vec<Vec<u8>> {
-    if max_subcompactions <= 1 {
-        return Vec::new();
-    }
-    let lo = task.smallest_user_key.as_deref();
-    let hi = task.largest_user_key.as_deref();
-    let mut starts: Vec<(&[u8], u64)> = task
-        .input_files()
-        .map(|f| (f.smallest_user_key(), f.size))
-        .collect();
-    starts.sort_unstable();
-    let total: u64 = starts.iter().map(|(_, s)| s).sum();
-    let pieces = max_subcompactions as u64;
-    let mut out: Vec<Vec<u8>> = Vec::new();
-    let mut before = 0u64;
-    for (key, size) in starts {
-        let inside = lo.is_none_or(|l| key > l) && hi.is_none_or(|h| key < h);
-        let next_cut = (out.len() as u64 + 1) * total / pieces;
-        if inside
-            && before > 0
-            && before >= next_cut
-            && out.len() + 1 < max_subcompactions
-            && out.last().is_none_or(|l| l.as_slice() < key)
-        {
-            out.push(key.to_vec());
-        }
-        before += size;
-    }
-    out
-}
-
 impl CompactionResult {
     /// The result as JSON (docs/formats/compaction-task.md).
     ///

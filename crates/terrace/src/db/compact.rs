@@ -13,7 +13,7 @@ use parking_lot::MutexGuard;
 use super::{DbInner, DbState};
 use crate::compaction::{
     self, CompactionResult, CompactionTask, ExecutorEnv, LevelState, OutputSpec, PickedCompaction,
-    Trust,
+    SplitPolicy, Trust,
 };
 use crate::error::{Error, Result};
 use crate::listener::CompactionInfo;
@@ -161,13 +161,14 @@ impl DbInner {
         let task = self.describe(st, picked, out_volume);
         let reserved: Vec<u64> = task.output.file_numbers.clone();
         st.pending_outputs.extend(reserved.iter().copied());
-        let subtasks = task.split(&compaction::task::subcompaction_boundaries(
-            &task,
-            self.opts.max_subcompactions,
-        ));
-        let results = MutexGuard::unlocked(st, || self.execute_parallel(&subtasks));
-        let outcome =
-            results.map(|results| self.install_compaction(st, picked, &task, &subtasks, results));
+        let run = MutexGuard::unlocked(st, || -> Result<_> {
+            let subtasks = self.split_task(&task)?;
+            let results = self.execute_parallel(&subtasks)?;
+            Ok((subtasks, results))
+        });
+        let outcome = run.map(|(subtasks, results)| {
+            self.install_compaction(st, picked, &task, &subtasks, results)
+        });
         for n in &reserved {
             st.pending_outputs.remove(n);
         }
@@ -223,6 +224,18 @@ impl DbInner {
             output,
             self.opts.compaction_filter.clone(),
         )
+    }
+
+    /// Cuts `task` into up to `max_subcompactions` pieces of similar input size, at data
+    /// block boundaries read from the inputs' indexes.
+    fn split_task(&self, task: &CompactionTask) -> Result<Vec<CompactionTask>> {
+        let pieces = self.opts.max_subcompactions;
+        if pieces <= 1 {
+            return Ok(vec![task.clone()]);
+        }
+        let samples = compaction::split::input_samples(task, &self.tables)?;
+        let cuts = compaction::split::boundaries(task, &samples, SplitPolicy::Pieces(pieces));
+        Ok(task.split(&cuts))
     }
 
     /// Runs subtasks in parallel threads; the first error wins.

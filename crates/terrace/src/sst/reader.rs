@@ -287,6 +287,26 @@ impl SstReader {
             .ok_or_else(|| self.corrupt(self.index_offset(), "bad block handle"))
     }
 
+    /// One sample per data block from the index, with no I/O: the block's index key's user
+    /// key (at or past the block's last key, before the next block's first) and the block's
+    /// stored size. Cutting a compaction at these keys splits it at block boundaries.
+    ///
+    /// # Errors
+    /// `Corruption` in the index block.
+    pub fn block_samples(&self) -> Result<Vec<(Vec<u8>, u64)>> {
+        let mut index = BlockIter::new(self.index.clone());
+        let io = self.index_offset();
+        index.seek_to_first().map_err(|e| self.corrupt(io, e))?;
+        let mut out = Vec::new();
+        while index.valid() {
+            let h = BlockHandle::decode(index.value())
+                .ok_or_else(|| self.corrupt(io, "bad block handle"))?;
+            out.push((key::user_key(index.key()).to_vec(), h.size));
+            index.next().map_err(|e| self.corrupt(io, e))?;
+        }
+        Ok(out)
+    }
+
     /// Reads every data block, checking checksums, key order and the entry counts.
     ///
     /// # Errors
