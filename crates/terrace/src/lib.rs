@@ -37,6 +37,7 @@ pub mod level0;
 pub mod listener;
 pub mod memtable;
 pub mod merge;
+pub mod offload;
 pub mod options;
 pub mod pmem;
 pub mod range_del;

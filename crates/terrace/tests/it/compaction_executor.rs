@@ -158,3 +158,118 @@ fn a_database_compacts_with_the_pipelined_executor() {
         assert_eq!(got, want, "k{i:05}");
     }
 }
+
+mod worker {
+    use std::net::TcpListener;
+    use std::os::unix::net::UnixListener;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use terrace::offload::{RemoteExecutor, Worker, WorkerAddr, WorkerConfig};
+    use terrace::{Db, Options};
+
+    use crate::small_options;
+
+    fn worker(dir: &std::path::Path, pipelined: bool) -> Arc<Worker> {
+        Arc::new(Worker::new(WorkerConfig {
+            dir: dir.to_path_buf(),
+            volumes: vec![],
+            secret: "s3cret".into(),
+            threads: 2,
+            pipelined,
+        }))
+    }
+
+    /// Loads and compacts a database whose compactions go to `executor`; checks every
+    /// value after a reopen and returns the fallbacks counted.
+    fn load(dir: &std::path::Path, executor: Arc<RemoteExecutor>) -> u64 {
+        let opts = Options {
+            compaction_executor: executor,
+            max_subcompactions: 2,
+            ..small_options()
+        };
+        let value = |i: u32, round: u32| format!("{round}:{i}").repeat(10);
+        let db = Db::open(dir, opts.clone()).unwrap();
+        for round in 0..3u32 {
+            for i in 0..3000u32 {
+                db.put(format!("k{i:05}").as_bytes(), value(i, round).as_bytes())
+                    .unwrap();
+            }
+        }
+        db.compact_range(None, None).unwrap();
+        let stats = db.stats();
+        assert!(stats.compactions > 0);
+        drop(db);
+        let db = Db::open(dir, opts).unwrap();
+        for i in 0..3000u32 {
+            let got = db.get(format!("k{i:05}").as_bytes()).unwrap();
+            assert_eq!(got.as_deref(), Some(value(i, 2).as_bytes()), "k{i:05}");
+        }
+        stats.compaction_fallbacks
+    }
+
+    #[test]
+    fn a_worker_over_tcp_runs_the_compactions() {
+        let dir = tempfile::tempdir().unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let w = worker(dir.path(), true);
+        std::thread::spawn(move || w.serve_tcp(&listener));
+        let remote = Arc::new(RemoteExecutor::new(
+            WorkerAddr::parse(&addr),
+            "s3cret",
+            Duration::from_secs(30),
+        ));
+        assert_eq!(load(dir.path(), remote), 0);
+    }
+
+    #[test]
+    fn a_worker_over_a_unix_socket_runs_the_compactions() {
+        let dir = tempfile::tempdir().unwrap();
+        let sock = dir.path().join("compactd.sock");
+        let listener = UnixListener::bind(&sock).unwrap();
+        let w = worker(dir.path(), false);
+        std::thread::spawn(move || w.serve_unix(&listener));
+        let addr = WorkerAddr::parse(&format!("unix:{}", sock.display()));
+        let remote = Arc::new(RemoteExecutor::new(addr, "s3cret", Duration::from_secs(30)));
+        assert_eq!(load(dir.path(), remote), 0);
+    }
+
+    #[test]
+    fn a_wrong_secret_a_silent_worker_or_no_worker_leaves_compaction_to_the_host() {
+        // The wrong secret: the worker refuses, every task runs on the host.
+        let dir = tempfile::tempdir().unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let w = worker(dir.path(), false);
+        std::thread::spawn(move || w.serve_tcp(&listener));
+        let remote = RemoteExecutor::new(WorkerAddr::parse(&addr), "guess", Duration::from_secs(5));
+        assert!(load(dir.path(), Arc::new(remote)) > 0);
+
+        // A worker that accepts and never answers: the deadline passes, the host runs it.
+        let dir = tempfile::tempdir().unwrap();
+        let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = silent.local_addr().unwrap().to_string();
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            while let Ok((s, _)) = silent.accept() {
+                held.push(s);
+            }
+        });
+        let remote = RemoteExecutor::new(
+            WorkerAddr::parse(&addr),
+            "s3cret",
+            Duration::from_millis(200),
+        );
+        assert!(load(dir.path(), Arc::new(remote)) > 0);
+
+        // Nothing listening.
+        let dir = tempfile::tempdir().unwrap();
+        let gone = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = gone.local_addr().unwrap().to_string();
+        drop(gone);
+        let remote =
+            RemoteExecutor::new(WorkerAddr::parse(&addr), "s3cret", Duration::from_secs(1));
+        assert!(load(dir.path(), Arc::new(remote)) > 0);
+    }
+}

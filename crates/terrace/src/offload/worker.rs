@@ -1,0 +1,212 @@
+//! The compaction worker: accepts connections, checks each client's shared secret, then
+//! runs the tasks it is sent on the table files of its directories and answers with their
+//! results. It holds no database state: no manifest, no log, nothing between tasks.
+//!
+//! Owns: the accept loops, the handshake and the limit on tasks run at once.
+//! Must not touch: anything but the directories it was given.
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::os::unix::net::UnixListener;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use parking_lot::{Condvar, Mutex};
+
+use super::frame::{Frame, FrameType};
+use crate::compaction::{self, CompactionTask, ExecutorEnv, FilterRegistry};
+use crate::error::{Error, Result};
+use crate::storage::{FsStorage, Storage};
+use crate::tables::Tables;
+
+/// How a worker is set up (`terrace compactd`'s flags).
+#[derive(Debug, Clone)]
+pub struct WorkerConfig {
+    /// The database directory as this worker sees it (volume 0).
+    pub dir: PathBuf,
+    /// Further volumes, in the database's order (volume `i` is `volumes[i - 1]`).
+    pub volumes: Vec<PathBuf>,
+    /// What a client must present in its first frame.
+    pub secret: String,
+    /// Tasks run at once; further tasks wait.
+    pub threads: usize,
+    /// Run tasks as a read / merge / write pipeline instead of in turn.
+    pub pipelined: bool,
+}
+
+/// A compaction worker; see the module documentation.
+pub struct Worker {
+    config: WorkerConfig,
+    storage: Arc<dyn Storage>,
+    tables: Tables,
+    filters: FilterRegistry,
+    running: Mutex<usize>,
+    slot_free: Condvar,
+}
+
+impl Worker {
+    /// A worker over `config`'s directories.
+    pub fn new(config: WorkerConfig) -> Worker {
+        let storage: Arc<dyn Storage> = Arc::new(FsStorage::new());
+        let tables = Tables::new(
+            storage.clone(),
+            &config.dir,
+            config.volumes.clone(),
+            256,
+            None,
+        );
+        Worker {
+            config,
+            storage,
+            tables,
+            filters: FilterRegistry::new(),
+            running: Mutex::new(0),
+            slot_free: Condvar::new(),
+        }
+    }
+
+    /// Serves TCP connections until the listener fails, each on its own thread.
+    ///
+    /// # Errors
+    /// An accept error.
+    pub fn serve_tcp(self: &Arc<Self>, listener: &TcpListener) -> Result<()> {
+        loop {
+            let (stream, peer) = listener.accept().map_err(|e| Error::io("accept", e))?;
+            let _ = stream.set_nodelay(true);
+            self.spawn_connection(stream, peer.to_string());
+        }
+    }
+
+    /// Serves Unix-socket connections until the listener fails, each on its own thread.
+    ///
+    /// # Errors
+    /// An accept error.
+    pub fn serve_unix(self: &Arc<Self>, listener: &UnixListener) -> Result<()> {
+        loop {
+            let (stream, _) = listener.accept().map_err(|e| Error::io("accept", e))?;
+            self.spawn_connection(stream, "unix client".to_string());
+        }
+    }
+
+    fn spawn_connection<S: Read + Write + Send + 'static>(
+        self: &Arc<Self>,
+        stream: S,
+        peer: String,
+    ) {
+        let worker = self.clone();
+        std::thread::spawn(move || {
+            if let Err(e) = worker.serve_connection(stream, &peer) {
+                tracing::debug!(peer, error = %e, "compaction client connection ended");
+            }
+        });
+    }
+
+    /// Serves one connection: the handshake, then tasks until the client hangs up. A bad
+    /// secret or a damaged frame ends the connection (after an `Error` frame where one
+    /// can still be sent); a task that fails is answered with an `Error` frame.
+    ///
+    /// # Errors
+    /// The reason the connection ended, other than the client closing it.
+    pub fn serve_connection<S: Read + Write>(&self, mut stream: S, peer: &str) -> Result<()> {
+        let hello = Frame::read_from(&mut stream, peer)?;
+        if hello.kind != FrameType::Hello || !same_secret(&hello.payload, &self.config.secret) {
+            let refusal = Frame::new(FrameType::Error, b"authentication failed".to_vec());
+            let _ = refusal.write_to(&mut stream, peer);
+            return Err(Error::InvalidArgument(format!(
+                "{peer}: authentication failed"
+            )));
+        }
+        let about = serde_json::json!({
+            "threads": self.config.threads,
+            "pipelined": self.config.pipelined,
+        });
+        Frame::new(FrameType::Welcome, about.to_string().into_bytes())
+            .write_to(&mut stream, peer)?;
+        loop {
+            let frame = match Frame::read_from(&mut stream, peer) {
+                Ok(f) => f,
+                Err(Error::Io { source, .. })
+                    if source.kind() == std::io::ErrorKind::UnexpectedEof =>
+                {
+                    return Ok(());
+                }
+                Err(e) => {
+                    let msg = Frame::new(FrameType::Error, e.to_string().into_bytes());
+                    let _ = msg.write_to(&mut stream, peer);
+                    return Err(e);
+                }
+            };
+            let reply = match frame.kind {
+                FrameType::Task => self.run_task(&frame.payload),
+                other => Err(Error::InvalidArgument(format!(
+                    "unexpected {other:?} frame"
+                ))),
+            };
+            let reply = match reply.map(|bytes| Frame::new(FrameType::Result, bytes)) {
+                Ok(f) => f,
+                Err(e) => Frame::new(FrameType::Error, e.to_string().into_bytes()),
+            };
+            reply.write_to(&mut stream, peer)?;
+        }
+    }
+
+    /// Runs one encoded task and returns its encoded result.
+    fn run_task(&self, payload: &[u8]) -> Result<Vec<u8>> {
+        let task = CompactionTask::decode(payload)?;
+        if task.level0.is_some() {
+            return Err(Error::Unsupported(
+                "level-0 columns run on the database's host".into(),
+            ));
+        }
+        let _slot = self.take_slot();
+        let env = ExecutorEnv {
+            storage: self.storage.as_ref(),
+            tables: &self.tables,
+            filters: &self.filters,
+            level0: None,
+        };
+        let result = if self.config.pipelined {
+            compaction::execute_pipelined(&task, &env)
+        } else {
+            compaction::execute(&task, &env)
+        };
+        // Inputs are deleted by the database once the result is installed: forget them.
+        for f in task.input_files() {
+            self.tables.evict(f.number);
+        }
+        result?.encode()
+    }
+
+    fn take_slot(&self) -> Slot<'_> {
+        let mut running = self.running.lock();
+        while *running >= self.config.threads.max(1) {
+            self.slot_free.wait(&mut running);
+        }
+        *running += 1;
+        Slot(self)
+    }
+}
+
+/// One of the worker's task slots, given back on drop.
+struct Slot<'a>(&'a Worker);
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        *self.0.running.lock() -= 1;
+        self.0.slot_free.notify_one();
+    }
+}
+
+/// Compares a presented secret with the configured one in time independent of where they
+/// differ.
+fn same_secret(presented: &[u8], secret: &str) -> bool {
+    let secret = secret.as_bytes();
+    if presented.len() != secret.len() {
+        return false;
+    }
+    presented
+        .iter()
+        .zip(secret)
+        .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+        == 0
+}
