@@ -1,5 +1,6 @@
 //! The `terrace` command: one binary with a subcommand per job.
 
+mod compactd;
 mod inspect;
 mod logging;
 
@@ -7,6 +8,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
+use compactd::CompactdArgs;
 
 /// Terrace: an LSM-tree key-value store for heterogeneous storage hardware.
 ///
@@ -56,12 +58,15 @@ enum Command {
     /// Serve the Redis protocol (RESP2/RESP3) on a database (default 127.0.0.1:6380,
     /// ./terrace-data).
     Serve(Box<terrace_server::ServeArgs>),
+    /// Run a compaction worker: serve compaction tasks for a database whose directories this
+    /// process shares (default 127.0.0.1:7400; a shared secret is required).
+    Compactd(CompactdArgs),
 }
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let default_level = match cli.command {
-        Command::Serve(_) => "info",
+        Command::Serve(_) | Command::Compactd(_) => "info",
         _ => "warn",
     };
     if let Err(e) = logging::init(
@@ -122,6 +127,7 @@ fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
             terrace_bench::run(&flags, out)?;
         }
         Command::Serve(args) => terrace_server::net::serve_command(&args, out)?,
+        Command::Compactd(args) => compactd::run(&args, out)?,
     }
     Ok(())
 }

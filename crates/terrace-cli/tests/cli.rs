@@ -183,3 +183,82 @@ fn log_level_and_log_file() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--log-level loud"));
 }
+
+#[test]
+fn compactd_refuses_to_run_without_a_secret() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = terrace()
+        .args(["compactd", "--listen", "127.0.0.1:0", "--dir"])
+        .arg(dir.path())
+        .env_remove("TERRACE_COMPACTD_SECRET")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("shared secret"), "{err}");
+}
+
+#[test]
+fn a_compactd_process_runs_compactions_and_its_death_loses_nothing() {
+    use std::io::BufRead;
+    use std::sync::Arc;
+    use std::time::Duration;
+    use terrace::offload::{RemoteExecutor, WorkerAddr};
+
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("compactd.sock");
+    let mut worker = terrace()
+        .args(["compactd", "--threads", "2", "--pipelined", "--listen"])
+        .arg(format!("unix:{}", sock.display()))
+        .arg("--dir")
+        .arg(dir.path())
+        .env("TERRACE_COMPACTD_SECRET", "s3cret")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(worker.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.contains("listening on unix:"), "{line}");
+    let remote = RemoteExecutor::new(
+        WorkerAddr::parse(&format!("unix:{}", sock.display())),
+        "s3cret",
+        Duration::from_secs(30),
+    );
+    let opts = Options {
+        compaction_executor: Arc::new(remote),
+        target_file_size_base: 32 << 10,
+        max_bytes_for_level_base: 128 << 10,
+        level0_file_num_compaction_trigger: 2,
+        ..small()
+    };
+    let value = |i: u32, round: u32| format!("{round}/{i}").repeat(8);
+    let db = Db::open(dir.path(), opts.clone()).unwrap();
+    let load = |round: u32| {
+        for i in 0..3000u32 {
+            db.put(format!("k{i:05}").as_bytes(), value(i, round).as_bytes())
+                .unwrap();
+        }
+        db.compact_range(None, None).unwrap();
+    };
+    load(0);
+    load(1);
+    let before = db.stats();
+    assert!(before.compactions > 0);
+    assert_eq!(
+        before.compaction_fallbacks, 0,
+        "the worker ran every compaction"
+    );
+    // The worker dies: compactions go on, on the host.
+    worker.kill().unwrap();
+    worker.wait().unwrap();
+    load(2);
+    assert!(db.stats().compaction_fallbacks > 0);
+    drop(db);
+    let db = Db::open(dir.path(), opts).unwrap();
+    for i in 0..3000u32 {
+        let got = db.get(format!("k{i:05}").as_bytes()).unwrap();
+        assert_eq!(got.as_deref(), Some(value(i, 2).as_bytes()), "k{i:05}");
+    }
+}

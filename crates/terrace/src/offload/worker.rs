@@ -197,16 +197,8 @@ impl Drop for Slot<'_> {
     }
 }
 
-/// Compares a presented secret with the configured one in time independent of where they
-/// differ.
+/// Compares a presented secret with the configured one in constant time.
 fn same_secret(presented: &[u8], secret: &str) -> bool {
-    let secret = secret.as_bytes();
-    if presented.len() != secret.len() {
-        return false;
-    }
-    presented
-        .iter()
-        .zip(secret)
-        .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-        == 0
+    use subtle::ConstantTimeEq;
+    presented.ct_eq(secret.as_bytes()).into()
 }
