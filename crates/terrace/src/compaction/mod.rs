@@ -12,6 +12,7 @@
 //! Concurrency: everything here is plain data or a single-owner cursor; the picker must
 //! be called with a consistent snapshot of the levels (under the version lock).
 
+pub mod collaborative;
 mod executor;
 pub mod filter;
 pub mod install;
@@ -20,6 +21,7 @@ pub mod split;
 pub mod stream;
 pub mod task;
 
+pub use collaborative::{CollaborativeExecutor, SharePolicy};
 pub(crate) use executor::file_meta;
 pub use executor::{
     execute, execute_pipelined, CompactionExecutor, ExecutorEnv, Level0Source, LinearExecutor,

@@ -273,3 +273,53 @@ mod worker {
         assert!(load(dir.path(), Arc::new(remote)) > 0);
     }
 }
+
+#[test]
+fn host_and_device_share_each_compaction_under_every_policy() {
+    use terrace::compaction::{CollaborativeExecutor, LinearExecutor, SharePolicy};
+    for policy in [
+        SharePolicy::Static(0.5),
+        SharePolicy::Static(0.2),
+        SharePolicy::Dynamic,
+        SharePolicy::Steal(6),
+    ] {
+        for lie in [Lie::None, Lie::Checksum, Lie::Fail] {
+            let device = Arc::new(Worker {
+                lie,
+                tasks: AtomicU64::new(0),
+            });
+            let shared =
+                CollaborativeExecutor::new(Arc::new(LinearExecutor), device.clone(), policy);
+            let dir = tempfile::tempdir().unwrap();
+            let opts = Options {
+                compaction_executor: Arc::new(shared),
+                target_file_size_base: 8 << 10,
+                ..small_options()
+            };
+            let value = |i: u32, round: u32| format!("{round}.{i}").repeat(9);
+            let db = Db::open(dir.path(), opts.clone()).unwrap();
+            for round in 0..3u32 {
+                for i in 0..4000u32 {
+                    db.put(format!("k{i:05}").as_bytes(), value(i, round).as_bytes())
+                        .unwrap();
+                }
+            }
+            db.compact_range(None, None).unwrap();
+            assert!(db.background_error().is_none());
+            drop(db);
+            let db = Db::open(dir.path(), opts).unwrap();
+            for i in 0..4000u32 {
+                let got = db.get(format!("k{i:05}").as_bytes()).unwrap();
+                assert_eq!(
+                    got.as_deref(),
+                    Some(value(i, 2).as_bytes()),
+                    "{policy:?} {lie:?} k{i}"
+                );
+            }
+            assert!(
+                device.tasks.load(Ordering::SeqCst) > 0,
+                "{policy:?} {lie:?}: the device took shares"
+            );
+        }
+    }
+}
