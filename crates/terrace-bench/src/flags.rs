@@ -24,7 +24,10 @@ mod tests;
 mod values;
 
 pub use values::CompactionMode;
-use values::{bad, compaction_mode, compaction_pri, compression, num, parse_bool};
+use values::{
+    bad, compaction_mode, compaction_pri, compaction_workers, compression, num, offload_ratio,
+    parse_bool,
+};
 
 /// Every setting of a benchmark run. Defaults are db_bench's (RocksDB 7.8), except
 /// `compression_type`, which is `none` because Terrace has no snappy.
@@ -74,6 +77,10 @@ pub struct Flags {
     /// How compaction tasks run: in turn on one thread, or as a read / merge / write
     /// pipeline on three.
     pub compaction_mode: CompactionMode,
+    /// Compaction workers (`terrace compactd`) that share each compaction with this host.
+    pub compaction_workers: Vec<String>,
+    /// How a compaction is shared with the worker.
+    pub offload_ratio: terrace::compaction::SharePolicy,
     /// Number of levels.
     pub num_levels: usize,
     /// Level-0 files that trigger a compaction.
@@ -173,6 +180,8 @@ impl Default for Flags {
             level_compaction_dynamic_level_bytes: false,
             compaction_pri: CompactionPri::MinOverlappingRatio,
             compaction_mode: CompactionMode::Linear,
+            compaction_workers: Vec::new(),
+            offload_ratio: terrace::compaction::SharePolicy::Static(0.5),
             num_levels: 7,
             level0_file_num_compaction_trigger: 4,
             level0_slowdown_writes_trigger: 20,
@@ -326,6 +335,8 @@ impl Flags {
             "max_bytes_for_level_multiplier" => self.max_bytes_for_level_multiplier = num(name, v)?,
             "compaction_pri" => self.compaction_pri = compaction_pri(v)?,
             "compaction_mode" => self.compaction_mode = compaction_mode(v)?,
+            "compaction_workers" => self.compaction_workers = compaction_workers(v)?,
+            "offload_ratio" => self.offload_ratio = offload_ratio(v)?,
             "num_levels" => self.num_levels = num(name, v)?,
             "level0_file_num_compaction_trigger" => {
                 self.level0_file_num_compaction_trigger = num(name, v)?

@@ -137,6 +137,9 @@ pub struct BenchResult {
     pub row_merges: u64,
     /// Matrix column compactions completed during the benchmark.
     pub column_compactions: u64,
+    /// Compaction tasks (or device shares) the configured executor failed or answered
+    /// wrongly, run again on the host during the benchmark.
+    pub compaction_fallbacks: u64,
     /// Write amplification of the table-file tier alone: (flush bytes to table files +
     /// compaction bytes) / user bytes. Equals `write_amplification` without a matrix.
     pub table_write_amplification: f64,
@@ -271,6 +274,9 @@ impl BenchResult {
             row_bytes_written: rows,
             row_merges: a.row_merges.saturating_sub(b.row_merges),
             column_compactions: a.column_compactions.saturating_sub(b.column_compactions),
+            compaction_fallbacks: a
+                .compaction_fallbacks
+                .saturating_sub(b.compaction_fallbacks),
             table_write_amplification: ratio(flush.saturating_sub(rows) + compaction),
             compaction_by_level: compaction_by_level(b, a),
             stall_micros: a.stall_micros.saturating_sub(b.stall_micros),
@@ -328,6 +334,8 @@ pub fn write_json(
             "level0_dir": flags.level0_dir,
             "compaction_pri": format!("{:?}", flags.compaction_pri),
             "compaction_mode": format!("{:?}", flags.compaction_mode),
+            "compaction_workers": flags.compaction_workers,
+            "offload_ratio": format!("{:?}", flags.offload_ratio),
             "seed": seed,
         },
         "benchmarks": results,

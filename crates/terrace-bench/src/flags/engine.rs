@@ -59,6 +59,27 @@ impl Flags {
         }
     }
 
+    /// The executor: the mode's alone, or shared with the worker.
+    fn compaction_executor(&self) -> std::sync::Arc<dyn terrace::compaction::CompactionExecutor> {
+        let host = self.compaction_mode.executor();
+        match self.compaction_workers.first() {
+            None => host,
+            Some(addr) => {
+                let secret = std::env::var("TERRACE_COMPACTD_SECRET").unwrap_or_default();
+                let device = terrace::offload::RemoteExecutor::new(
+                    terrace::offload::WorkerAddr::parse(addr),
+                    secret,
+                    std::time::Duration::from_secs(120),
+                );
+                std::sync::Arc::new(terrace::compaction::CollaborativeExecutor::new(
+                    host,
+                    std::sync::Arc::new(device),
+                    self.offload_ratio,
+                ))
+            }
+        }
+    }
+
     fn base_options(&self) -> Options {
         let flushes = (self.max_background_jobs / 4).max(1);
         Options {
@@ -69,7 +90,7 @@ impl Flags {
             max_bytes_for_level_multiplier: self.max_bytes_for_level_multiplier,
             level_compaction_dynamic_level_bytes: self.level_compaction_dynamic_level_bytes,
             compaction_pri: self.compaction_pri,
-            compaction_executor: self.compaction_mode.executor(),
+            compaction_executor: self.compaction_executor(),
             num_levels: self.num_levels,
             level0_file_num_compaction_trigger: self.level0_file_num_compaction_trigger,
             level0_slowdown_writes_trigger: self.level0_slowdown_writes_trigger,

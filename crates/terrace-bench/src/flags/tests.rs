@@ -326,3 +326,27 @@ fn compaction_mode_chooses_the_executor() {
     let err = mode("fast").unwrap_err().to_string();
     assert!(err.contains("linear or pipelined"), "{err}");
 }
+
+#[test]
+fn compaction_workers_and_offload_ratios_are_checked() {
+    use terrace::compaction::SharePolicy;
+    let f = Flags::parse(["--compaction_workers=127.0.0.1:7400", "--offload_ratio=0.3"]).unwrap();
+    assert_eq!(f.compaction_workers, vec!["127.0.0.1:7400".to_string()]);
+    assert_eq!(f.offload_ratio, SharePolicy::Static(0.3));
+    assert!(f
+        .engine_options()
+        .compaction_executor
+        .name()
+        .starts_with("collaborative linear + remote 127.0.0.1:7400"));
+    let ratio = |v: &str| Flags::parse([format!("--offload_ratio={v}")]).map(|f| f.offload_ratio);
+    assert_eq!(ratio("dynamic").unwrap(), SharePolicy::Dynamic);
+    assert_eq!(ratio("steal").unwrap(), SharePolicy::Steal(8));
+    assert_eq!(ratio("steal:4").unwrap(), SharePolicy::Steal(4));
+    for bad in ["0", "1", "1.5", "steal:1", "stealx", "half"] {
+        assert!(ratio(bad).is_err(), "{bad}");
+    }
+    let two = Flags::parse(["--compaction_workers=a:1,b:2"])
+        .unwrap_err()
+        .to_string();
+    assert!(two.contains("dispatcher"), "{two}");
+}

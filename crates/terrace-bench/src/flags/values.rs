@@ -78,6 +78,56 @@ pub(super) fn compaction_mode(v: &str) -> Result<CompactionMode> {
     }
 }
 
+/// `--compaction_workers=ADDR[,ADDR...]`: `host:port` or `unix:PATH`. One worker shares
+/// each compaction with the host; several need the dispatcher, which is not built.
+pub(super) fn compaction_workers(v: &str) -> Result<Vec<String>> {
+    let addrs: Vec<String> = v
+        .split(',')
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+        .map(str::to_string)
+        .collect();
+    if addrs.len() > 1 {
+        return Err(bad(
+            "compaction_workers",
+            v,
+            "one worker is supported (sharing over several needs the dispatcher)",
+        ));
+    }
+    Ok(addrs)
+}
+
+/// `--offload_ratio=R|dynamic|steal[:N]`: the worker's share of each compaction.
+pub(super) fn offload_ratio(v: &str) -> Result<terrace::compaction::SharePolicy> {
+    use terrace::compaction::SharePolicy;
+    let v = v.trim();
+    if v == "dynamic" {
+        return Ok(SharePolicy::Dynamic);
+    }
+    if let Some(rest) = v.strip_prefix("steal") {
+        let pieces = match rest.strip_prefix(':') {
+            Some(n) => n.parse().ok().filter(|n| *n >= 2),
+            None if rest.is_empty() => Some(8),
+            None => None,
+        };
+        return pieces.map(SharePolicy::Steal).ok_or_else(|| {
+            bad(
+                "offload_ratio",
+                v,
+                "steal takes a piece count of at least 2: steal:8",
+            )
+        });
+    }
+    match v.parse::<f64>() {
+        Ok(r) if r > 0.0 && r < 1.0 => Ok(SharePolicy::Static(r)),
+        _ => Err(bad(
+            "offload_ratio",
+            v,
+            "expected a share between 0 and 1 (exclusive), dynamic, or steal[:N]",
+        )),
+    }
+}
+
 pub(super) fn compaction_pri(v: &str) -> Result<CompactionPri> {
     let unsupported = |name: &str| {
         Err(bad(

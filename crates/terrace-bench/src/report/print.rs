@@ -99,6 +99,13 @@ impl BenchResult {
                 self.row_merges, self.column_compactions
             )?;
         }
+        if self.compaction_fallbacks > 0 {
+            writeln!(
+                out,
+                "  compaction fallbacks: {} tasks run again on the host",
+                self.compaction_fallbacks
+            )?;
+        }
         if self.throttled_bytes_written > 0 {
             writeln!(
                 out,
@@ -191,6 +198,7 @@ pub fn print_statistics(out: &mut dyn Write, s: &DbStats) -> std::io::Result<()>
         ("compaction.trivial.moves", s.trivial_moves),
         ("matrix.column.compactions", s.column_compactions),
         ("matrix.row.merges", s.row_merges),
+        ("compaction.fallbacks", s.compaction_fallbacks),
         ("stall.micros", s.stall_micros),
         ("stall.count", s.stall_count),
         ("throttle.wait.micros", s.throttle_wait_micros),

@@ -25,8 +25,13 @@ pub(super) fn print_header(f: &Flags, seeds: &Seeds, out: &mut dyn Write) -> std
     writeln!(out, "Threads:    {}", f.threads)?;
     print_seed(seeds, out)?;
     writeln!(out, "Compression: {:?}", f.compression_type)?;
-    if f.compaction_mode != crate::flags::CompactionMode::Linear {
-        writeln!(out, "Compaction: {:?} executor", f.compaction_mode)?;
+    if f.compaction_mode != crate::flags::CompactionMode::Linear || !f.compaction_workers.is_empty()
+    {
+        writeln!(
+            out,
+            "Compaction: {}",
+            f.engine_options().compaction_executor.name()
+        )?;
     }
     if let Some(wal) = &f.wal_dir {
         writeln!(out, "WAL dir:    {}", wal.display())?;
