@@ -13,7 +13,12 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
+use terrace::compaction::{
+    CollaborativeExecutor, CompactionExecutor, DispatchPolicy, DispatchingExecutor,
+};
+use terrace::offload::{RemoteExecutor, WorkerAddr};
 use terrace::storage::{FsStorage, Storage, ThrottleLimits, ThrottledStorage};
 use terrace::Options;
 
@@ -59,25 +64,34 @@ impl Flags {
         }
     }
 
-    /// The executor: the mode's alone, or shared with the worker.
-    fn compaction_executor(&self) -> std::sync::Arc<dyn terrace::compaction::CompactionExecutor> {
+    /// The executor: the mode's alone, or shared with the workers (one worker directly,
+    /// several through the dispatcher, least loaded first).
+    fn compaction_executor(&self) -> Arc<dyn CompactionExecutor> {
         let host = self.compaction_mode.executor();
-        match self.compaction_workers.first() {
-            None => host,
-            Some(addr) => {
-                let secret = std::env::var("TERRACE_COMPACTD_SECRET").unwrap_or_default();
-                let device = terrace::offload::RemoteExecutor::new(
-                    terrace::offload::WorkerAddr::parse(addr),
-                    secret,
-                    std::time::Duration::from_secs(120),
-                );
-                std::sync::Arc::new(terrace::compaction::CollaborativeExecutor::new(
-                    host,
-                    std::sync::Arc::new(device),
-                    self.offload_ratio,
-                ))
-            }
+        if self.compaction_workers.is_empty() {
+            return host;
         }
+        let secret = std::env::var("TERRACE_COMPACTD_SECRET").unwrap_or_default();
+        let mut units: Vec<Arc<dyn CompactionExecutor>> = self
+            .compaction_workers
+            .iter()
+            .map(|addr| {
+                Arc::new(RemoteExecutor::new(
+                    WorkerAddr::parse(addr),
+                    secret.clone(),
+                    Duration::from_secs(120),
+                )) as Arc<dyn CompactionExecutor>
+            })
+            .collect();
+        let device = match units.len() {
+            1 => units.remove(0),
+            _ => Arc::new(DispatchingExecutor::new(
+                units,
+                host.clone(),
+                DispatchPolicy::LeastLoaded,
+            )),
+        };
+        Arc::new(CollaborativeExecutor::new(host, device, self.offload_ratio))
     }
 
     fn base_options(&self) -> Options {

@@ -21,9 +21,10 @@ Usage: terrace bench [--name=value ...]   (db_bench's flag names and defaults)
   --compaction_pri=min_overlapping_ratio|round_robin (or db_bench's 3|4; default 3)
   --compaction_mode=linear|pipelined  compaction tasks read, merge and write in turn on one
                      thread (default), or as a pipeline of three threads with bounded queues
-  --compaction_workers=ADDR  a compaction worker (`terrace compactd`, HOST:PORT or
-                     unix:PATH; secret from TERRACE_COMPACTD_SECRET) that shares each
-                     compaction with this host; a failed or wrong share runs on the host
+  --compaction_workers=ADDR[,ADDR]  compaction workers (`terrace compactd`, HOST:PORT or
+                     unix:PATH; secret from TERRACE_COMPACTD_SECRET) that share each
+                     compaction with this host (several: dispatched to the least loaded);
+                     a failed or wrong share runs on the host
   --offload_ratio=R|dynamic|steal[:N]  the worker's share: a fixed share of the input
                      bytes (default 0.5), one from both sides' measured speeds, or N pieces
                      (default 8) that both sides take from one queue

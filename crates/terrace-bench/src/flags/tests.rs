@@ -345,8 +345,11 @@ fn compaction_workers_and_offload_ratios_are_checked() {
     for bad in ["0", "1", "1.5", "steal:1", "stealx", "half"] {
         assert!(ratio(bad).is_err(), "{bad}");
     }
-    let two = Flags::parse(["--compaction_workers=a:1,b:2"])
-        .unwrap_err()
-        .to_string();
-    assert!(two.contains("dispatcher"), "{two}");
+    let two = Flags::parse(["--compaction_workers=a:1,unix:/tmp/w.sock"]).unwrap();
+    let name = two.engine_options().compaction_executor.name().to_string();
+    assert!(
+        name.contains("dispatch LeastLoaded over [remote a:1, remote unix:/tmp/w.sock]"),
+        "{name}"
+    );
+    assert!(Flags::parse(["--compaction_workers=,"]).is_err());
 }

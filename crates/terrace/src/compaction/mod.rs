@@ -13,6 +13,7 @@
 //! be called with a consistent snapshot of the levels (under the version lock).
 
 pub mod collaborative;
+pub mod dispatch;
 mod executor;
 pub mod filter;
 pub mod install;
@@ -22,6 +23,7 @@ pub mod stream;
 pub mod task;
 
 pub use collaborative::{CollaborativeExecutor, SharePolicy};
+pub use dispatch::{DispatchPolicy, DispatchingExecutor, UnitStats};
 pub(crate) use executor::file_meta;
 pub use executor::{
     execute, execute_pipelined, CompactionExecutor, ExecutorEnv, Level0Source, LinearExecutor,

@@ -1,0 +1,158 @@
+//! The offload dispatcher (X-Engine's compaction driver, docs/techniques/xengine-offload.md):
+//! compaction tasks go to one of several compaction units (any executors: workers,
+//! pipelines, the host), chosen round robin or by fewest tasks in flight; each unit's
+//! successes, failures and fallbacks are counted; a task a unit fails or answers wrongly
+//! runs on the fallback executor (the host's CPU).
+//!
+//! Owns: the choice of unit, the per-unit counters, checking an untrusted unit's result
+//! and the fallback. Must not touch: how a unit runs a task, or the install.
+//! Concurrency: `execute` is called from several compaction threads at once (one per
+//! subtask); units are chosen under a mutex and run outside it.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::{
+    checked_edit, CompactionExecutor, CompactionResult, CompactionTask, ExecutorEnv, Trust,
+};
+use crate::error::Result;
+
+/// How the dispatcher chooses a unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DispatchPolicy {
+    /// Each unit in turn.
+    RoundRobin,
+    /// The unit with the fewest tasks in flight (the first of equals).
+    LeastLoaded,
+}
+
+/// One unit's counters.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct UnitStats {
+    /// Tasks whose result the unit delivered and that checked out.
+    pub succeeded: u64,
+    /// Tasks the unit failed, or answered with a result that did not check out; each ran
+    /// on the fallback executor instead.
+    pub failed: u64,
+}
+
+struct Unit {
+    executor: Arc<dyn CompactionExecutor>,
+    in_flight: AtomicU64,
+    succeeded: AtomicU64,
+    failed: AtomicU64,
+}
+
+/// Dispatches tasks over compaction units; see the module documentation.
+pub struct DispatchingExecutor {
+    units: Vec<Unit>,
+    fallback: Arc<dyn CompactionExecutor>,
+    policy: DispatchPolicy,
+    next: Mutex<usize>,
+    name: String,
+}
+
+impl DispatchingExecutor {
+    /// A dispatcher over `units` (none: every task runs on `fallback`).
+    pub fn new(
+        units: Vec<Arc<dyn CompactionExecutor>>,
+        fallback: Arc<dyn CompactionExecutor>,
+        policy: DispatchPolicy,
+    ) -> Self {
+        let names: Vec<&str> = units.iter().map(|u| u.name()).collect();
+        let name = format!("dispatch {policy:?} over [{}]", names.join(", "));
+        DispatchingExecutor {
+            units: units
+                .into_iter()
+                .map(|executor| Unit {
+                    executor,
+                    in_flight: AtomicU64::new(0),
+                    succeeded: AtomicU64::new(0),
+                    failed: AtomicU64::new(0),
+                })
+                .collect(),
+            fallback,
+            policy,
+            next: Mutex::new(0),
+            name,
+        }
+    }
+
+    /// Each unit's name and counters, in the order given.
+    pub fn unit_stats(&self) -> Vec<(String, UnitStats)> {
+        self.units
+            .iter()
+            .map(|u| {
+                let stats = UnitStats {
+                    succeeded: u.succeeded.load(Ordering::Relaxed),
+                    failed: u.failed.load(Ordering::Relaxed),
+                };
+                (u.executor.name().to_string(), stats)
+            })
+            .collect()
+    }
+
+    /// The unit for the next task, its in-flight count already raised.
+    fn choose(&self) -> Option<&Unit> {
+        let mut next = self.next.lock();
+        let i = match self.policy {
+            DispatchPolicy::RoundRobin => {
+                let i = *next % self.units.len().max(1);
+                *next = next.wrapping_add(1);
+                i
+            }
+            DispatchPolicy::LeastLoaded => self
+                .units
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, u)| u.in_flight.load(Ordering::Relaxed))
+                .map_or(0, |(i, _)| i),
+        };
+        let unit = self.units.get(i)?;
+        unit.in_flight.fetch_add(1, Ordering::Relaxed);
+        Some(unit)
+    }
+}
+
+impl CompactionExecutor for DispatchingExecutor {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Untrusted units' results are checked here, so what leaves is as good as the
+    /// fallback's.
+    fn trust(&self) -> Trust {
+        self.fallback.trust()
+    }
+
+    fn execute(&self, task: &CompactionTask, env: &ExecutorEnv<'_>) -> Result<CompactionResult> {
+        let Some(unit) = self.choose() else {
+            return self.fallback.execute(task, env);
+        };
+        let outcome = unit.executor.execute(task, env).and_then(|r| {
+            if unit.executor.trust() != Trust::Local {
+                let one = std::slice::from_ref(task);
+                let results = std::slice::from_ref(&r);
+                checked_edit(task, one, results, env.storage, env.tables, Trust::Remote)?;
+            }
+            Ok(r)
+        });
+        unit.in_flight.fetch_sub(1, Ordering::Relaxed);
+        match outcome {
+            Ok(r) => {
+                unit.succeeded.fetch_add(1, Ordering::Relaxed);
+                Ok(r)
+            }
+            Err(e) => {
+                unit.failed.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(unit = unit.executor.name(), error = %e, "a compaction task falls back");
+                self.fallback.execute(task, env)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
