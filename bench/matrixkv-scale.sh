@@ -11,16 +11,20 @@
 # Environment: WORK (scratch directory, default a temporary one; tmpfs keeps the
 # persistent-memory directory honest), SCALES (default "10 30 100"), PRESETS (default
 # "default paper"), PARALLEL=1 runs the presets side by side (each run uses less than half
-# a core; the tiers are token buckets per process, so they do not share a rate), and
+# a core; the tiers are token buckets per process, so they do not share a rate),
+# REPORT_ONLY=1 prints the tables from the logs already in WORK without running, and
 # everything bench/matrixkv.sh reads (RATE, PMEM_RATE_LIMIT, CONFIGS).
+# Columns: SSD WA is the throttled tier's bytes written per user byte (the load alone, and
+# settled: with the compaction it left); SSD levels is the deepest level holding table
+# files after that compaction (level 0 counted only when it is table files: the matrix's
+# rows are on the fast tier); the ratios' SSD levels column is the matrix's minus the
+# other's.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 . "$ROOT/bench/common.sh"
 WORK="${WORK:-$(mktemp -d)}"
 SCALES="${SCALES:-10 30 100}"
 PRESETS="${PRESETS:-default paper}"
-TERRACE_BIN="$(terrace_bin)"
-export TERRACE_BIN
 mkdir -p "$WORK"
 
 container_for() { # scale -> container bytes
@@ -39,7 +43,12 @@ run_preset() { # preset
   done
 }
 
+if [ "${REPORT_ONLY:-0}" = 1 ]; then
+  echo "matrixkv-scale: the tables of the logs in $WORK"
+else
 echo "matrixkv-scale: scales $SCALES, presets $PRESETS, logs in $WORK ($(date -u +%FT%TZ))"
+TERRACE_BIN="$(terrace_bin)"
+export TERRACE_BIN
 if [ "${PARALLEL:-0}" = 1 ]; then
   pids=()
   for p in $PRESETS; do run_preset "$p" & pids+=($!); done
@@ -48,6 +57,7 @@ else
   for p in $PRESETS; do run_preset "$p"; done
 fi
 echo "finished $(date -u +%FT%TZ)"
+fi
 
 # One log -> "config key value" lines: the figures of the load (fill), of the compaction it
 # left (wait) and of the reads.
@@ -60,7 +70,7 @@ figures() {
     /write amplification: / && bench == "fill" { for (i = 1; i <= NF; i++) if ($i == "user") print cfg, "user_mb", $(i+1) }
     /write amplification of the throttled tier:/ { for (i = 1; i <= NF; i++) if ($i == "written") { x = $(i-2); gsub(/\(/, "", x); print cfg, bench "_ssd_mb", x } }
     /longest gap between completed writes/ && bench == "fill" { print cfg, "gap_ms", $(NF-1) }
-    /tree depth:/ && bench == "wait" { print cfg, "depth", $3 }
+    /level bytes:/ && bench == "wait" { deepest = 0; for (i = 1; i <= NF; i++) if ($i ~ /^L[0-9]+$/ && !($i == "L0" && $(i+3) == "rows,")) deepest = substr($i, 2); print cfg, "depth", deepest }
   ' "$1"
 }
 
@@ -69,7 +79,7 @@ table() { # preset
   echo
   echo "### preset $preset"
   echo
-  echo "| scale (container) | config | fillrandom ops/s | settled ops/s | SSD WA | SSD WA settled | longest gap ms | depth | readrandom ops/s |"
+  echo "| scale (container) | config | fillrandom ops/s | settled ops/s | SSD WA | SSD WA settled | longest gap ms | SSD levels | readrandom ops/s |"
   echo "|---|---|---|---|---|---|---|---|---|"
   for scale in $SCALES; do
     f="$WORK/$preset-$scale.log"
