@@ -162,7 +162,9 @@ impl CollaborativeExecutor {
                 }
             }
             SharePolicy::Steal(n) => {
-                let cuts = boundaries(task, &samples, SplitPolicy::Pieces(n.max(2)));
+                // At least two reserved numbers per piece, so that a piece can cut outputs.
+                let n = n.max(2).min(task.output.file_numbers.len() / 2);
+                let cuts = boundaries(task, &samples, SplitPolicy::Pieces(n));
                 let pieces = task.split(&cuts);
                 let next = Mutex::new(0usize);
                 let results: Vec<Mutex<Option<Result<CompactionResult>>>> =

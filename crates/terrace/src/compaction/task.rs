@@ -237,7 +237,8 @@ impl CompactionTask {
     /// Cuts the task at `boundaries` (user keys, any order) into key-range subtasks
     /// `[smallest, b1), [b1, b2), ..., [bn, largest)`. Boundaries outside the task's own
     /// range, or repeated, are ignored, and so are pieces that no input file overlaps; a
-    /// task that does not split comes back whole. Each subtask keeps only the input files
+    /// task that does not split comes back whole, and so does one with fewer reserved file
+    /// numbers than pieces. Each subtask keeps only the input files
     /// that overlap its range (a file may serve several) and takes an equal share (earlier subtasks one more when it
     /// does not divide) of the pre-allocated file numbers, in order: the caller allocates
     /// enough numbers for every subtask.
@@ -269,10 +270,12 @@ impl CompactionTask {
                     || units.iter().any(|u| u.overlaps_half_open(*s, *e))
             })
             .collect();
-        if pieces.len() <= 1 {
+        let numbers = &self.output.file_numbers;
+        // Every piece needs a reserved number for its first output: a task with fewer
+        // numbers than pieces is not split.
+        if pieces.len() <= 1 || numbers.len() < pieces.len() {
             return vec![self.clone()];
         }
-        let numbers = &self.output.file_numbers;
         let (share, extra) = (numbers.len() / pieces.len(), numbers.len() % pieces.len());
         let mut next_number = 0;
         let mut out = Vec::with_capacity(pieces.len());

@@ -19,6 +19,9 @@ use crate::error::{Error, Result};
 use crate::listener::CompactionInfo;
 use crate::version::{FileMeta, VersionEdit};
 
+/// Pieces a task's reserved file numbers allow for, at the least.
+const MIN_PIECES: u64 = 16;
+
 impl DbInner {
     /// Runs `pick` on the picker's view of the current state (levels, compact pointers,
     /// files being compacted). The version is dropped before this returns, so that garbage
@@ -204,7 +207,9 @@ impl DbInner {
             .sum::<u64>()
             + column_bytes;
         let target = self.opts.target_file_size_base.max(1);
-        let pieces = self.opts.max_subcompactions as u64;
+        // Executors may cut a task further than max_subcompactions (a collaborative
+        // executor's stolen pieces): reserve for at least MIN_PIECES pieces.
+        let pieces = (self.opts.max_subcompactions as u64).max(MIN_PIECES);
         // Outputs never exceed the inputs' size by much; reserve generously: numbers are cheap.
         let count = 2 * (input_bytes / target + 2) + 2 * pieces;
         let file_numbers: Vec<u64> = (0..count).map(|_| st.versions.new_file_number()).collect();

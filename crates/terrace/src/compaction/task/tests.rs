@@ -204,3 +204,13 @@ fn split_shares_the_reserved_numbers() {
         5
     );
 }
+
+#[test]
+fn a_task_with_fewer_numbers_than_pieces_is_not_split() {
+    let mut t = task();
+    t.output.file_numbers = vec![30, 31];
+    let cuts = vec![b"c".to_vec(), b"g".to_vec(), b"i".to_vec()];
+    assert_eq!(t.split(&cuts), vec![t.clone()]);
+    t.output.file_numbers = vec![30, 31, 32, 33];
+    assert_eq!(t.split(&cuts).len(), 4);
+}
