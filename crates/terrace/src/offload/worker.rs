@@ -174,7 +174,16 @@ impl Worker {
         for f in task.input_files() {
             self.tables.evict(f.number);
         }
-        result?.encode()
+        let result = result?;
+        tracing::info!(
+            task = task.id,
+            read_bytes = result.stats.input_bytes,
+            written_bytes = result.stats.output_bytes,
+            outputs = result.outputs.len(),
+            micros = result.stats.elapsed_micros,
+            "compaction task done"
+        );
+        result.encode()
     }
 
     fn take_slot(&self) -> Slot<'_> {
