@@ -41,6 +41,11 @@ impl Tables {
         }
     }
 
+    /// The directories of the database and its extra volumes, in volume order.
+    pub fn dirs(&self) -> (&Path, &[PathBuf]) {
+        (&self.db_dir, &self.volumes)
+    }
+
     /// The directory of `volume`. A volume that is not configured (a checkpoint opened
     /// elsewhere, say) resolves to the database directory.
     pub fn dir(&self, volume: u32) -> PathBuf {

@@ -12,6 +12,7 @@
 //! Concurrency: everything here is plain data or a single-owner cursor; the picker must
 //! be called with a consistent snapshot of the levels (under the version lock).
 
+pub mod check;
 pub mod collaborative;
 pub mod dispatch;
 mod executor;
@@ -22,6 +23,7 @@ pub mod split;
 pub mod stream;
 pub mod task;
 
+pub use check::CheckingExecutor;
 pub use collaborative::{CollaborativeExecutor, SharePolicy};
 pub use dispatch::{DispatchPolicy, DispatchingExecutor, UnitStats};
 pub(crate) use executor::file_meta;
