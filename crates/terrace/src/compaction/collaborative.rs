@@ -16,7 +16,7 @@ use parking_lot::Mutex;
 
 use super::split::{boundaries, input_samples, SplitPolicy};
 use super::{
-    checked_edit, CompactionExecutor, CompactionResult, CompactionStats, CompactionTask,
+    execute_checked, CompactionExecutor, CompactionResult, CompactionStats, CompactionTask,
     ExecutorEnv, Trust,
 };
 use crate::error::{Error, Result};
@@ -101,20 +101,7 @@ impl CollaborativeExecutor {
     /// Runs `piece` on the device, checking its result; on any failure runs it on the host.
     fn on_device(&self, piece: &CompactionTask, env: &ExecutorEnv<'_>) -> Result<CompactionResult> {
         let started = Instant::now();
-        let checked = self.device.execute(piece, env).and_then(|r| {
-            if self.device.trust() != Trust::Local {
-                let one = std::slice::from_ref(piece);
-                checked_edit(
-                    piece,
-                    one,
-                    std::slice::from_ref(&r),
-                    env.storage,
-                    env.tables,
-                    Trust::Remote,
-                )?;
-            }
-            Ok(r)
-        });
+        let checked = execute_checked(self.device.as_ref(), piece, env);
         match checked {
             Ok(r) => {
                 self.record(true, &r, started);

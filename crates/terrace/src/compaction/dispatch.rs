@@ -15,7 +15,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::{
-    checked_edit, CompactionExecutor, CompactionResult, CompactionTask, ExecutorEnv, Trust,
+    execute_checked, CompactionExecutor, CompactionResult, CompactionTask, ExecutorEnv, Trust,
 };
 use crate::error::Result;
 
@@ -131,14 +131,7 @@ impl CompactionExecutor for DispatchingExecutor {
         let Some(unit) = self.choose() else {
             return self.fallback.execute(task, env);
         };
-        let outcome = unit.executor.execute(task, env).and_then(|r| {
-            if unit.executor.trust() != Trust::Local {
-                let one = std::slice::from_ref(task);
-                let results = std::slice::from_ref(&r);
-                checked_edit(task, one, results, env.storage, env.tables, Trust::Remote)?;
-            }
-            Ok(r)
-        });
+        let outcome = execute_checked(unit.executor.as_ref(), task, env);
         unit.in_flight.fetch_sub(1, Ordering::Relaxed);
         match outcome {
             Ok(r) => {

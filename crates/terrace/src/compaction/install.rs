@@ -14,7 +14,7 @@
 
 use std::collections::HashSet;
 
-use super::{CompactionResult, CompactionTask};
+use super::{CompactionExecutor, CompactionResult, CompactionTask, ExecutorEnv};
 use crate::error::{Error, Result};
 use crate::key::{self, ValueType, MAX_SEQ};
 use crate::storage::{IoClass, Storage};
@@ -70,6 +70,26 @@ pub fn checked_edit(
         edit.new_files.push((task.output_level, f.clone()));
     }
     Ok(edit)
+}
+
+/// Runs `task` on `executor` and, unless the executor is [`Trust::Local`], checks its
+/// result in full (as [`checked_edit`] with [`Trust::Remote`]) before returning it: the
+/// one place where an untrusted executor's word is checked, whoever called it.
+///
+/// # Errors
+/// The executor's error, or `ResultRefused` for a result that does not check out.
+pub fn execute_checked(
+    executor: &dyn CompactionExecutor,
+    task: &CompactionTask,
+    env: &ExecutorEnv<'_>,
+) -> Result<CompactionResult> {
+    let result = executor.execute(task, env)?;
+    if executor.trust() != Trust::Local {
+        let one = std::slice::from_ref(task);
+        let results = std::slice::from_ref(&result);
+        checked_edit(task, one, results, env.storage, env.tables, Trust::Remote)?;
+    }
+    Ok(result)
 }
 
 fn refused(why: String) -> Error {

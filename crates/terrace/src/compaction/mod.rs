@@ -34,7 +34,7 @@ pub use executor::{
 pub use filter::{
     CompactionFilter, CompactionFilterFactory, FilterDecision, FilterRegistry, FilterSpec,
 };
-pub use install::{checked_edit, Trust};
+pub use install::{checked_edit, execute_checked, Trust};
 pub use picker::{
     level_targets, pick, pick_into_base_level, pick_manual, Level0Column, LevelState,
     PickedCompaction,

@@ -388,13 +388,7 @@ impl DbInner {
         if executor.trust() == Trust::Local {
             return executor.execute(task, &env);
         }
-        let checked = executor.execute(task, &env).and_then(|result| {
-            let one = std::slice::from_ref(task);
-            let results = std::slice::from_ref(&result);
-            compaction::checked_edit(task, one, results, env.storage, env.tables, Trust::Remote)?;
-            Ok(result)
-        });
-        checked.or_else(|e| {
+        compaction::execute_checked(executor.as_ref(), task, &env).or_else(|e| {
             tracing::warn!(
                 executor = executor.name(),
                 task = task.id,
