@@ -20,9 +20,11 @@ use crate::recorder::{merge_hist, new_hist, OpKind, ThreadStats};
 
 mod levels;
 mod print;
+mod units;
 
 pub use levels::{compaction_by_level, LevelCompaction};
 pub use print::print_statistics;
+pub use units::compaction_units;
 
 /// Latency summary of a set of operations, in microseconds.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
@@ -146,6 +148,9 @@ pub struct BenchResult {
     /// Compaction work during the benchmark by output level, levels that received no
     /// compaction left out (empty where levels are unknown: server mode).
     pub compaction_by_level: Vec<LevelCompaction>,
+    /// Compaction work during the benchmark by unit (`host`, each remote worker): runs by
+    /// mode, bytes, busy and CPU time, failures and fallbacks (empty in server mode).
+    pub compaction_units: Vec<terrace::compaction::UnitTotals>,
     /// Microseconds writers were delayed or stopped during the benchmark.
     pub stall_micros: u64,
     /// Writes delayed or stopped during the benchmark.
@@ -279,6 +284,7 @@ impl BenchResult {
                 .saturating_sub(b.compaction_fallbacks),
             table_write_amplification: ratio(flush.saturating_sub(rows) + compaction),
             compaction_by_level: compaction_by_level(b, a),
+            compaction_units: compaction_units(b, a),
             stall_micros: a.stall_micros.saturating_sub(b.stall_micros),
             stall_count: a.stall_count.saturating_sub(b.stall_count),
             longest_write_gap_micros,

@@ -106,6 +106,9 @@ impl BenchResult {
                 self.compaction_fallbacks
             )?;
         }
+        for u in &self.compaction_units {
+            writeln!(out, "  compaction unit {}", super::units::unit_line(u))?;
+        }
         if self.throttled_bytes_written > 0 {
             writeln!(
                 out,

@@ -177,6 +177,30 @@ fn section_body(ctx: &Ctx<'_>, section: &str, out: &mut String) -> Result<(), Fa
                 "engine_block_cache_misses",
                 s.block_cache_misses.to_string(),
             );
+            kv(
+                "engine_compaction_fallbacks",
+                s.compaction_fallbacks.to_string(),
+            );
+            for (i, u) in s.compaction_units.iter().enumerate() {
+                // INFO has no escapes: the unit's name loses separators it may hold.
+                let unit = u.unit.replace([',', '\r', '\n'], "_");
+                kv(
+                    &format!("engine_compaction_unit{i}"),
+                    format!(
+                        "unit={unit},runs={},linear={},pipelined={},input_bytes={},busy_micros={},cpu_micros={},mb_per_sec={:.2},mb_per_cpu_second={:.2},failures={},fallbacks={}",
+                        u.runs,
+                        u.linear_runs,
+                        u.pipelined_runs,
+                        u.input_bytes,
+                        u.busy_micros,
+                        u.cpu_micros,
+                        u.mb_per_sec(),
+                        u.mb_per_cpu_second(),
+                        u.failures,
+                        u.fallbacks
+                    ),
+                );
+            }
             for l in &s.levels {
                 kv(
                     &format!("engine_level{}", l.level),

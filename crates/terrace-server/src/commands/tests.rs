@@ -306,6 +306,39 @@ fn metrics_text_has_the_engine_and_latency() {
     }
 }
 
+#[test]
+fn info_and_metrics_show_each_compaction_unit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let e = engine(tmp.path());
+    let mut s = e.connect("t".into()).unwrap();
+    // Two overlapping level-0 files: the manual compaction rewrites them.
+    for round in 0..2 {
+        for i in 0..200 {
+            run(&mut s, &format!("SET k{i:04} v{round}"));
+        }
+        e.db().flush().unwrap();
+    }
+    e.db().compact_range(None, None).unwrap();
+    let info = match run(&mut s, "INFO engine") {
+        Reply::Bulk(b) => String::from_utf8(b.to_vec()).unwrap(),
+        other => panic!("{other:?}"),
+    };
+    assert!(info.contains("engine_compaction_fallbacks:0"), "{info}");
+    assert!(
+        info.contains("engine_compaction_unit0:unit=host,runs="),
+        "{info}"
+    );
+    assert!(info.contains(",failures=0,fallbacks=0"), "{info}");
+    let text = crate::net::metrics_text(&e);
+    for name in [
+        "terrace_compaction_runs_total{unit=\"host\",mode=\"linear\"}",
+        "terrace_compaction_cpu_seconds_total{unit=\"host\"}",
+        "terrace_compaction_failures_total{unit=\"host\"} 0",
+    ] {
+        assert!(text.contains(name), "{name} missing from\n{text}");
+    }
+}
+
 fn config_get(s: &mut Session, name: &str) -> Reply {
     match run(s, &format!("CONFIG GET {name}")) {
         Reply::Map(mut pairs) if pairs.len() == 1 => pairs.remove(0).1,

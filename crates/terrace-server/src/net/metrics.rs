@@ -139,6 +139,7 @@ pub(crate) fn render(engine: &Engine) -> String {
             l.level, l.files
         );
     }
+    compaction_units(&mut out, &db.compaction_units);
     let (buckets, count, sum) = s.latency_buckets();
     let _ = writeln!(out, "# HELP terrace_command_latency_seconds Command execution time.\n# TYPE terrace_command_latency_seconds histogram");
     for (bound, c) in buckets {
@@ -159,4 +160,61 @@ pub(crate) fn render(engine: &Engine) -> String {
     );
     let _ = writeln!(out, "terrace_command_latency_seconds_count {count}");
     out
+}
+
+/// Per compaction unit (`host`, each remote worker): runs by mode, bytes read, busy and
+/// CPU seconds, failures and fallbacks, as counters labelled by unit.
+fn compaction_units(out: &mut String, units: &[terrace::compaction::UnitTotals]) {
+    type Field = fn(&terrace::compaction::UnitTotals) -> f64;
+    let label =
+        |u: &terrace::compaction::UnitTotals| u.unit.replace('\\', "\\\\").replace('"', "\\\"");
+    let name = "terrace_compaction_runs_total";
+    let _ = writeln!(
+        out,
+        "# HELP {name} Compaction runs installed, by unit and mode.\n# TYPE {name} counter"
+    );
+    for u in units {
+        let unit = label(u);
+        for (mode, n) in [("linear", u.linear_runs), ("pipelined", u.pipelined_runs)] {
+            let _ = writeln!(out, "{name}{{unit=\"{unit}\",mode=\"{mode}\"}} {n}");
+        }
+    }
+    let families: [(&str, &str, Field); 6] = [
+        (
+            "terrace_compaction_input_bytes_total",
+            "Bytes compaction runs read, by unit.",
+            |u| u.input_bytes as f64,
+        ),
+        (
+            "terrace_compaction_output_bytes_total",
+            "Bytes compaction runs wrote, by unit.",
+            |u| u.output_bytes as f64,
+        ),
+        (
+            "terrace_compaction_busy_seconds_total",
+            "Wall-clock seconds of compaction runs, by unit.",
+            |u| u.busy_micros as f64 / 1e6,
+        ),
+        (
+            "terrace_compaction_cpu_seconds_total",
+            "CPU seconds of compaction runs, by unit.",
+            |u| u.cpu_micros as f64 / 1e6,
+        ),
+        (
+            "terrace_compaction_failures_total",
+            "Compaction pieces a unit failed or answered wrongly.",
+            |u| u.failures as f64,
+        ),
+        (
+            "terrace_compaction_fallbacks_total",
+            "Compaction pieces a unit took over from a failed one.",
+            |u| u.fallbacks as f64,
+        ),
+    ];
+    for (name, help, field) in families {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
+        for u in units {
+            let _ = writeln!(out, "{name}{{unit=\"{}\"}} {}", label(u), field(u));
+        }
+    }
 }

@@ -14,6 +14,7 @@ use std::time::Instant;
 
 use parking_lot::Mutex;
 
+use super::metrics::mark_fallback;
 use super::split::{boundaries, input_samples, SplitPolicy};
 use super::{
     execute_checked, CompactionExecutor, CompactionResult, CompactionStats, CompactionTask,
@@ -109,7 +110,9 @@ impl CollaborativeExecutor {
             }
             Err(e) => {
                 tracing::warn!(device = self.device.name(), error = %e, "a device share runs on the host");
-                self.on_host(piece, env)
+                let mut r = self.on_host(piece, env)?;
+                mark_fallback(&mut r.runs, self.device.name());
+                Ok(r)
             }
         }
     }
@@ -207,7 +210,9 @@ impl CompactionExecutor for CollaborativeExecutor {
         let results = self.run_shares(task, env)?;
         let mut stats = CompactionStats::default();
         let mut outputs = Vec::new();
+        let mut runs = Vec::new();
         for r in results {
+            runs.extend(r.runs);
             let s = r.stats;
             stats.input_entries += s.input_entries;
             stats.input_bytes += s.input_bytes;
@@ -223,6 +228,7 @@ impl CompactionExecutor for CollaborativeExecutor {
             task_id: task.id,
             outputs,
             stats,
+            runs,
         })
     }
 }

@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use super::metrics::mark_fallback;
 use super::{
     execute_checked, CompactionExecutor, CompactionResult, CompactionTask, ExecutorEnv, Trust,
 };
@@ -141,7 +142,9 @@ impl CompactionExecutor for DispatchingExecutor {
             Err(e) => {
                 unit.failed.fetch_add(1, Ordering::Relaxed);
                 tracing::warn!(unit = unit.executor.name(), error = %e, "a compaction task falls back");
-                self.fallback.execute(task, env)
+                let mut r = self.fallback.execute(task, env)?;
+                mark_fallback(&mut r.runs, unit.executor.name());
+                Ok(r)
             }
         }
     }

@@ -15,6 +15,7 @@ use counting::CountingIterator;
 pub use pipeline::{execute_pipelined, PipelinedExecutor};
 
 use super::filter::CompactionFilter;
+use super::metrics::{thread_cpu_micros, RunMode, RunRecord, HOST};
 use super::stream::{tombstones_to_keep, CompactionStream, StreamConfig, StreamCounters};
 use super::{
     CompactionResult, CompactionStats, CompactionTask, FilterRegistry, Level0Input, Trust,
@@ -234,6 +235,7 @@ impl<'a, 'e> OutputWriter<'a, 'e> {
 /// names an unknown filter or reserves no output file number while it has output.
 pub fn execute(task: &CompactionTask, env: &ExecutorEnv<'_>) -> Result<CompactionResult> {
     let started = Instant::now();
+    let cpu_started = thread_cpu_micros();
     let inputs = Inputs::open(task, env)?;
     let mut merged = MergingIterator::new(inputs.children);
     let mut stream = CompactionStream::new(
@@ -254,7 +256,11 @@ pub fn execute(task: &CompactionTask, env: &ExecutorEnv<'_>) -> Result<Compactio
         inputs.table_bytes,
         level0_bytes,
         outputs,
-        started,
+        Run {
+            mode: RunMode::Linear,
+            started,
+            cpu_micros: thread_cpu_micros().saturating_sub(cpu_started),
+        },
     ))
 }
 
@@ -338,6 +344,14 @@ fn stream_config<'a>(
     }
 }
 
+/// How a run on this host went, for its [`RunRecord`].
+struct Run {
+    mode: RunMode,
+    started: Instant,
+    /// CPU time of every thread of the run.
+    cpu_micros: u64,
+}
+
 /// The result of a finished run. Bytes as files: what was read from and written to
 /// storage; of a level-0 input, the key and value bytes of its entries in the task's range.
 fn result(
@@ -346,17 +360,27 @@ fn result(
     table_bytes: u64,
     level0_bytes: u64,
     outputs: Vec<FileMeta>,
-    started: Instant,
+    run: Run,
 ) -> CompactionResult {
     let mut stats = CompactionStats::default();
     counters.add_to(&mut stats);
     stats.level0_bytes = level0_bytes;
     stats.input_bytes = table_bytes + level0_bytes;
     stats.output_bytes = outputs.iter().map(|f| f.size).sum();
-    stats.elapsed_micros = started.elapsed().as_micros() as u64;
+    stats.elapsed_micros = run.started.elapsed().as_micros() as u64;
+    let record = RunRecord {
+        unit: HOST.to_string(),
+        mode: run.mode,
+        input_bytes: stats.input_bytes,
+        output_bytes: stats.output_bytes,
+        elapsed_micros: stats.elapsed_micros,
+        cpu_micros: run.cpu_micros,
+        fallback_for: None,
+    };
     CompactionResult {
         task_id: task.id,
         stats,
         outputs,
+        runs: vec![record],
     }
 }

@@ -18,6 +18,7 @@ pub mod dispatch;
 mod executor;
 pub mod filter;
 pub mod install;
+pub mod metrics;
 pub mod picker;
 pub mod split;
 pub mod stream;
@@ -35,6 +36,7 @@ pub use filter::{
     CompactionFilter, CompactionFilterFactory, FilterDecision, FilterRegistry, FilterSpec,
 };
 pub use install::{checked_edit, execute_checked, Trust};
+pub use metrics::{RunMode, RunRecord, UnitTotals};
 pub use picker::{
     level_targets, pick, pick_into_base_level, pick_manual, Level0Column, LevelState,
     PickedCompaction,

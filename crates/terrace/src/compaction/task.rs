@@ -8,6 +8,7 @@
 //! Concurrency: plain values, `Send + Sync`.
 
 use crate::compaction::filter::FilterSpec;
+use crate::compaction::metrics::RunRecord;
 use crate::error::{Error, Result};
 use crate::key::SeqNo;
 use crate::options::Compression;
@@ -159,6 +160,10 @@ pub struct CompactionResult {
     pub outputs: Vec<FileMeta>,
     /// Counters.
     pub stats: CompactionStats,
+    /// Where and how each piece ran (one record, or one per piece of a task an executor
+    /// cut further). Absent from results of older runners: empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs: Vec<RunRecord>,
 }
 
 /// The JSON envelope: a format version next to the payload.

@@ -395,8 +395,9 @@ impl DbInner {
                 error = %e,
                 "compaction task runs again on this host"
             );
-            super::stats::add(&self.counters.compaction_fallbacks, 1);
-            compaction::execute(task, &env)
+            let mut r = compaction::execute(task, &env)?;
+            compaction::metrics::mark_fallback(&mut r.runs, executor.name());
+            Ok(r)
         })
     }
 }

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use hdrhistogram::Histogram;
 use parking_lot::Mutex;
 
+use crate::compaction;
 use crate::storage::IoClass;
 
 /// Latency percentiles of one operation, in microseconds.
@@ -92,9 +93,12 @@ pub struct DbStats {
     pub trivial_moves: u64,
     /// Matrix column compactions (level-0 columns into the base level).
     pub column_compactions: u64,
-    /// Compaction tasks the configured executor failed or answered with a result that did
-    /// not match the task, run again on this host.
+    /// Compaction pieces a unit failed or answered with a result that did not match the
+    /// task, run again on the host (the sum of `compaction_units`' fallbacks).
     pub compaction_fallbacks: u64,
+    /// Per compaction unit (`host`, each remote worker): runs by mode, bytes, busy and
+    /// CPU time, failures and fallbacks, of the compactions installed since open.
+    pub compaction_units: Vec<compaction::UnitTotals>,
     /// Matrix table merges: runs of old rows merged into fewer, larger rows inside the
     /// container (their bytes count in `row_bytes_written`).
     pub row_merges: u64,
@@ -148,7 +152,8 @@ pub(crate) struct Counters {
     pub(crate) row_bytes: AtomicU64,
     pub(crate) flushes: AtomicU64,
     pub(crate) column_compactions: AtomicU64,
-    pub(crate) compaction_fallbacks: AtomicU64,
+    /// Every installed compaction run, summed per unit (`compaction::metrics`).
+    pub(crate) compaction_units: Mutex<compaction::metrics::Totals>,
     pub(crate) row_merges: AtomicU64,
     pub(crate) row_chunks_released: AtomicU64,
     pub(crate) stall_micros: AtomicU64,
@@ -179,7 +184,7 @@ impl Counters {
             row_bytes: AtomicU64::new(0),
             flushes: AtomicU64::new(0),
             column_compactions: AtomicU64::new(0),
-            compaction_fallbacks: AtomicU64::new(0),
+            compaction_units: Mutex::new(compaction::metrics::Totals::default()),
             row_merges: AtomicU64::new(0),
             row_chunks_released: AtomicU64::new(0),
             stall_micros: AtomicU64::new(0),
@@ -277,6 +282,7 @@ impl super::DbInner {
             .chain(sv.imms.iter())
             .map(|m| m.approximate_memory_usage() as u64)
             .sum();
+        let units = self.counters.compaction_units.lock().snapshot();
         let io = self.storage.io_stats();
         let classes: Vec<_> = IoClass::ALL.iter().map(|c| io.get(*c)).collect();
         let sum = |f: fn(&crate::storage::IoClassStats) -> u64| classes.iter().map(f).sum();
@@ -297,7 +303,8 @@ impl super::DbInner {
             compactions: total.compactions,
             trivial_moves: total.trivial_moves,
             column_compactions: load(&self.counters.column_compactions),
-            compaction_fallbacks: load(&self.counters.compaction_fallbacks),
+            compaction_fallbacks: units.iter().map(|u| u.fallbacks).sum(),
+            compaction_units: units,
             row_merges: load(&self.counters.row_merges),
             row_chunks_released: load(&self.counters.row_chunks_released),
             stall_micros: load(&self.counters.stall_micros),

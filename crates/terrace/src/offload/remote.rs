@@ -134,8 +134,12 @@ impl CompactionExecutor for RemoteExecutor {
         let reply = Frame::read_from(&mut conn, &peer)?;
         match reply.kind {
             FrameType::Result => {
-                let result = CompactionResult::decode(&reply.payload)?;
+                let mut result = CompactionResult::decode(&reply.payload)?;
                 self.idle.lock().push(conn);
+                // The worker's runs were on its side, whatever it calls them.
+                for run in &mut result.runs {
+                    run.unit.clone_from(&self.name);
+                }
                 Ok(result)
             }
             FrameType::Error => {

@@ -183,6 +183,10 @@ mod worker {
     /// Loads and compacts a database whose compactions go to `executor`; checks every
     /// value after a reopen and returns the fallbacks counted.
     fn load(dir: &std::path::Path, executor: Arc<RemoteExecutor>) -> u64 {
+        load_stats(dir, executor).compaction_fallbacks
+    }
+
+    fn load_stats(dir: &std::path::Path, executor: Arc<RemoteExecutor>) -> terrace::DbStats {
         let opts = Options {
             compaction_executor: executor,
             max_subcompactions: 2,
@@ -205,7 +209,7 @@ mod worker {
             let got = db.get(format!("k{i:05}").as_bytes()).unwrap();
             assert_eq!(got.as_deref(), Some(value(i, 2).as_bytes()), "k{i:05}");
         }
-        stats.compaction_fallbacks
+        stats
     }
 
     #[test]
@@ -220,7 +224,17 @@ mod worker {
             "s3cret",
             Duration::from_secs(30),
         ));
-        assert_eq!(load(dir.path(), remote), 0);
+        let stats = load_stats(dir.path(), remote);
+        assert_eq!(stats.compaction_fallbacks, 0);
+        // Every run is the worker's, pipelined, with its bytes and CPU time.
+        let [unit] = stats.compaction_units.as_slice() else {
+            panic!("one unit expected: {:?}", stats.compaction_units);
+        };
+        assert_eq!(unit.unit, format!("remote {addr}"));
+        assert!(unit.runs > 0 && unit.pipelined_runs == unit.runs);
+        assert!(unit.input_bytes > 0 && unit.output_bytes > 0);
+        assert!(unit.cpu_micros > 0 && unit.busy_micros > 0);
+        assert!(unit.mb_per_sec() > 0.0 && unit.mb_per_cpu_second() > 0.0);
     }
 
     #[test]
@@ -244,7 +258,16 @@ mod worker {
         let w = worker(dir.path(), false);
         std::thread::spawn(move || w.serve_tcp(&listener));
         let remote = RemoteExecutor::new(WorkerAddr::parse(&addr), "guess", Duration::from_secs(5));
-        assert!(load(dir.path(), Arc::new(remote)) > 0);
+        let stats = load_stats(dir.path(), Arc::new(remote));
+        assert!(stats.compaction_fallbacks > 0);
+        // The failures are the worker's, the runs the host's.
+        let unit = |name: &str| stats.compaction_units.iter().find(|u| u.unit == name);
+        let host = unit("host").expect("the host ran the tasks");
+        let remote = unit(&format!("remote {addr}")).expect("the worker is listed");
+        assert_eq!(remote.runs, 0);
+        assert_eq!(remote.failures, stats.compaction_fallbacks);
+        assert_eq!(host.fallbacks, stats.compaction_fallbacks);
+        assert_eq!(host.linear_runs, host.runs);
 
         // A worker that accepts and never answers: the deadline passes, the host runs it.
         let dir = tempfile::tempdir().unwrap();
@@ -306,6 +329,7 @@ fn host_and_device_share_each_compaction_under_every_policy() {
             }
             db.compact_range(None, None).unwrap();
             assert!(db.background_error().is_none());
+            let stats = db.stats();
             drop(db);
             let db = Db::open(dir.path(), opts).unwrap();
             for i in 0..4000u32 {
@@ -320,6 +344,12 @@ fn host_and_device_share_each_compaction_under_every_policy() {
                 device.tasks.load(Ordering::SeqCst) > 0,
                 "{policy:?} {lie:?}: the device took shares"
             );
+            if lie != Lie::None {
+                // Each refused share is the device's failure and the host's fallback.
+                let failed: u64 = stats.compaction_units.iter().map(|u| u.failures).sum();
+                assert!(failed > 0, "{policy:?} {lie:?}: {:?}", stats.compaction_units);
+                assert_eq!(failed, stats.compaction_fallbacks);
+            }
         }
     }
 }

@@ -43,6 +43,7 @@ impl CompactionExecutor for Fake {
             task_id: task.id,
             outputs: vec![],
             stats: CompactionStats::default(),
+            runs: vec![],
         })
     }
 }

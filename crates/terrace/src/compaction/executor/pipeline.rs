@@ -20,7 +20,10 @@ use std::sync::atomic::Ordering;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::time::Instant;
 
-use super::{result, stream_config, CompactionExecutor, ExecutorEnv, Inputs, OutputWriter};
+use super::{
+    result, stream_config, CompactionExecutor, ExecutorEnv, Inputs, OutputWriter, Run,
+};
+use crate::compaction::metrics::{thread_cpu_micros, RunMode};
 use crate::compaction::stream::CompactionStream;
 use crate::compaction::{CompactionResult, CompactionTask};
 use crate::error::{Error, Result};
@@ -98,6 +101,7 @@ impl Batch {
 /// that panics is reported as `Internal`.
 pub fn execute_pipelined(task: &CompactionTask, env: &ExecutorEnv<'_>) -> Result<CompactionResult> {
     let started = Instant::now();
+    let cpu_started = thread_cpu_micros();
     let inputs = Inputs::open(task, env)?;
     let lower = task.smallest_user_key.clone();
     let upper = task.largest_user_key.clone();
@@ -105,9 +109,16 @@ pub fn execute_pipelined(task: &CompactionTask, env: &ExecutorEnv<'_>) -> Result
     let (merged_tx, merged_rx) = sync_channel::<Batch>(QUEUE_BATCHES);
     let merged = MergingIterator::new(inputs.children);
     let kept = &inputs.kept_tombstones;
-    let (outputs, counters) = std::thread::scope(|s| {
-        let reader = s.spawn(move || read_stage(merged, lower, upper, &read_tx));
-        let writer = s.spawn(move || write_stage(env, task, kept, &merged_rx));
+    // The stage threads are new: their CPU clocks count only their stage.
+    let (outputs, counters, stage_cpu) = std::thread::scope(|s| {
+        let reader = s.spawn(move || {
+            read_stage(merged, lower, upper, &read_tx);
+            thread_cpu_micros()
+        });
+        let writer = s.spawn(move || {
+            let written = write_stage(env, task, kept, &merged_rx);
+            (written, thread_cpu_micros())
+        });
         let mut received = Received::new(read_rx);
         let mut stream = CompactionStream::new(
             &mut received,
@@ -119,16 +130,18 @@ pub fn execute_pipelined(task: &CompactionTask, env: &ExecutorEnv<'_>) -> Result
         drop(merged_tx);
         // The writer's error explains a merge stage stopped by a closed queue; otherwise
         // the merge stage's own error (a read error comes through it) comes first.
-        let written = writer.join().unwrap_or_else(|_| Err(panicked("write")));
+        let (written, write_cpu) = writer
+            .join()
+            .unwrap_or_else(|_| (Err(panicked("write")), 0));
         drop(stream);
         drop(received);
-        let read = reader.join().map_err(|_| panicked("read"));
+        let read_cpu = reader.join().map_err(|_| panicked("read"));
         let outputs = match (merged, written) {
             (Err(e), _) | (Ok(true), Err(e)) => Err(e),
             (Ok(_), written) => written,
         };
-        read?;
-        Ok::<_, Error>((outputs?, counters))
+        let read_cpu = read_cpu?;
+        Ok::<_, Error>((outputs?, counters, read_cpu + write_cpu))
     })?;
     let level0_bytes = inputs.level0_bytes.load(Ordering::Relaxed);
     Ok(result(
@@ -137,7 +150,11 @@ pub fn execute_pipelined(task: &CompactionTask, env: &ExecutorEnv<'_>) -> Result
         inputs.table_bytes,
         level0_bytes,
         outputs,
-        started,
+        Run {
+            mode: RunMode::Pipelined,
+            started,
+            cpu_micros: thread_cpu_micros().saturating_sub(cpu_started) + stage_cpu,
+        },
     ))
 }
 

@@ -104,6 +104,7 @@ fn result(id: u64, outputs: Vec<FileMeta>) -> CompactionResult {
         task_id: id,
         outputs,
         stats: CompactionStats::default(),
+        runs: vec![],
     }
 }
 

@@ -112,8 +112,22 @@ fn task_and_result_round_trip() {
             filtered_entries: 10,
             elapsed_micros: 1234,
         },
+        runs: vec![crate::compaction::RunRecord {
+            unit: "host".into(),
+            mode: crate::compaction::RunMode::Pipelined,
+            input_bytes: 5000,
+            output_bytes: 4000,
+            elapsed_micros: 1234,
+            cpu_micros: 2000,
+            fallback_for: Some("remote unix:/w".into()),
+        }],
     };
     assert_eq!(CompactionResult::decode(&r.encode().unwrap()).unwrap(), r);
+    // A result without runs (an older runner's) reads with none.
+    let older = CompactionResult { runs: vec![], ..r };
+    let json = String::from_utf8(older.encode().unwrap()).unwrap();
+    assert!(!json.contains("runs"));
+    assert_eq!(CompactionResult::decode(json.as_bytes()).unwrap(), older);
 }
 
 #[test]

@@ -61,6 +61,12 @@ impl DbInner {
         self.apply_edit(st, edit)?;
         self.install_super_version(st);
         self.counters.record_compaction(picked.output_level, bytes);
+        {
+            let mut units = self.counters.compaction_units.lock();
+            for run in results.iter().flat_map(|r| r.runs.iter()) {
+                units.add(run);
+            }
+        }
         if picked.column.is_some() {
             stats::add(&self.counters.column_compactions, 1);
             stats::add(&self.counters.row_chunks_released, released);
