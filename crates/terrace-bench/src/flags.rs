@@ -23,10 +23,9 @@ mod matrix;
 mod tests;
 mod values;
 
-pub use values::CompactionMode;
 use values::{
-    bad, compaction_mode, compaction_pri, compaction_workers, compression, num, offload_ratio,
-    parse_bool,
+    bad, compaction_dispatch, compaction_mode, compaction_pri, compaction_workers, compression,
+    num, offload_ratio, parse_bool,
 };
 
 /// Every setting of a benchmark run. Defaults are db_bench's (RocksDB 7.8), except
@@ -74,13 +73,17 @@ pub struct Flags {
     pub level_compaction_dynamic_level_bytes: bool,
     /// Which file of a level n >= 1 a compaction takes (RocksDB's `compaction_pri`).
     pub compaction_pri: CompactionPri,
-    /// How compaction tasks run: in turn on one thread, or as a read / merge / write
-    /// pipeline on three.
-    pub compaction_mode: CompactionMode,
+    /// How this host runs compaction tasks: in turn on one thread, as a read / merge /
+    /// write pipeline on three, or chosen per task (`auto`).
+    pub compaction_mode: terrace::compaction::ExecutionMode,
     /// Compaction workers (`terrace compactd`) that share each compaction with this host.
     pub compaction_workers: Vec<String>,
-    /// How a compaction is shared with the worker.
-    pub offload_ratio: terrace::compaction::SharePolicy,
+    /// How compactions are shared with the workers (`--offload_ratio`).
+    pub offload_ratio: terrace::offload::Share,
+    /// How the dispatcher picks among several workers.
+    pub compaction_dispatch: terrace::compaction::DispatchPolicy,
+    /// Check mode: every worker result is compared with a host run of the same task.
+    pub compaction_check: bool,
     /// Number of levels.
     pub num_levels: usize,
     /// Level-0 files that trigger a compaction.
@@ -179,9 +182,11 @@ impl Default for Flags {
             max_bytes_for_level_multiplier: 10.0,
             level_compaction_dynamic_level_bytes: false,
             compaction_pri: CompactionPri::MinOverlappingRatio,
-            compaction_mode: CompactionMode::Linear,
+            compaction_mode: terrace::compaction::ExecutionMode::Linear,
             compaction_workers: Vec::new(),
-            offload_ratio: terrace::compaction::SharePolicy::Static(0.5),
+            offload_ratio: terrace::offload::CompactionWorkers::default().share,
+            compaction_dispatch: terrace::compaction::DispatchPolicy::LeastLoaded,
+            compaction_check: false,
             num_levels: 7,
             level0_file_num_compaction_trigger: 4,
             level0_slowdown_writes_trigger: 20,
@@ -228,6 +233,7 @@ const BOOL_FLAGS: &[&str] = &[
     "statistics",
     "progress",
     "level_compaction_dynamic_level_bytes",
+    "compaction_check",
 ];
 
 impl Flags {
@@ -299,6 +305,7 @@ impl Flags {
             "disable_wal" => self.disable_wal = on,
             "use_existing_db" => self.use_existing_db = on,
             "histogram" => self.histogram = on,
+            "compaction_check" => self.compaction_check = on,
             "statistics" => self.statistics = on,
             "level_compaction_dynamic_level_bytes" => {
                 self.level_compaction_dynamic_level_bytes = on
@@ -337,6 +344,7 @@ impl Flags {
             "compaction_mode" => self.compaction_mode = compaction_mode(v)?,
             "compaction_workers" => self.compaction_workers = compaction_workers(v)?,
             "offload_ratio" => self.offload_ratio = offload_ratio(v)?,
+            "compaction_dispatch" => self.compaction_dispatch = compaction_dispatch(v)?,
             "num_levels" => self.num_levels = num(name, v)?,
             "level0_file_num_compaction_trigger" => {
                 self.level0_file_num_compaction_trigger = num(name, v)?

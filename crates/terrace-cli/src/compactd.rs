@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{bail, Context};
+use terrace::compaction::ExecutionMode;
 use terrace::offload::{Worker, WorkerAddr, WorkerConfig};
 
 /// `terrace compactd`'s flags.
@@ -28,8 +29,12 @@ pub struct CompactdArgs {
     /// Tasks run at once.
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
-    /// Run each task as a read / merge / write pipeline instead of in turn.
-    #[arg(long)]
+    /// How tasks run: linear (in turn), pipelined (read / merge / write threads), or auto
+    /// (chosen per task from this process's CPUs, memory and the task's value sizes).
+    #[arg(long, default_value = "linear", value_parser = ["linear", "pipelined", "auto"])]
+    pub mode: String,
+    /// Same as `--mode pipelined`.
+    #[arg(long, conflicts_with = "mode")]
     pub pipelined: bool,
     /// Run only on these CPUs, e.g. `1` or `2,3` (a weaker device than the host).
     #[arg(long, value_delimiter = ',')]
@@ -71,7 +76,11 @@ pub fn run(args: &CompactdArgs, out: &mut impl std::io::Write) -> anyhow::Result
         volumes: args.volumes.clone(),
         secret,
         threads: args.threads,
-        pipelined: args.pipelined,
+        mode: if args.pipelined {
+            ExecutionMode::Pipelined
+        } else {
+            ExecutionMode::parse(&args.mode)?
+        },
     }));
     match WorkerAddr::parse(&args.listen) {
         WorkerAddr::Tcp(addr) => {

@@ -76,6 +76,26 @@ pub struct Config {
     /// Internal, for crash tests only: run the engine on fault-injection storage, which
     /// keeps unsynced bytes in process memory so SIGKILL loses them as a power cut would.
     pub internal_fault_storage: bool,
+    /// Engine: how this host runs its compactions.
+    pub compaction_mode: CompactionMode,
+    /// Engine: the weights and thresholds of `compaction_mode = "auto"`.
+    pub compaction_decision: terrace::compaction::DecisionConfig,
+    /// Engine: compaction workers (`terrace compactd`) to share compactions with; an
+    /// empty `secret` is read from `TERRACE_COMPACTD_SECRET`.
+    pub compaction_workers: Option<terrace::offload::CompactionWorkers>,
+}
+
+/// How the host runs its compactions (`compaction_mode`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum CompactionMode {
+    /// Read, merge and write in turn.
+    #[default]
+    Linear,
+    /// A read / merge / write pipeline on three threads.
+    Pipelined,
+    /// Chosen per task from CPU, memory and value sizes (`compaction_decision`).
+    Auto,
 }
 
 impl Default for Config {
@@ -99,6 +119,9 @@ impl Default for Config {
             write_buffer_size: engine.write_buffer_size,
             block_cache_bytes: engine.block_cache_bytes,
             internal_fault_storage: false,
+            compaction_mode: CompactionMode::Linear,
+            compaction_decision: terrace::compaction::DecisionConfig::default(),
+            compaction_workers: None,
         }
     }
 }
@@ -162,6 +185,13 @@ pub struct ServeArgs {
     /// process).
     #[arg(long, hide = true)]
     pub internal_fault_storage: bool,
+    /// How this host runs compactions: linear, pipelined, auto (default linear).
+    #[arg(long, value_enum)]
+    pub compaction_mode: Option<CompactionMode>,
+    /// Compaction workers, HOST:PORT or unix:PATH, comma-separated (`terrace compactd`;
+    /// the secret from TERRACE_COMPACTD_SECRET or the config file).
+    #[arg(long, value_delimiter = ',', value_name = "ADDR,...")]
+    pub compaction_workers: Option<Vec<String>>,
 }
 
 impl ServeArgs {
@@ -202,6 +232,20 @@ impl ServeArgs {
             c.protected_mode = parse_yes_no(p)?;
         }
         c.internal_fault_storage |= self.internal_fault_storage;
+        if let Some(m) = self.compaction_mode {
+            c.compaction_mode = m;
+        }
+        if let Some(addrs) = &self.compaction_workers {
+            let workers = c.compaction_workers.get_or_insert_with(Default::default);
+            workers.workers.clone_from(addrs);
+        }
+        if let Some(w) = &mut c.compaction_workers {
+            if w.secret.is_empty() {
+                w.secret = std::env::var("TERRACE_COMPACTD_SECRET").unwrap_or_default();
+            }
+            w.validate()
+                .map_err(|e| Error::Config(format!("compaction_workers: {e}")))?;
+        }
         Ok(c)
     }
 }
@@ -447,6 +491,60 @@ pub fn parse_memory(s: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn compaction_settings_come_from_the_file_and_the_flags_and_print_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("terrace.toml");
+        std::fs::write(
+            &path,
+            "compaction_mode = \"auto\"\n\
+             [compaction_decision]\nthreshold = 0.6\n\
+             [compaction_workers]\nworkers = [\"127.0.0.1:7400\"]\nsecret = \"s\"\nshare = \"steal:4\"\ndispatch = \"round_robin\"\n",
+        )
+        .unwrap();
+        let args = ServeArgs {
+            config: Some(path.clone()),
+            ..ServeArgs::default()
+        };
+        let c = args.resolve().unwrap();
+        assert_eq!(c.compaction_mode, CompactionMode::Auto);
+        assert!((c.compaction_decision.threshold - 0.6).abs() < 1e-12);
+        let w = c.compaction_workers.clone().unwrap();
+        assert_eq!(w.workers, vec!["127.0.0.1:7400".to_string()]);
+        assert_eq!(w.share.to_string(), "steal:4");
+        assert_eq!(w.dispatch, terrace::compaction::DispatchPolicy::RoundRobin);
+        // What --print-config prints reads back the same.
+        let printed = c.to_toml().unwrap();
+        assert_eq!(toml::from_str::<Config>(&printed).unwrap(), c);
+        // Flags override: the mode, and the addresses (the file's other settings stay).
+        let args = ServeArgs {
+            config: Some(path.clone()),
+            compaction_mode: Some(CompactionMode::Pipelined),
+            compaction_workers: Some(vec!["unix:/w.sock".into(), "h:1".into()]),
+            ..ServeArgs::default()
+        };
+        let c = args.resolve().unwrap();
+        assert_eq!(c.compaction_mode, CompactionMode::Pipelined);
+        let w = c.compaction_workers.unwrap();
+        assert_eq!(w.workers.len(), 2);
+        assert_eq!(w.secret, "s");
+        // Bad settings are refused with the setting's name.
+        for bad in [
+            "[compaction_workers]\nworkers = []\n",
+            "[compaction_workers]\nworkers = [\"a:1\"]\nshare = \"most\"\n",
+            "[compaction_workers]\nworkers = [\"a:1\"]\ndispatch = \"random\"\n",
+            "compaction_mode = \"fast\"\n",
+            "[compaction_decision]\nthreshhold = 0.5\n",
+        ] {
+            std::fs::write(&path, bad).unwrap();
+            let args = ServeArgs {
+                config: Some(path.clone()),
+                ..ServeArgs::default()
+            };
+            assert!(args.resolve().is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn memory_values() {

@@ -142,6 +142,10 @@ pub struct Options {
     /// on the background thread, by default). A task an executor fails, or answers with
     /// a result that does not match the task, runs again on this host.
     pub compaction_executor: Arc<dyn crate::compaction::CompactionExecutor>,
+    /// Compaction workers (`terrace compactd`) that share compactions with
+    /// `compaction_executor`, which then runs the host's share and whatever a worker
+    /// fails. `None`: compactions run on `compaction_executor` alone.
+    pub compaction_workers: Option<crate::offload::CompactionWorkers>,
 }
 
 impl Default for Options {
@@ -183,6 +187,7 @@ impl Default for Options {
             listeners: Vec::new(),
             level0: Arc::new(crate::level0::ClassicLevel0),
             compaction_executor: Arc::new(crate::compaction::LinearExecutor),
+            compaction_workers: None,
         }
     }
 }
@@ -206,6 +211,7 @@ impl std::fmt::Debug for Options {
             .field("compaction_pri", &self.compaction_pri)
             .field("level0", &self.level0.kind())
             .field("compaction_executor", &self.compaction_executor.name())
+            .field("compaction_workers", &self.compaction_workers)
             .finish_non_exhaustive()
     }
 }
@@ -295,6 +301,9 @@ impl Options {
             .any(|v| *v as usize > self.volumes.len())
         {
             return bad("level_volumes names a volume that is not configured");
+        }
+        if let Some(w) = &self.compaction_workers {
+            w.validate()?;
         }
         Ok(())
     }

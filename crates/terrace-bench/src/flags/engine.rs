@@ -13,12 +13,8 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
-use terrace::compaction::{
-    CollaborativeExecutor, CompactionExecutor, DispatchPolicy, DispatchingExecutor,
-};
-use terrace::offload::{RemoteExecutor, WorkerAddr};
+use terrace::offload::CompactionWorkers;
 use terrace::storage::{FsStorage, Storage, ThrottleLimits, ThrottledStorage};
 use terrace::Options;
 
@@ -64,34 +60,17 @@ impl Flags {
         }
     }
 
-    /// The executor: the mode's alone, or shared with the workers (one worker directly,
-    /// several through the dispatcher, least loaded first).
-    fn compaction_executor(&self) -> Arc<dyn CompactionExecutor> {
-        let host = self.compaction_mode.executor();
-        if self.compaction_workers.is_empty() {
-            return host;
-        }
-        let secret = std::env::var("TERRACE_COMPACTD_SECRET").unwrap_or_default();
-        let mut units: Vec<Arc<dyn CompactionExecutor>> = self
-            .compaction_workers
-            .iter()
-            .map(|addr| {
-                Arc::new(RemoteExecutor::new(
-                    WorkerAddr::parse(addr),
-                    secret.clone(),
-                    Duration::from_secs(120),
-                )) as Arc<dyn CompactionExecutor>
-            })
-            .collect();
-        let device = match units.len() {
-            1 => units.remove(0),
-            _ => Arc::new(DispatchingExecutor::new(
-                units,
-                host.clone(),
-                DispatchPolicy::LeastLoaded,
-            )),
-        };
-        Arc::new(CollaborativeExecutor::new(host, device, self.offload_ratio))
+    /// The workers that share compactions with this host, if any were named; the
+    /// secret comes from `TERRACE_COMPACTD_SECRET`.
+    pub fn compaction_workers(&self) -> Option<CompactionWorkers> {
+        (!self.compaction_workers.is_empty()).then(|| CompactionWorkers {
+            workers: self.compaction_workers.clone(),
+            secret: std::env::var("TERRACE_COMPACTD_SECRET").unwrap_or_default(),
+            share: self.offload_ratio,
+            dispatch: self.compaction_dispatch,
+            check: self.compaction_check,
+            ..CompactionWorkers::default()
+        })
     }
 
     fn base_options(&self) -> Options {
@@ -104,7 +83,8 @@ impl Flags {
             max_bytes_for_level_multiplier: self.max_bytes_for_level_multiplier,
             level_compaction_dynamic_level_bytes: self.level_compaction_dynamic_level_bytes,
             compaction_pri: self.compaction_pri,
-            compaction_executor: self.compaction_executor(),
+            compaction_executor: self.compaction_mode.executor(),
+            compaction_workers: self.compaction_workers(),
             num_levels: self.num_levels,
             level0_file_num_compaction_trigger: self.level0_file_num_compaction_trigger,
             level0_slowdown_writes_trigger: self.level0_slowdown_writes_trigger,

@@ -19,15 +19,18 @@ Usage: terrace bench [--name=value ...]   (db_bench's flag names and defaults)
   --target_file_size_base --max_bytes_for_level_base --max_bytes_for_level_multiplier
   --num_levels --level_compaction_dynamic_level_bytes --level0_file_num_compaction_trigger
   --compaction_pri=min_overlapping_ratio|round_robin (or db_bench's 3|4; default 3)
-  --compaction_mode=linear|pipelined  compaction tasks read, merge and write in turn on one
-                     thread (default), or as a pipeline of three threads with bounded queues
+  --compaction_mode=linear|pipelined|auto  compaction tasks read, merge and write in turn
+                     on one thread (default), as a pipeline of three threads with bounded
+                     queues, or either, chosen per task from CPU, memory and value sizes
   --compaction_workers=ADDR[,ADDR]  compaction workers (`terrace compactd`, HOST:PORT or
                      unix:PATH; secret from TERRACE_COMPACTD_SECRET) that share each
-                     compaction with this host (several: dispatched to the least loaded);
-                     a failed or wrong share runs on the host
-  --offload_ratio=R|dynamic|steal[:N]  the worker's share: a fixed share of the input
-                     bytes (default 0.5), one from both sides' measured speeds, or N pieces
-                     (default 8) that both sides take from one queue
+                     compaction with this host; a failed or wrong share runs on the host
+  --offload_ratio=R|dynamic|steal[:N]|all  the workers' share: a fixed share of the input
+                     bytes (default 0.5), one from both sides' measured speeds, N pieces
+                     (default 8) that both sides take from one queue, or every task (the
+                     host runs only what a worker fails)
+  --compaction_dispatch=least_loaded|round_robin  how several workers are chosen
+  --compaction_check  run every worker task again on the host and compare the bytes
   --level0_slowdown_writes_trigger --level0_stop_writes_trigger --bloom_bits --cache_size
   --block_size --max_background_jobs --subcompactions --batch_size --seek_nexts
   --benchmark_write_rate_limit --sync --disable_wal --use_existing_db --histogram

@@ -321,35 +321,71 @@ fn compaction_mode_chooses_the_executor() {
         default.engine_options().compaction_executor.name(),
         "linear"
     );
+    assert!(default.engine_options().compaction_workers.is_none());
     assert_eq!(mode("linear").unwrap(), "linear");
     assert_eq!(mode("pipelined").unwrap(), "pipelined");
+    assert_eq!(mode("auto").unwrap(), "auto");
     let err = mode("fast").unwrap_err().to_string();
-    assert!(err.contains("linear or pipelined"), "{err}");
+    assert!(err.contains("linear, pipelined or auto"), "{err}");
 }
 
 #[test]
 fn compaction_workers_and_offload_ratios_are_checked() {
-    use terrace::compaction::SharePolicy;
+    use terrace::compaction::{DispatchPolicy, SharePolicy};
+    use terrace::offload::Share;
     let f = Flags::parse(["--compaction_workers=127.0.0.1:7400", "--offload_ratio=0.3"]).unwrap();
     assert_eq!(f.compaction_workers, vec!["127.0.0.1:7400".to_string()]);
-    assert_eq!(f.offload_ratio, SharePolicy::Static(0.3));
-    assert!(f
-        .engine_options()
-        .compaction_executor
+    assert_eq!(
+        f.offload_ratio,
+        Share::Collaborative(SharePolicy::Static(0.3))
+    );
+    let opts = f.engine_options();
+    let workers = opts.compaction_workers.clone().unwrap();
+    assert_eq!(workers.workers, f.compaction_workers);
+    let name = workers
+        .executor(opts.compaction_executor.clone(), &f.db)
         .name()
-        .starts_with("collaborative linear + remote 127.0.0.1:7400"));
+        .to_string();
+    assert!(
+        name.starts_with("collaborative linear + remote 127.0.0.1:7400"),
+        "{name}"
+    );
     let ratio = |v: &str| Flags::parse([format!("--offload_ratio={v}")]).map(|f| f.offload_ratio);
-    assert_eq!(ratio("dynamic").unwrap(), SharePolicy::Dynamic);
-    assert_eq!(ratio("steal").unwrap(), SharePolicy::Steal(8));
-    assert_eq!(ratio("steal:4").unwrap(), SharePolicy::Steal(4));
+    assert_eq!(
+        ratio("dynamic").unwrap(),
+        Share::Collaborative(SharePolicy::Dynamic)
+    );
+    assert_eq!(
+        ratio("steal").unwrap(),
+        Share::Collaborative(SharePolicy::Steal(8))
+    );
+    assert_eq!(
+        ratio("steal:4").unwrap(),
+        Share::Collaborative(SharePolicy::Steal(4))
+    );
+    assert_eq!(ratio("all").unwrap(), Share::All);
     for bad in ["0", "1", "1.5", "steal:1", "stealx", "half"] {
         assert!(ratio(bad).is_err(), "{bad}");
     }
-    let two = Flags::parse(["--compaction_workers=a:1,unix:/tmp/w.sock"]).unwrap();
-    let name = two.engine_options().compaction_executor.name().to_string();
+    let two = Flags::parse([
+        "--compaction_workers=a:1,unix:/tmp/w.sock",
+        "--compaction_dispatch=round_robin",
+        "--offload_ratio=all",
+        "--compaction_check",
+    ])
+    .unwrap();
+    let opts = two.engine_options();
+    let workers = opts.compaction_workers.clone().unwrap();
+    assert_eq!(workers.dispatch, DispatchPolicy::RoundRobin);
+    assert!(workers.check);
+    let name = workers
+        .executor(opts.compaction_executor.clone(), &two.db)
+        .name()
+        .to_string();
     assert!(
-        name.contains("dispatch LeastLoaded over [remote a:1, remote unix:/tmp/w.sock]"),
+        name.starts_with("dispatch RoundRobin over [remote a:1 checked against linear"),
         "{name}"
     );
     assert!(Flags::parse(["--compaction_workers=,"]).is_err());
+    assert!(Flags::parse(["--compaction_dispatch=random"]).is_err());
 }

@@ -49,33 +49,21 @@ pub(super) fn compression(v: &str) -> Result<Compression> {
 
 /// `--compaction_pri`: a name, RocksDB's enum name, or db_bench's integer (RocksDB's
 /// `CompactionPri` values). The policies Terrace does not implement are errors.
-/// How compaction tasks run (`--compaction_mode`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CompactionMode {
-    /// Read, merge and write in turn on the compaction thread.
-    Linear,
-    /// Read, merge and write as a pipeline of three threads.
-    Pipelined,
+/// `--compaction_mode=linear|pipelined|auto`.
+pub(super) fn compaction_mode(v: &str) -> Result<terrace::compaction::ExecutionMode> {
+    terrace::compaction::ExecutionMode::parse(v.trim())
+        .map_err(|_| bad("compaction_mode", v, "expected linear, pipelined or auto"))
 }
 
-impl CompactionMode {
-    /// The engine's executor for this mode.
-    pub fn executor(self) -> std::sync::Arc<dyn terrace::compaction::CompactionExecutor> {
-        match self {
-            CompactionMode::Linear => std::sync::Arc::new(terrace::compaction::LinearExecutor),
-            CompactionMode::Pipelined => {
-                std::sync::Arc::new(terrace::compaction::PipelinedExecutor)
-            }
-        }
-    }
-}
-
-pub(super) fn compaction_mode(v: &str) -> Result<CompactionMode> {
-    match v.trim() {
-        "linear" => Ok(CompactionMode::Linear),
-        "pipelined" => Ok(CompactionMode::Pipelined),
-        _ => Err(bad("compaction_mode", v, "expected linear or pipelined")),
-    }
+/// `--compaction_dispatch=least_loaded|round_robin`.
+pub(super) fn compaction_dispatch(v: &str) -> Result<terrace::compaction::DispatchPolicy> {
+    terrace::compaction::DispatchPolicy::parse(v).map_err(|_| {
+        bad(
+            "compaction_dispatch",
+            v,
+            "expected least_loaded or round_robin",
+        )
+    })
 }
 
 /// `--compaction_workers=ADDR[,ADDR...]`: `host:port` or `unix:PATH`.
@@ -96,35 +84,15 @@ pub(super) fn compaction_workers(v: &str) -> Result<Vec<String>> {
     Ok(addrs)
 }
 
-/// `--offload_ratio=R|dynamic|steal[:N]`: the worker's share of each compaction.
-pub(super) fn offload_ratio(v: &str) -> Result<terrace::compaction::SharePolicy> {
-    use terrace::compaction::SharePolicy;
-    let v = v.trim();
-    if v == "dynamic" {
-        return Ok(SharePolicy::Dynamic);
-    }
-    if let Some(rest) = v.strip_prefix("steal") {
-        let pieces = match rest.strip_prefix(':') {
-            Some(n) => n.parse().ok().filter(|n| *n >= 2),
-            None if rest.is_empty() => Some(8),
-            None => None,
-        };
-        return pieces.map(SharePolicy::Steal).ok_or_else(|| {
-            bad(
-                "offload_ratio",
-                v,
-                "steal takes a piece count of at least 2: steal:8",
-            )
-        });
-    }
-    match v.parse::<f64>() {
-        Ok(r) if r > 0.0 && r < 1.0 => Ok(SharePolicy::Static(r)),
-        _ => Err(bad(
+/// `--offload_ratio=R|dynamic|steal[:N]|all`: the workers' share of each compaction.
+pub(super) fn offload_ratio(v: &str) -> Result<terrace::offload::Share> {
+    terrace::offload::Share::parse(v).map_err(|_| {
+        bad(
             "offload_ratio",
             v,
-            "expected a share between 0 and 1 (exclusive), dynamic, or steal[:N]",
-        )),
-    }
+            "expected a share between 0 and 1 (exclusive), dynamic, steal[:N] (N >= 2) or all",
+        )
+    })
 }
 
 pub(super) fn compaction_pri(v: &str) -> Result<CompactionPri> {

@@ -25,13 +25,16 @@ pub(super) fn print_header(f: &Flags, seeds: &Seeds, out: &mut dyn Write) -> std
     writeln!(out, "Threads:    {}", f.threads)?;
     print_seed(seeds, out)?;
     writeln!(out, "Compression: {:?}", f.compression_type)?;
-    if f.compaction_mode != crate::flags::CompactionMode::Linear || !f.compaction_workers.is_empty()
-    {
-        writeln!(
-            out,
-            "Compaction: {}",
-            f.engine_options().compaction_executor.name()
-        )?;
+    let opts = f.engine_options();
+    let compaction = match &opts.compaction_workers {
+        Some(w) => Some(w.executor(opts.compaction_executor.clone(), &f.db)),
+        None if f.compaction_mode != terrace::compaction::ExecutionMode::Linear => {
+            Some(opts.compaction_executor.clone())
+        }
+        None => None,
+    };
+    if let Some(executor) = compaction {
+        writeln!(out, "Compaction: {}", executor.name())?;
     }
     if let Some(wal) = &f.wal_dir {
         writeln!(out, "WAL dir:    {}", wal.display())?;

@@ -6,14 +6,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, RwLock};
-use terrace::compaction::FilterSpec;
+use terrace::compaction::{ExecutionMode, FilterSpec};
 use terrace::storage::{FaultStorage, FsStorage};
 use terrace::{Db, Options};
 use tokio::sync::watch;
 
 use super::store::Store;
 use super::{Session, SessionState};
-use crate::config::{Config, Fsync, SetError};
+use crate::config::{CompactionMode, Config, Fsync, SetError};
 use crate::error::Result;
 use crate::fdlimit;
 use crate::resp::{Limits, Protocol, Reply};
@@ -236,6 +236,13 @@ impl Engine {
         };
         opts.compaction_filter_factories
             .push(Arc::new(ExpiryFilterFactory));
+        opts.compaction_executor = match config.compaction_mode {
+            CompactionMode::Linear => ExecutionMode::Linear,
+            CompactionMode::Pipelined => ExecutionMode::Pipelined,
+            CompactionMode::Auto => ExecutionMode::Auto(config.compaction_decision),
+        }
+        .executor();
+        opts.compaction_workers.clone_from(&config.compaction_workers);
         let fault = config
             .internal_fault_storage
             .then(|| FaultStorage::new(Arc::new(FsStorage::new())));

@@ -20,13 +20,30 @@ use super::{
 };
 use crate::error::Result;
 
-/// How the dispatcher chooses a unit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How the dispatcher chooses a unit (`round_robin` or `least_loaded` in text).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum DispatchPolicy {
     /// Each unit in turn.
     RoundRobin,
     /// The unit with the fewest tasks in flight (the first of equals).
     LeastLoaded,
+}
+
+impl DispatchPolicy {
+    /// `round_robin` or `least_loaded`.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for anything else.
+    pub fn parse(v: &str) -> Result<DispatchPolicy> {
+        match v.trim() {
+            "round_robin" => Ok(DispatchPolicy::RoundRobin),
+            "least_loaded" => Ok(DispatchPolicy::LeastLoaded),
+            other => Err(crate::error::Error::InvalidArgument(format!(
+                "dispatch policy {other:?}: expected round_robin or least_loaded"
+            ))),
+        }
+    }
 }
 
 /// One unit's counters.

@@ -59,8 +59,7 @@ pub fn thread_cpu_micros() -> u64 {
     let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
     let secs = u64::try_from(t.tv_sec).unwrap_or(0);
     let nanos = u64::try_from(t.tv_nsec).unwrap_or(0);
-    secs.saturating_mul(1_000_000)
-        .saturating_add(nanos / 1_000)
+    secs.saturating_mul(1_000_000).saturating_add(nanos / 1_000)
 }
 
 /// One unit's runs, summed.
@@ -194,7 +193,10 @@ mod tests {
         assert_eq!(host.input_bytes, 2_000_000);
         assert!((host.mb_per_sec() - 1.0).abs() < 1e-9);
         assert!((host.mb_per_cpu_second() - 2.0).abs() < 1e-9);
-        assert_eq!((worker.runs, worker.pipelined_runs, worker.failures), (1, 1, 1));
+        assert_eq!(
+            (worker.runs, worker.pipelined_runs, worker.failures),
+            (1, 1, 1)
+        );
         assert!((worker.mb_per_sec() - 2.0).abs() < 1e-9);
     }
 

@@ -12,6 +12,7 @@
 //! Concurrency: everything here is plain data or a single-owner cursor; the picker must
 //! be called with a consistent snapshot of the levels (under the version lock).
 
+pub mod adaptive;
 pub mod check;
 pub mod collaborative;
 pub mod dispatch;
@@ -24,6 +25,7 @@ pub mod split;
 pub mod stream;
 pub mod task;
 
+pub use adaptive::{AdaptiveExecutor, DecisionConfig, ExecutionMode};
 pub use check::CheckingExecutor;
 pub use collaborative::{CollaborativeExecutor, SharePolicy};
 pub use dispatch::{DispatchPolicy, DispatchingExecutor, UnitStats};

@@ -28,8 +28,12 @@ use crate::tables::Tables;
 use crate::version::{parse_file_name, FileKind, FileMeta, Level0Record, VersionEdit, VersionSet};
 use crate::wal::{FileLogWriter, LogReader, LogWriter, ReadOutcome};
 
-pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
+pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Db> {
     opts.validate()?;
+    if let Some(workers) = &opts.compaction_workers {
+        // The host's executor runs its share and whatever a worker fails.
+        opts.compaction_executor = workers.executor(opts.compaction_executor.clone(), dir);
+    }
     let storage = opts.storage.clone();
     let exists = storage.exists(dir)?;
     if !exists && !opts.create_if_missing {

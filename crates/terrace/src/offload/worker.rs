@@ -14,7 +14,9 @@ use std::sync::Arc;
 use parking_lot::{Condvar, Mutex};
 
 use super::frame::{Frame, FrameType};
-use crate::compaction::{self, CompactionTask, ExecutorEnv, FilterRegistry};
+use crate::compaction::{
+    CompactionExecutor, CompactionTask, ExecutionMode, ExecutorEnv, FilterRegistry,
+};
 use crate::error::{Error, Result};
 use crate::storage::{FsStorage, Storage};
 use crate::tables::Tables;
@@ -30,8 +32,10 @@ pub struct WorkerConfig {
     pub secret: String,
     /// Tasks run at once; further tasks wait.
     pub threads: usize,
-    /// Run tasks as a read / merge / write pipeline instead of in turn.
-    pub pipelined: bool,
+    /// How tasks run here: in turn, as a read / merge / write pipeline, or chosen per
+    /// task by the decision component (from this process's CPUs, memory and the task's
+    /// value sizes).
+    pub mode: ExecutionMode,
 }
 
 /// A compaction worker; see the module documentation.
@@ -40,6 +44,7 @@ pub struct Worker {
     storage: Arc<dyn Storage>,
     tables: Tables,
     filters: FilterRegistry,
+    executor: Arc<dyn CompactionExecutor>,
     running: Mutex<usize>,
     slot_free: Condvar,
 }
@@ -56,6 +61,7 @@ impl Worker {
             None,
         );
         Worker {
+            executor: config.mode.executor(),
             config,
             storage,
             tables,
@@ -118,7 +124,7 @@ impl Worker {
         }
         let about = serde_json::json!({
             "threads": self.config.threads,
-            "pipelined": self.config.pipelined,
+            "mode": self.executor.name(),
         });
         Frame::new(FrameType::Welcome, about.to_string().into_bytes())
             .write_to(&mut stream, peer)?;
@@ -165,11 +171,7 @@ impl Worker {
             filters: &self.filters,
             level0: None,
         };
-        let result = if self.config.pipelined {
-            compaction::execute_pipelined(&task, &env)
-        } else {
-            compaction::execute(&task, &env)
-        };
+        let result = self.executor.execute(&task, &env);
         // Inputs are deleted by the database once the result is installed: forget them.
         for f in task.input_files() {
             self.tables.evict(f.number);

@@ -165,7 +165,9 @@ mod worker {
     use std::sync::Arc;
     use std::time::Duration;
 
-    use terrace::offload::{RemoteExecutor, Worker, WorkerAddr, WorkerConfig};
+    use terrace::offload::{
+        CompactionWorkers, RemoteExecutor, Share, Worker, WorkerAddr, WorkerConfig,
+    };
     use terrace::{Db, Options};
 
     use crate::small_options;
@@ -176,7 +178,11 @@ mod worker {
             volumes: vec![],
             secret: "s3cret".into(),
             threads: 2,
-            pipelined,
+            mode: if pipelined {
+                terrace::compaction::ExecutionMode::Pipelined
+            } else {
+                terrace::compaction::ExecutionMode::Linear
+            },
         }))
     }
 
@@ -235,6 +241,59 @@ mod worker {
         assert!(unit.input_bytes > 0 && unit.output_bytes > 0);
         assert!(unit.cpu_micros > 0 && unit.busy_micros > 0);
         assert!(unit.mb_per_sec() > 0.0 && unit.mb_per_cpu_second() > 0.0);
+    }
+
+    /// A database that names its workers in `Options::compaction_workers` (every task to
+    /// the workers, in check mode) rather than building the executor itself.
+    #[test]
+    fn workers_named_in_the_options_run_the_compactions_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let w = worker(dir.path(), false);
+        std::thread::spawn(move || w.serve_tcp(&listener));
+        let opts = Options {
+            compaction_workers: Some(CompactionWorkers {
+                workers: vec![addr.clone()],
+                secret: "s3cret".into(),
+                share: Share::All,
+                check: true,
+                ..CompactionWorkers::default()
+            }),
+            ..small_options()
+        };
+        let db = Db::open(dir.path(), opts).unwrap();
+        for round in 0..3u32 {
+            for i in 0..2000u32 {
+                db.put(format!("k{i:05}").as_bytes(), format!("{round}").as_bytes())
+                    .unwrap();
+            }
+        }
+        db.compact_range(None, None).unwrap();
+        let stats = db.stats();
+        assert_eq!(stats.compaction_fallbacks, 0);
+        let remote = stats
+            .compaction_units
+            .iter()
+            .find(|u| u.unit == format!("remote {addr}"))
+            .expect("the worker ran tasks");
+        assert!(remote.runs > 0);
+        // The check's reference runs leave nothing behind in the scratch directory.
+        let scratch = dir.path().join("compaction-check").join("0");
+        let left = std::fs::read_dir(&scratch).map(|d| d.count()).unwrap_or(0);
+        assert_eq!(left, 0);
+        for i in 0..2000u32 {
+            assert_eq!(
+                db.get(format!("k{i:05}").as_bytes()).unwrap().as_deref(),
+                Some(&b"2"[..])
+            );
+        }
+        // A worker list without a worker is refused at open.
+        let bad = Options {
+            compaction_workers: Some(CompactionWorkers::default()),
+            ..small_options()
+        };
+        assert!(Db::open(tempfile::tempdir().unwrap().path(), bad).is_err());
     }
 
     #[test]
@@ -347,9 +406,74 @@ fn host_and_device_share_each_compaction_under_every_policy() {
             if lie != Lie::None {
                 // Each refused share is the device's failure and the host's fallback.
                 let failed: u64 = stats.compaction_units.iter().map(|u| u.failures).sum();
-                assert!(failed > 0, "{policy:?} {lie:?}: {:?}", stats.compaction_units);
+                assert!(
+                    failed > 0,
+                    "{policy:?} {lie:?}: {:?}",
+                    stats.compaction_units
+                );
                 assert_eq!(failed, stats.compaction_fallbacks);
             }
         }
+    }
+}
+
+/// The decision component in a database: its signals say busy for the first compactions
+/// and idle after, so both modes run, and the data is right either way.
+#[test]
+fn the_decision_component_switches_modes_within_one_database() {
+    use std::sync::atomic::AtomicBool;
+    use terrace::compaction::adaptive::MachineSignals;
+    use terrace::compaction::{AdaptiveExecutor, DecisionConfig};
+
+    struct Flip(AtomicBool);
+    impl MachineSignals for Flip {
+        fn sample(&self) -> (f64, f64) {
+            (
+                if self.0.load(Ordering::SeqCst) {
+                    1.0
+                } else {
+                    0.0
+                },
+                0.0,
+            )
+        }
+    }
+    let busy = Arc::new(Flip(AtomicBool::new(true)));
+    let config = DecisionConfig {
+        min_hold_ms: 0,
+        ..DecisionConfig::default()
+    };
+    let auto = Arc::new(AdaptiveExecutor::with_signals(config, busy.clone()));
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options {
+        compaction_executor: auto.clone(),
+        ..small_options()
+    };
+    let db = Db::open(dir.path(), opts).unwrap();
+    for round in 0..6u32 {
+        if round == 3 {
+            db.compact_range(None, None).unwrap();
+            busy.0.store(false, Ordering::SeqCst);
+        }
+        for i in 0..3000u32 {
+            db.put(
+                format!("k{i:05}").as_bytes(),
+                format!("{round}-{i}").as_bytes(),
+            )
+            .unwrap();
+        }
+    }
+    db.compact_range(None, None).unwrap();
+    let stats = db.stats();
+    let host = stats
+        .compaction_units
+        .iter()
+        .find(|u| u.unit == "host")
+        .unwrap();
+    assert!(host.linear_runs > 0 && host.pipelined_runs > 0, "{host:?}");
+    assert!(auto.switches() >= 2);
+    for i in 0..3000u32 {
+        let got = db.get(format!("k{i:05}").as_bytes()).unwrap();
+        assert_eq!(got.as_deref(), Some(format!("5-{i}").as_bytes()));
     }
 }

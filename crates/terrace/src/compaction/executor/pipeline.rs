@@ -20,9 +20,7 @@ use std::sync::atomic::Ordering;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::time::Instant;
 
-use super::{
-    result, stream_config, CompactionExecutor, ExecutorEnv, Inputs, OutputWriter, Run,
-};
+use super::{result, stream_config, CompactionExecutor, ExecutorEnv, Inputs, OutputWriter, Run};
 use crate::compaction::metrics::{thread_cpu_micros, RunMode};
 use crate::compaction::stream::CompactionStream;
 use crate::compaction::{CompactionResult, CompactionTask};
