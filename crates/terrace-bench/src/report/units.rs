@@ -34,6 +34,7 @@ pub fn compaction_units(before: &DbStats, after: &DbStats) -> Vec<UnitTotals> {
                 cpu_micros: d(|u| u.cpu_micros),
                 failures: d(|u| u.failures),
                 fallbacks: d(|u| u.fallbacks),
+                kept_outputs: d(|u| u.kept_outputs),
             }
         })
         .filter(|u| u.runs > 0 || u.failures > 0)
@@ -62,7 +63,11 @@ pub fn unit_line(u: &UnitTotals) -> String {
         );
     }
     if u.failures > 0 || u.fallbacks > 0 {
-        let _ = write!(s, ", {} failed, {} taken over", u.failures, u.fallbacks);
+        let _ = write!(
+            s,
+            ", {} failed, {} taken over ({} finished outputs kept)",
+            u.failures, u.fallbacks, u.kept_outputs
+        );
     }
     s
 }

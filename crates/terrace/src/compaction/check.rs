@@ -66,6 +66,7 @@ impl CheckingExecutor {
             tables: &tables,
             filters: env.filters,
             level0: env.level0,
+            progress: None,
         };
         let want = self.reference.execute(&copy, &scratch_env);
         let verdict = want.and_then(|want| {

@@ -14,11 +14,10 @@ use std::time::Instant;
 
 use parking_lot::Mutex;
 
-use super::metrics::mark_fallback;
 use super::split::{boundaries, input_samples, SplitPolicy};
+use super::takeover::run_or_take_over;
 use super::{
-    execute_checked, CompactionExecutor, CompactionResult, CompactionStats, CompactionTask,
-    ExecutorEnv, Trust,
+    CompactionExecutor, CompactionResult, CompactionStats, CompactionTask, ExecutorEnv, Trust,
 };
 use crate::error::{Error, Result};
 
@@ -99,22 +98,16 @@ impl CollaborativeExecutor {
         };
     }
 
-    /// Runs `piece` on the device, checking its result; on any failure runs it on the host.
+    /// Runs `piece` on the device, checking its result; on any failure the host takes it
+    /// over (`compaction::takeover`).
     fn on_device(&self, piece: &CompactionTask, env: &ExecutorEnv<'_>) -> Result<CompactionResult> {
         let started = Instant::now();
-        let checked = execute_checked(self.device.as_ref(), piece, env);
-        match checked {
-            Ok(r) => {
-                self.record(true, &r, started);
-                Ok(r)
-            }
-            Err(e) => {
-                tracing::warn!(device = self.device.name(), error = %e, "a device share runs on the host");
-                let mut r = self.on_host(piece, env)?;
-                mark_fallback(&mut r.runs, self.device.name());
-                Ok(r)
-            }
+        let outcome = run_or_take_over(self.device.as_ref(), self.host.as_ref(), piece, env)?;
+        // A piece the host took over measures neither side.
+        if outcome.failure.is_none() {
+            self.record(true, &outcome.result, started);
         }
+        Ok(outcome.result)
     }
 
     fn on_host(&self, piece: &CompactionTask, env: &ExecutorEnv<'_>) -> Result<CompactionResult> {

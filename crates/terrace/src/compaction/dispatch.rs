@@ -15,9 +15,8 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::metrics::mark_fallback;
-use super::{
-    execute_checked, CompactionExecutor, CompactionResult, CompactionTask, ExecutorEnv, Trust,
-};
+use super::takeover::{run_or_take_over, Outcome};
+use super::{CompactionExecutor, CompactionResult, CompactionTask, ExecutorEnv, Trust};
 use crate::error::Result;
 
 /// How the dispatcher chooses a unit (`round_robin` or `least_loaded` in text).
@@ -149,21 +148,36 @@ impl CompactionExecutor for DispatchingExecutor {
         let Some(unit) = self.choose() else {
             return self.fallback.execute(task, env);
         };
-        let outcome = execute_checked(unit.executor.as_ref(), task, env);
+        let unit_exec = unit.executor.as_ref();
+        let outcome = if unit_exec.trust() == Trust::Local {
+            // A local unit (a pipeline on this host) that fails has stopped: the fallback
+            // runs the whole task again.
+            match unit_exec.execute(task, env) {
+                Ok(result) => Ok(Outcome {
+                    result,
+                    failure: None,
+                }),
+                Err(e) => self.fallback.execute(task, env).map(|mut result| {
+                    mark_fallback(&mut result.runs, unit_exec.name());
+                    Outcome {
+                        result,
+                        failure: Some(e),
+                    }
+                }),
+            }
+        } else {
+            run_or_take_over(unit_exec, self.fallback.as_ref(), task, env)
+        };
         unit.in_flight.fetch_sub(1, Ordering::Relaxed);
-        match outcome {
-            Ok(r) => {
-                unit.succeeded.fetch_add(1, Ordering::Relaxed);
-                Ok(r)
+        let outcome = outcome?;
+        match &outcome.failure {
+            None => unit.succeeded.fetch_add(1, Ordering::Relaxed),
+            Some(e) => {
+                tracing::warn!(unit = unit_exec.name(), error = %e, "a compaction task fell back");
+                unit.failed.fetch_add(1, Ordering::Relaxed)
             }
-            Err(e) => {
-                unit.failed.fetch_add(1, Ordering::Relaxed);
-                tracing::warn!(unit = unit.executor.name(), error = %e, "a compaction task falls back");
-                let mut r = self.fallback.execute(task, env)?;
-                mark_fallback(&mut r.runs, unit.executor.name());
-                Ok(r)
-            }
-        }
+        };
+        Ok(outcome.result)
     }
 }
 

@@ -17,6 +17,7 @@ pub use pipeline::{execute_pipelined, PipelinedExecutor};
 use super::filter::CompactionFilter;
 use super::metrics::{thread_cpu_micros, RunMode, RunRecord, HOST};
 use super::stream::{tombstones_to_keep, CompactionStream, StreamConfig, StreamCounters};
+use super::takeover::{FinishedOutput, ProgressSink};
 use super::{
     CompactionResult, CompactionStats, CompactionTask, FilterRegistry, Level0Input, Trust,
 };
@@ -95,6 +96,9 @@ pub struct ExecutorEnv<'a> {
     pub filters: &'a FilterRegistry,
     /// Opens level-0 inputs that are not table files; `None` where the level 0 has none.
     pub level0: Option<&'a dyn Level0Source>,
+    /// Told of each output file as it is finished (`compaction::takeover`); `None`: no
+    /// one asks.
+    pub progress: Option<&'a dyn ProgressSink>,
 }
 
 /// The manifest's record of a finished table.
@@ -220,8 +224,14 @@ impl<'a, 'e> OutputWriter<'a, 'e> {
             b.add_range_tombstone(&t);
         }
         let info = b.finish()?;
-        self.outputs
-            .push(file_meta(number, self.task.output.volume, &info));
+        let meta = file_meta(number, self.task.output.volume, &info);
+        if let Some(progress) = self.env.progress {
+            progress.finished(&FinishedOutput {
+                file: meta.clone(),
+                resume_from: upper.clone(),
+            });
+        }
+        self.outputs.push(meta);
         self.next_lower = upper;
         Ok(())
     }
@@ -376,6 +386,7 @@ fn result(
         elapsed_micros: stats.elapsed_micros,
         cpu_micros: run.cpu_micros,
         fallback_for: None,
+        kept_outputs: 0,
     };
     CompactionResult {
         task_id: task.id,

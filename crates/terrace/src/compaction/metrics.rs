@@ -52,6 +52,14 @@ pub struct RunRecord {
     /// its run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fallback_for: Option<String>,
+    /// Outputs the failed unit had finished that this run kept, running only the rest
+    /// of the piece (`compaction::takeover`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub kept_outputs: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// The calling thread's CPU time in microseconds (0 where the clock is unavailable).
@@ -85,6 +93,8 @@ pub struct UnitTotals {
     pub failures: u64,
     /// Runs here that replaced another unit's failed piece.
     pub fallbacks: u64,
+    /// Outputs of failed pieces that those runs kept instead of writing again.
+    pub kept_outputs: u64,
 }
 
 impl UnitTotals {
@@ -128,6 +138,7 @@ impl Totals {
         t.cpu_micros += run.cpu_micros;
         if let Some(failed) = &run.fallback_for {
             t.fallbacks += 1;
+            t.kept_outputs += run.kept_outputs;
             self.unit(failed).failures += 1;
         }
     }
@@ -174,6 +185,7 @@ mod tests {
             elapsed_micros: micros,
             cpu_micros: micros / 2,
             fallback_for: None,
+            kept_outputs: 0,
         }
     }
 

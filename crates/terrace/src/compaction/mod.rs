@@ -18,11 +18,14 @@ pub mod collaborative;
 pub mod dispatch;
 mod executor;
 pub mod filter;
+#[cfg(test)]
+pub(crate) mod fixture;
 pub mod install;
 pub mod metrics;
 pub mod picker;
 pub mod split;
 pub mod stream;
+pub mod takeover;
 pub mod task;
 
 pub use adaptive::{AdaptiveExecutor, DecisionConfig, ExecutionMode};
@@ -45,6 +48,9 @@ pub use picker::{
 };
 pub use split::SplitPolicy;
 pub use stream::{CompactionStream, StreamConfig, StreamCounters};
+pub use takeover::{
+    execute_or_take_over, run_or_take_over, FinishedOutput, Outcome, Progress, ProgressSink,
+};
 pub use task::{
     CompactionInputLevel, CompactionReason, CompactionResult, CompactionStats, CompactionTask,
     Level0Input, Level0Unit, OutputSpec,

@@ -12,8 +12,8 @@ use parking_lot::MutexGuard;
 
 use super::{DbInner, DbState};
 use crate::compaction::{
-    self, CompactionResult, CompactionTask, ExecutorEnv, LevelState, OutputSpec, PickedCompaction,
-    SplitPolicy, Trust,
+    self, CompactionResult, CompactionTask, ExecutorEnv, LevelState, LinearExecutor, OutputSpec,
+    PickedCompaction, SplitPolicy,
 };
 use crate::error::{Error, Result};
 use crate::listener::CompactionInfo;
@@ -373,7 +373,8 @@ impl DbInner {
 
     /// Runs one (sub)task through the configured executor. An executor that is not
     /// trusted has its result checked in full here (outside the state lock: the check
-    /// reads every output); a task it fails or answers wrongly runs again on this host.
+    /// reads every output); a task it fails or answers wrongly is taken over by this
+    /// host from the last output it finished (`compaction::takeover`).
     pub(crate) fn execute_task(&self, task: &CompactionTask) -> Result<CompactionResult> {
         let env = ExecutorEnv {
             storage: self.storage.as_ref(),
@@ -383,21 +384,9 @@ impl DbInner {
                 .level0
                 .self_compacting()
                 .map(|l| l as &dyn compaction::Level0Source),
+            progress: None,
         };
         let executor = &self.opts.compaction_executor;
-        if executor.trust() == Trust::Local {
-            return executor.execute(task, &env);
-        }
-        compaction::execute_checked(executor.as_ref(), task, &env).or_else(|e| {
-            tracing::warn!(
-                executor = executor.name(),
-                task = task.id,
-                error = %e,
-                "compaction task runs again on this host"
-            );
-            let mut r = compaction::execute(task, &env)?;
-            compaction::metrics::mark_fallback(&mut r.runs, executor.name());
-            Ok(r)
-        })
+        compaction::execute_or_take_over(executor.as_ref(), &LinearExecutor, task, &env)
     }
 }

@@ -35,6 +35,10 @@ pub enum FrameType {
     Result = 4,
     /// Either way: a refusal or a failure; payload is a UTF-8 message.
     Error = 5,
+    /// Worker to client, before a task's result: one output file finished, with where
+    /// the next output starts (`compaction::FinishedOutput`, JSON), so that the client
+    /// can take the task over from there if the worker goes away.
+    Progress = 6,
 }
 
 impl FrameType {
@@ -45,6 +49,7 @@ impl FrameType {
             3 => FrameType::Task,
             4 => FrameType::Result,
             5 => FrameType::Error,
+            6 => FrameType::Progress,
             _ => return None,
         })
     }

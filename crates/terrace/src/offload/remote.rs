@@ -15,7 +15,9 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use super::frame::{Frame, FrameType};
-use crate::compaction::{CompactionExecutor, CompactionResult, CompactionTask, ExecutorEnv, Trust};
+use crate::compaction::{
+    CompactionExecutor, CompactionResult, CompactionTask, ExecutorEnv, FinishedOutput, Trust,
+};
 use crate::error::{Error, Result};
 
 /// Where a worker listens.
@@ -121,7 +123,7 @@ impl CompactionExecutor for RemoteExecutor {
         Trust::Remote
     }
 
-    fn execute(&self, task: &CompactionTask, _env: &ExecutorEnv<'_>) -> Result<CompactionResult> {
+    fn execute(&self, task: &CompactionTask, env: &ExecutorEnv<'_>) -> Result<CompactionResult> {
         if task.level0.is_some() {
             return Err(Error::Unsupported(
                 "level-0 columns run on the database's host".into(),
@@ -130,8 +132,20 @@ impl CompactionExecutor for RemoteExecutor {
         let peer = self.peer();
         let mut conn = self.connection()?;
         Frame::new(FrameType::Task, task.encode()?).write_to(&mut conn, &peer)?;
-        // A connection that fails or times out mid-task is dropped, never reused.
-        let reply = Frame::read_from(&mut conn, &peer)?;
+        // A connection that fails or times out mid-task is dropped, never reused. The
+        // deadline is per frame: a worker that keeps reporting finished outputs is alive.
+        let reply = loop {
+            let frame = Frame::read_from(&mut conn, &peer)?;
+            if frame.kind != FrameType::Progress {
+                break frame;
+            }
+            let output: FinishedOutput = serde_json::from_slice(&frame.payload).map_err(|e| {
+                Error::corruption(&peer, 0, format!("a progress frame that is not JSON: {e}"))
+            })?;
+            if let Some(progress) = env.progress {
+                progress.finished(&output);
+            }
+        };
         match reply.kind {
             FrameType::Result => {
                 let mut result = CompactionResult::decode(&reply.payload)?;

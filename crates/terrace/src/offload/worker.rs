@@ -5,6 +5,7 @@
 //! Owns: the accept loops, the handshake and the limit on tasks run at once.
 //! Must not touch: anything but the directories it was given.
 
+use std::collections::{HashSet, VecDeque};
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::os::unix::net::UnixListener;
@@ -15,7 +16,8 @@ use parking_lot::{Condvar, Mutex};
 
 use super::frame::{Frame, FrameType};
 use crate::compaction::{
-    CompactionExecutor, CompactionTask, ExecutionMode, ExecutorEnv, FilterRegistry,
+    CompactionExecutor, CompactionTask, ExecutionMode, ExecutorEnv, FilterRegistry, FinishedOutput,
+    ProgressSink,
 };
 use crate::error::{Error, Result};
 use crate::storage::{FsStorage, Storage};
@@ -47,6 +49,35 @@ pub struct Worker {
     executor: Arc<dyn CompactionExecutor>,
     running: Mutex<usize>,
     slot_free: Condvar,
+    /// The first reserved output number of each task taken recently (each (sub)task's
+    /// numbers are its own): a task frame seen again is a replay and is refused.
+    taken: Mutex<RecentTasks>,
+}
+
+/// A bounded set of recent task identities, oldest forgotten first.
+#[derive(Default)]
+struct RecentTasks {
+    order: VecDeque<u64>,
+    set: HashSet<u64>,
+}
+
+/// Task identities remembered for replay refusal: far more than a database has in flight.
+const RECENT_TASKS: usize = 4096;
+
+impl RecentTasks {
+    /// Records `id`; false if it was already there.
+    fn insert(&mut self, id: u64) -> bool {
+        if !self.set.insert(id) {
+            return false;
+        }
+        self.order.push_back(id);
+        if self.order.len() > RECENT_TASKS {
+            if let Some(old) = self.order.pop_front() {
+                self.set.remove(&old);
+            }
+        }
+        true
+    }
 }
 
 impl Worker {
@@ -68,6 +99,7 @@ impl Worker {
             filters: FilterRegistry::new(),
             running: Mutex::new(0),
             slot_free: Condvar::new(),
+            taken: Mutex::new(RecentTasks::default()),
         }
     }
 
@@ -113,7 +145,11 @@ impl Worker {
     ///
     /// # Errors
     /// The reason the connection ended, other than the client closing it.
-    pub fn serve_connection<S: Read + Write>(&self, mut stream: S, peer: &str) -> Result<()> {
+    pub fn serve_connection<S: Read + Write + Send>(
+        &self,
+        mut stream: S,
+        peer: &str,
+    ) -> Result<()> {
         let hello = Frame::read_from(&mut stream, peer)?;
         if hello.kind != FrameType::Hello || !same_secret(&hello.payload, &self.config.secret) {
             let refusal = Frame::new(FrameType::Error, b"authentication failed".to_vec());
@@ -143,7 +179,13 @@ impl Worker {
                 }
             };
             let reply = match frame.kind {
-                FrameType::Task => self.run_task(&frame.payload),
+                FrameType::Task => {
+                    let sink = FrameSink {
+                        stream: Mutex::new(&mut stream),
+                        peer,
+                    };
+                    self.run_task(&frame.payload, &sink)
+                }
                 other => Err(Error::InvalidArgument(format!(
                     "unexpected {other:?} frame"
                 ))),
@@ -157,12 +199,22 @@ impl Worker {
     }
 
     /// Runs one encoded task and returns its encoded result.
-    fn run_task(&self, payload: &[u8]) -> Result<Vec<u8>> {
+    fn run_task(&self, payload: &[u8], progress: &dyn ProgressSink) -> Result<Vec<u8>> {
         let task = CompactionTask::decode(payload)?;
         if task.level0.is_some() {
             return Err(Error::Unsupported(
                 "level-0 columns run on the database's host".into(),
             ));
+        }
+        // Running a task twice would write its numbers twice, perhaps over outputs the
+        // database has installed by then.
+        if let Some(&first) = task.output.file_numbers.first() {
+            if !self.taken.lock().insert(first) {
+                return Err(Error::InvalidArgument(format!(
+                    "task {} (output {first}) was already taken: a replayed frame",
+                    task.id
+                )));
+            }
         }
         let _slot = self.take_slot();
         let env = ExecutorEnv {
@@ -170,6 +222,7 @@ impl Worker {
             tables: &self.tables,
             filters: &self.filters,
             level0: None,
+            progress: Some(progress),
         };
         let result = self.executor.execute(&task, &env);
         // Inputs are deleted by the database once the result is installed: forget them.
@@ -212,4 +265,22 @@ impl Drop for Slot<'_> {
 fn same_secret(presented: &[u8], secret: &str) -> bool {
     use subtle::ConstantTimeEq;
     presented.ct_eq(secret.as_bytes()).into()
+}
+
+/// Sends each finished output to the client as a `Progress` frame. A frame that cannot be
+/// sent is dropped: the client that stopped listening no longer needs it, and the task's
+/// answer reports the failure.
+struct FrameSink<'a, S> {
+    stream: Mutex<&'a mut S>,
+    peer: &'a str,
+}
+
+impl<S: Write + Send> ProgressSink for FrameSink<'_, S> {
+    fn finished(&self, output: &FinishedOutput) {
+        let Ok(payload) = serde_json::to_vec(output) else {
+            return;
+        };
+        let mut stream = self.stream.lock();
+        let _ = Frame::new(FrameType::Progress, payload).write_to(&mut **stream, self.peer);
+    }
 }

@@ -296,6 +296,164 @@ mod worker {
         assert!(Db::open(tempfile::tempdir().unwrap().path(), bad).is_err());
     }
 
+    /// A proxy between database and worker that passes the worker's first `progress`
+    /// progress frames on and then cuts both connections: to the database the worker
+    /// dies mid-task; the worker itself runs on, writing files no one will install.
+    fn cutting_proxy(worker_addr: String, progress: usize) -> String {
+        use std::io::Write as _;
+        use terrace::offload::{Frame, FrameType};
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        std::thread::spawn(move || {
+            while let Ok((client, _)) = listener.accept() {
+                let upstream = std::net::TcpStream::connect(&worker_addr).unwrap();
+                let (mut c_read, mut u_write) =
+                    (client.try_clone().unwrap(), upstream.try_clone().unwrap());
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut c_read, &mut u_write);
+                });
+                let (mut u_read, mut c_write) = (upstream, client);
+                std::thread::spawn(move || {
+                    let mut seen = 0;
+                    while let Ok(frame) = Frame::read_from(&mut u_read, "worker") {
+                        if frame.kind == FrameType::Progress {
+                            if seen == progress {
+                                break;
+                            }
+                            seen += 1;
+                        }
+                        if frame.write_to(&mut c_write, "client").is_err() {
+                            break;
+                        }
+                        let _ = c_write.flush();
+                    }
+                    let _ = c_write.shutdown(std::net::Shutdown::Both);
+                    let _ = u_read.shutdown(std::net::Shutdown::Both);
+                });
+            }
+        });
+        addr
+    }
+
+    #[test]
+    fn the_host_takes_over_from_the_last_output_a_lost_worker_finished() {
+        let dir = tempfile::tempdir().unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let worker_addr = listener.local_addr().unwrap().to_string();
+        let w = worker(dir.path(), false);
+        std::thread::spawn(move || w.serve_tcp(&listener));
+        let addr = cutting_proxy(worker_addr, 2);
+        let opts = Options {
+            compaction_workers: Some(CompactionWorkers {
+                workers: vec![addr.clone()],
+                secret: "s3cret".into(),
+                share: Share::All,
+                ..CompactionWorkers::default()
+            }),
+            ..small_options()
+        };
+        let value = |i: u32, round: u32| format!("{round}/{i}").repeat(12);
+        let db = Db::open(dir.path(), opts.clone()).unwrap();
+        for round in 0..3u32 {
+            for i in 0..6000u32 {
+                db.put(format!("k{i:05}").as_bytes(), value(i, round).as_bytes())
+                    .unwrap();
+            }
+        }
+        db.compact_range(None, None).unwrap();
+        let stats = db.stats();
+        let host = stats
+            .compaction_units
+            .iter()
+            .find(|u| u.unit == "host")
+            .unwrap();
+        // Every task the worker had finished two outputs of before the cut kept them.
+        assert!(host.fallbacks > 0, "{:?}", stats.compaction_units);
+        assert!(host.kept_outputs >= 2, "{:?}", stats.compaction_units);
+        drop(db);
+        let db = Db::open(dir.path(), opts).unwrap();
+        for i in 0..6000u32 {
+            let got = db.get(format!("k{i:05}").as_bytes()).unwrap();
+            assert_eq!(got.as_deref(), Some(value(i, 2).as_bytes()), "k{i:05}");
+        }
+    }
+
+    /// The worker's side of the protocol against frames a client should not send: a
+    /// replayed task, a frame of the wrong type, a damaged and a truncated frame.
+    #[test]
+    fn the_worker_refuses_replayed_forged_damaged_and_truncated_frames() {
+        use std::io::Write as _;
+        use terrace::compaction::CompactionTask;
+        use terrace::offload::{Frame, FrameType};
+        let dir = tempfile::tempdir().unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let w = worker(dir.path(), false);
+        std::thread::spawn(move || w.serve_tcp(&listener));
+        let connect = || {
+            let mut c = std::net::TcpStream::connect(&addr).unwrap();
+            c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            Frame::new(FrameType::Hello, b"s3cret".to_vec())
+                .write_to(&mut c, "worker")
+                .unwrap();
+            assert_eq!(
+                Frame::read_from(&mut c, "worker").unwrap().kind,
+                FrameType::Welcome
+            );
+            c
+        };
+        // A task with no inputs: it runs, and writes nothing.
+        let json = br#"{"format_version":2,"id":77,"inputs":[],"output_level":1,"smallest_user_key":null,"largest_user_key":null,"snapshots":[],"bottommost":true,"output":{"target_file_size":1024,"block_size":4096,"restart_interval":16,"bloom_bits_per_key":0,"compression":"None","volume":0,"file_numbers":[500,501]},"filter":null,"reason":"Manual"}"#;
+        let task = CompactionTask::decode(json).unwrap();
+        let frame = Frame::new(FrameType::Task, task.encode().unwrap());
+        let mut c = connect();
+        frame.write_to(&mut c, "worker").unwrap();
+        assert_eq!(
+            Frame::read_from(&mut c, "worker").unwrap().kind,
+            FrameType::Result
+        );
+        // The same frame again, on this connection or another: refused.
+        for mut conn in [c, connect()] {
+            frame.write_to(&mut conn, "worker").unwrap();
+            let reply = Frame::read_from(&mut conn, "worker").unwrap();
+            assert_eq!(reply.kind, FrameType::Error);
+            assert!(String::from_utf8_lossy(&reply.payload).contains("replayed"));
+        }
+        // A frame only a worker sends: refused, the connection stays.
+        let mut c = connect();
+        Frame::new(FrameType::Result, b"{}".to_vec())
+            .write_to(&mut c, "worker")
+            .unwrap();
+        assert_eq!(
+            Frame::read_from(&mut c, "worker").unwrap().kind,
+            FrameType::Error
+        );
+        // A damaged frame (one payload bit flipped): an error, then the connection ends.
+        let mut bytes = Frame::new(FrameType::Task, task.encode().unwrap())
+            .encode()
+            .unwrap();
+        bytes[20] ^= 1;
+        c.write_all(&bytes).unwrap();
+        assert_eq!(
+            Frame::read_from(&mut c, "worker").unwrap().kind,
+            FrameType::Error
+        );
+        assert!(Frame::read_from(&mut c, "worker").is_err());
+        // A truncated frame, then the client goes away: the worker serves others on.
+        let mut c = connect();
+        c.write_all(&bytes[..bytes.len() / 2]).unwrap();
+        drop(c);
+        let mut other = connect();
+        let fresh = br#"{"format_version":2,"id":78,"inputs":[],"output_level":1,"smallest_user_key":null,"largest_user_key":null,"snapshots":[],"bottommost":true,"output":{"target_file_size":1024,"block_size":4096,"restart_interval":16,"bloom_bits_per_key":0,"compression":"None","volume":0,"file_numbers":[600]},"filter":null,"reason":"Manual"}"#;
+        Frame::new(FrameType::Task, fresh.to_vec())
+            .write_to(&mut other, "worker")
+            .unwrap();
+        assert_eq!(
+            Frame::read_from(&mut other, "worker").unwrap().kind,
+            FrameType::Result
+        );
+    }
+
     #[test]
     fn a_worker_over_a_unix_socket_runs_the_compactions() {
         let dir = tempfile::tempdir().unwrap();

@@ -59,6 +59,7 @@ fn only_the_same_bytes_pass_the_check() {
         tables: &tables,
         filters: &filters,
         level0: None,
+        progress: None,
     };
     let inputs = vec![
         CompactionInputLevel {

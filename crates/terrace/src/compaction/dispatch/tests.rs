@@ -63,6 +63,7 @@ fn with_env(f: impl FnOnce(&ExecutorEnv<'_>)) {
         tables: &tables,
         filters: &filters,
         level0: None,
+        progress: None,
     });
 }
 

@@ -120,6 +120,7 @@ fn task_and_result_round_trip() {
             elapsed_micros: 1234,
             cpu_micros: 2000,
             fallback_for: Some("remote unix:/w".into()),
+            kept_outputs: 2,
         }],
     };
     assert_eq!(CompactionResult::decode(&r.encode().unwrap()).unwrap(), r);
