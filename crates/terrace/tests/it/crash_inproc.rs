@@ -131,6 +131,10 @@ pub enum Job {
     TableFlush,
     /// Classic level 0: a compaction (the compaction thread).
     Compaction,
+    /// Classic level 0: the install (MANIFEST and directory syncs of the compaction
+    /// thread) of compactions split into pieces shared between the host and an untrusted
+    /// device: all pieces' outputs appear in one edit or none.
+    SplitInstall,
     /// Any MANIFEST write: an edit's sync, or a rollover's new MANIFEST and CURRENT.
     ManifestWrite,
     /// Negative controls only: the log's syncs (a synced write, a memtable switch).
@@ -152,7 +156,7 @@ impl Job {
     fn thread(self) -> Option<&'static str> {
         match self {
             Job::Flush | Job::TableFlush => Some("terrace-flush"),
-            Job::ColumnCompaction | Job::Compaction => Some("terrace-compact"),
+            Job::ColumnCompaction | Job::Compaction | Job::SplitInstall => Some("terrace-compact"),
             Job::TableMerge => Some("terrace-l0-rewrite"),
             Job::ManifestWrite | Job::LogSync | Job::DirSync => None,
         }
@@ -166,6 +170,7 @@ impl Job {
                 vec![PointKind::Sync(IoClass::Compaction)]
             }
             Job::TableFlush => vec![PointKind::Sync(IoClass::Flush)],
+            Job::SplitInstall => vec![PointKind::Sync(IoClass::Manifest), PointKind::DirSync],
             Job::ManifestWrite => vec![PointKind::Sync(IoClass::Manifest)],
             Job::LogSync => vec![PointKind::Sync(IoClass::Wal)],
             Job::DirSync => vec![PointKind::DirSync],
@@ -175,6 +180,9 @@ impl Job {
     /// Where the cut is drawn: every durability point of the job's thread, or the job's
     /// own points on any thread.
     fn cut_filter(self) -> PointFilter {
+        if self == Job::SplitInstall {
+            return self.lying_points();
+        }
         match self.thread() {
             Some(t) => PointFilter::on_thread(t),
             None => PointFilter::any().of_kinds(&self.kinds()),
@@ -200,6 +208,7 @@ impl Job {
             Job::TableMerge => 60,
             Job::TableFlush => 150,
             Job::Compaction => 60,
+            Job::SplitInstall => 20,
             Job::ManifestWrite => 60,
             Job::LogSync => 40,
             Job::DirSync => 60,
@@ -207,6 +216,7 @@ impl Job {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn options(
     fault: &FaultStorage,
     power: &Arc<PowerSupply>,
@@ -214,6 +224,7 @@ fn options(
     layout: Layout,
     check: Check,
     tear: Tear,
+    job: Option<Job>,
     rng: &mut StdRng,
 ) -> Options {
     let mut o = crate::small_options();
@@ -241,6 +252,10 @@ fn options(
     }
     if layout == Layout::SeparateWalDir {
         o.wal_dir = Some(dir.join("wal"));
+    }
+    if job == Some(Job::SplitInstall) {
+        o.max_subcompactions = 3;
+        o.compaction_executor = crate::offloaded_executor();
     }
     o
 }
@@ -352,7 +367,16 @@ fn run_cycles(cycles: u32, check: Check, layout: Layout, job: Option<Job>, tear:
     let mut cut_in_job = 0;
     let mut torn_logs = 0;
     for cycle in 0..cycles {
-        let opts = options(&fault, &power, tmp.path(), layout, check, tear, &mut rng);
+        let opts = options(
+            &fault,
+            &power,
+            tmp.path(),
+            layout,
+            check,
+            tear,
+            job,
+            &mut rng,
+        );
         let Some(db) = reopen(
             &dir,
             opts,
@@ -478,7 +502,16 @@ fn run_cycles(cycles: u32, check: Check, layout: Layout, job: Option<Job>, tear:
             durable = ops.len();
         }
 
-        let opts = options(&fault, &power, tmp.path(), layout, check, tear, &mut rng);
+        let opts = options(
+            &fault,
+            &power,
+            tmp.path(),
+            layout,
+            check,
+            tear,
+            job,
+            &mut rng,
+        );
         let what = format!("cycle {cycle}: reopen after the crash (seed {seed})");
         let Some(db) = reopen(&dir, opts, check, &what) else {
             open_errors += 1;
@@ -680,6 +713,16 @@ fn a_crash_inside_a_compaction_recovers_every_durable_write() {
 #[test]
 fn negative_control_notices_compaction_outputs_that_were_never_synced() {
     lies_in(Job::Compaction);
+}
+
+#[test]
+fn a_crash_inside_the_install_of_a_split_offloaded_compaction_recovers_every_durable_write() {
+    crashes_in(Job::SplitInstall);
+}
+
+#[test]
+fn negative_control_notices_split_compaction_installs_that_were_never_synced() {
+    lies_in(Job::SplitInstall);
 }
 
 #[test]

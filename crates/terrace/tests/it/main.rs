@@ -108,3 +108,36 @@ pub fn cases(default: u32) -> u32 {
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
 }
+
+/// A stand-in for a worker in this process: the pipelined executor, taken at its word no
+/// more than a remote one (its results are checked in full, a failure is taken over).
+pub struct UntrustedPipeline;
+
+impl terrace::compaction::CompactionExecutor for UntrustedPipeline {
+    fn name(&self) -> &str {
+        "untrusted pipeline"
+    }
+
+    fn trust(&self) -> terrace::compaction::Trust {
+        terrace::compaction::Trust::Remote
+    }
+
+    fn execute(
+        &self,
+        task: &terrace::compaction::CompactionTask,
+        env: &terrace::compaction::ExecutorEnv<'_>,
+    ) -> terrace::Result<terrace::compaction::CompactionResult> {
+        terrace::compaction::execute_pipelined(task, env)
+    }
+}
+
+/// Compactions shared between this host (linear) and an [`UntrustedPipeline`] device by
+/// work stealing over four pieces: every task is split, half checked as a remote's.
+pub fn offloaded_executor() -> std::sync::Arc<dyn terrace::compaction::CompactionExecutor> {
+    use terrace::compaction::{CollaborativeExecutor, LinearExecutor, SharePolicy};
+    std::sync::Arc::new(CollaborativeExecutor::new(
+        std::sync::Arc::new(LinearExecutor),
+        std::sync::Arc::new(UntrustedPipeline),
+        SharePolicy::Steal(4),
+    ))
+}

@@ -81,7 +81,12 @@ fn expected_scan(m: &Model, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Vec<(Vec<u8
         .collect()
 }
 
-fn run(ops: Vec<Op>, matrix: bool, separate_wal_dir: bool) -> Result<(), TestCaseError> {
+fn run(
+    ops: Vec<Op>,
+    matrix: bool,
+    separate_wal_dir: bool,
+    offload: bool,
+) -> Result<(), TestCaseError> {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("db");
     let mut opts = small_options();
@@ -90,6 +95,10 @@ fn run(ops: Vec<Op>, matrix: bool, separate_wal_dir: bool) -> Result<(), TestCas
     }
     if matrix {
         opts.level0 = crate::matrix_level0(tmp.path(), 64 << 10, terrace::pmem::PmemMode::Shadow);
+    }
+    if offload {
+        opts.compaction_executor = crate::offloaded_executor();
+        opts.max_subcompactions = 2;
     }
     let mut db = Some(Db::open(&dir, opts.clone()).unwrap());
     let mut model = Model::new();
@@ -278,7 +287,7 @@ proptest! {
         ops in prop::collection::vec(op(), 1..120),
         separate_wal_dir in any::<bool>(),
     ) {
-        run(ops, false, separate_wal_dir)?;
+        run(ops, false, separate_wal_dir, false)?;
     }
 
     #[test]
@@ -286,6 +295,15 @@ proptest! {
         ops in prop::collection::vec(op(), 1..120),
         separate_wal_dir in any::<bool>(),
     ) {
-        run(ops, true, separate_wal_dir)?;
+        run(ops, true, separate_wal_dir, false)?;
+    }
+
+    /// Every compaction split between the host and an untrusted device, checked in full.
+    #[test]
+    fn engine_with_offloaded_compactions_matches_btreemap_model(
+        ops in prop::collection::vec(op(), 1..120),
+        matrix in any::<bool>(),
+    ) {
+        run(ops, matrix, false, true)?;
     }
 }
