@@ -36,6 +36,10 @@ pub struct CompactdArgs {
     /// Same as `--mode pipelined`.
     #[arg(long, conflicts_with = "mode")]
     pub pipelined: bool,
+    /// Bytes per second of reads and writes together this worker may use (0: unlimited),
+    /// like `terrace bench --storage_rate_limit` for the database's table tier.
+    #[arg(long, default_value_t = 0)]
+    pub storage_rate_limit: u64,
     /// Run only on these CPUs, e.g. `1` or `2,3` (a weaker device than the host).
     #[arg(long, value_delimiter = ',')]
     pub cpus: Vec<usize>,
@@ -76,6 +80,7 @@ pub fn run(args: &CompactdArgs, out: &mut impl std::io::Write) -> anyhow::Result
         volumes: args.volumes.clone(),
         secret,
         threads: args.threads,
+        rate_limit: args.storage_rate_limit,
         mode: if args.pipelined {
             ExecutionMode::Pipelined
         } else {

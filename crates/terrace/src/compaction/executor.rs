@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use counting::CountingIterator;
+use counting::{CountingIterator, Weight};
 pub use pipeline::{execute_pipelined, PipelinedExecutor};
 
 use super::filter::CompactionFilter;
@@ -246,8 +246,8 @@ impl<'a, 'e> OutputWriter<'a, 'e> {
 pub fn execute(task: &CompactionTask, env: &ExecutorEnv<'_>) -> Result<CompactionResult> {
     let started = Instant::now();
     let cpu_started = thread_cpu_micros();
-    let inputs = Inputs::open(task, env)?;
-    let mut merged = MergingIterator::new(inputs.children);
+    let mut inputs = Inputs::open(task, env)?;
+    let mut merged = MergingIterator::new(std::mem::take(&mut inputs.children));
     let mut stream = CompactionStream::new(
         &mut merged,
         &inputs.fragmented,
@@ -263,7 +263,7 @@ pub fn execute(task: &CompactionTask, env: &ExecutorEnv<'_>) -> Result<Compactio
     Ok(result(
         task,
         counters,
-        inputs.table_bytes,
+        inputs.table_bytes(),
         level0_bytes,
         outputs,
         Run {
@@ -281,8 +281,9 @@ struct Inputs {
     fragmented: FragmentedTombstones,
     kept_tombstones: FragmentedTombstones,
     filter: Option<Box<dyn CompactionFilter>>,
-    /// Bytes of the input table files.
-    table_bytes: u64,
+    /// Per input table file: its size, its entries, and the entries read of it in the
+    /// task's range (`None`: all of it).
+    tables_read: Vec<(u64, u64, Option<Arc<AtomicU64>>)>,
     /// Key and value bytes read of a level-0 input within the task's range, counted as
     /// the merge reads them.
     level0_bytes: Arc<AtomicU64>,
@@ -292,17 +293,33 @@ impl Inputs {
     fn open(task: &CompactionTask, env: &ExecutorEnv<'_>) -> Result<Inputs> {
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         let mut tombs: Vec<RangeTombstone> = Vec::new();
-        let mut table_bytes = 0u64;
+        let mut tables_read = Vec::new();
+        let lower = task.smallest_user_key.as_deref();
+        let upper = task.largest_user_key.as_deref();
+        // A subtask reads only its range of each file: count the entries it reads.
+        let bounded = lower.is_some() || upper.is_some();
         for level in &task.inputs {
             for f in &level.files {
                 let reader = env.tables.open(f)?;
                 tombs.extend(reader.range_tombstones().iter().cloned());
-                children.push(Box::new(reader.iter(IoClass::Compaction, false)));
-                table_bytes += f.size;
+                let it: Box<dyn InternalIterator> =
+                    Box::new(reader.iter(IoClass::Compaction, false));
+                if bounded {
+                    let read = Arc::new(AtomicU64::new(0));
+                    children.push(Box::new(CountingIterator::weighted(
+                        it,
+                        lower,
+                        upper,
+                        read.clone(),
+                        Weight::Entries,
+                    )));
+                    tables_read.push((f.size, f.num_entries, Some(read)));
+                } else {
+                    children.push(it);
+                    tables_read.push((f.size, f.num_entries, None));
+                }
             }
         }
-        let lower = task.smallest_user_key.as_deref();
-        let upper = task.largest_user_key.as_deref();
         let level0_bytes = Arc::new(AtomicU64::new(0));
         if let Some(input) = &task.level0 {
             let source = env.level0.ok_or_else(|| {
@@ -334,9 +351,24 @@ impl Inputs {
             fragmented,
             kept_tombstones,
             filter,
-            table_bytes,
+            tables_read,
             level0_bytes,
         })
+    }
+
+    /// Bytes of the input table files read: each file's size, or for a subtask the share
+    /// of its size that its entries read in the range make up.
+    fn table_bytes(&self) -> u64 {
+        self.tables_read
+            .iter()
+            .map(|(size, entries, read)| match read {
+                None => *size,
+                Some(read) => {
+                    let read = read.load(Ordering::Relaxed).min(*entries);
+                    (*size as u128 * read as u128 / (*entries).max(1) as u128) as u64
+                }
+            })
+            .sum()
     }
 }
 

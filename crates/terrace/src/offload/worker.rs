@@ -20,7 +20,7 @@ use crate::compaction::{
     ProgressSink,
 };
 use crate::error::{Error, Result};
-use crate::storage::{FsStorage, Storage};
+use crate::storage::{FsStorage, Storage, ThrottleLimits, ThrottledStorage};
 use crate::tables::Tables;
 
 /// How a worker is set up (`terrace compactd`'s flags).
@@ -38,6 +38,10 @@ pub struct WorkerConfig {
     /// task by the decision component (from this process's CPUs, memory and the task's
     /// value sizes).
     pub mode: ExecutionMode,
+    /// Bytes per second this worker may read and write of its directories together
+    /// (0: unlimited): the device's own path to the data, throttled as the database's
+    /// table tier is (`storage::ThrottledStorage`).
+    pub rate_limit: u64,
 }
 
 /// A compaction worker; see the module documentation.
@@ -83,7 +87,17 @@ impl RecentTasks {
 impl Worker {
     /// A worker over `config`'s directories.
     pub fn new(config: WorkerConfig) -> Worker {
-        let storage: Arc<dyn Storage> = Arc::new(FsStorage::new());
+        let fs: Arc<dyn Storage> = Arc::new(FsStorage::new());
+        let storage: Arc<dyn Storage> = if config.rate_limit > 0 {
+            let limits = ThrottleLimits::bandwidth(config.rate_limit);
+            let rules = std::iter::once(&config.dir)
+                .chain(config.volumes.iter())
+                .map(|d| (d.clone(), limits))
+                .collect();
+            Arc::new(ThrottledStorage::new(fs, rules))
+        } else {
+            fs
+        };
         let tables = Tables::new(
             storage.clone(),
             &config.dir,

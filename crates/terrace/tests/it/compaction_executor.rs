@@ -178,6 +178,7 @@ mod worker {
             volumes: vec![],
             secret: "s3cret".into(),
             threads: 2,
+            rate_limit: 0,
             mode: if pipelined {
                 terrace::compaction::ExecutionMode::Pipelined
             } else {

@@ -1,6 +1,7 @@
-//! Measuring what a column compaction reads of a level-0 input that is not a table file
-//! (the matrix level 0's rows): an iterator wrapper that adds up the key and value bytes
-//! of the entries it passes within the task's key range.
+//! Measuring what a compaction reads of its inputs within its key range: an iterator
+//! wrapper that adds up the key and value bytes (a level-0 input that is not a table
+//! file: the matrix level 0's rows) or the number (a table file read by a subtask, which
+//! reads only part of it) of the entries it passes within the range.
 //!
 //! Owns: that count. Must not touch: the entries (it passes them on unchanged) or the
 //! input (it comes from the host's `Level0Source`).
@@ -23,6 +24,16 @@ pub(super) struct CountingIterator {
     lo: Option<Vec<u8>>,
     hi: Option<Vec<u8>>,
     total: Arc<AtomicU64>,
+    weight: Weight,
+}
+
+/// What one entry adds to the total.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Weight {
+    /// Its key and value bytes.
+    KvBytes,
+    /// One.
+    Entries,
 }
 
 impl CountingIterator {
@@ -33,11 +44,23 @@ impl CountingIterator {
         hi: Option<&[u8]>,
         total: Arc<AtomicU64>,
     ) -> Self {
+        Self::weighted(inner, lo, hi, total, Weight::KvBytes)
+    }
+
+    /// Wraps `inner`, adding `weight` of each entry in `[lo, hi)` to `total`.
+    pub(super) fn weighted(
+        inner: Box<dyn InternalIterator>,
+        lo: Option<&[u8]>,
+        hi: Option<&[u8]>,
+        total: Arc<AtomicU64>,
+        weight: Weight,
+    ) -> Self {
         CountingIterator {
             inner,
             lo: lo.map(<[u8]>::to_vec),
             hi: hi.map(<[u8]>::to_vec),
             total,
+            weight,
         }
     }
 
@@ -49,8 +72,11 @@ impl CountingIterator {
             let in_range = self.lo.as_deref().is_none_or(|l| user >= l)
                 && self.hi.as_deref().is_none_or(|h| user < h);
             if in_range {
-                let bytes = (ikey.len() + self.inner.value().len()) as u64;
-                self.total.fetch_add(bytes, Ordering::Relaxed);
+                let add = match self.weight {
+                    Weight::KvBytes => (ikey.len() + self.inner.value().len()) as u64,
+                    Weight::Entries => 1,
+                };
+                self.total.fetch_add(add, Ordering::Relaxed);
             }
         }
         Ok(())

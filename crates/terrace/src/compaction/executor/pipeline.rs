@@ -100,12 +100,12 @@ impl Batch {
 pub fn execute_pipelined(task: &CompactionTask, env: &ExecutorEnv<'_>) -> Result<CompactionResult> {
     let started = Instant::now();
     let cpu_started = thread_cpu_micros();
-    let inputs = Inputs::open(task, env)?;
+    let mut inputs = Inputs::open(task, env)?;
     let lower = task.smallest_user_key.clone();
     let upper = task.largest_user_key.clone();
     let (read_tx, read_rx) = sync_channel::<Result<Batch>>(QUEUE_BATCHES);
     let (merged_tx, merged_rx) = sync_channel::<Batch>(QUEUE_BATCHES);
-    let merged = MergingIterator::new(inputs.children);
+    let merged = MergingIterator::new(std::mem::take(&mut inputs.children));
     let kept = &inputs.kept_tombstones;
     // The stage threads are new: their CPU clocks count only their stage.
     let (outputs, counters, stage_cpu) = std::thread::scope(|s| {
@@ -145,7 +145,7 @@ pub fn execute_pipelined(task: &CompactionTask, env: &ExecutorEnv<'_>) -> Result
     Ok(result(
         task,
         counters,
-        inputs.table_bytes,
+        inputs.table_bytes(),
         level0_bytes,
         outputs,
         Run {

@@ -69,3 +69,21 @@ fn batches_hold_entries_back_to_back() {
     );
     assert_eq!(b.get(3), (&[][..], &[][..]));
 }
+
+#[test]
+fn subtasks_count_only_the_part_of_each_input_they_read() {
+    let fx = fixture();
+    let whole = task(inputs(&fx, 5), 1000, true);
+    let all = execute(&whole, &fx.env()).unwrap().stats.input_bytes;
+    let cuts = [b"k01500".to_vec(), b"k03000".to_vec(), b"k04500".to_vec()];
+    let pieces = whole.split(&cuts);
+    assert_eq!(pieces.len(), 4);
+    let parts: u64 = pieces
+        .iter()
+        .map(|p| execute(p, &fx.env()).unwrap().stats.input_bytes)
+        .sum();
+    // Files that straddle a cut are shared out by the entries each piece read, not
+    // counted whole by every piece.
+    let diff = parts.abs_diff(all) as f64 / all as f64;
+    assert!(diff < 0.02, "pieces {parts} against the whole {all}");
+}
