@@ -242,7 +242,8 @@ impl Engine {
             CompactionMode::Auto => ExecutionMode::Auto(config.compaction_decision),
         }
         .executor();
-        opts.compaction_workers.clone_from(&config.compaction_workers);
+        opts.compaction_workers
+            .clone_from(&config.compaction_workers);
         let fault = config
             .internal_fault_storage
             .then(|| FaultStorage::new(Arc::new(FsStorage::new())));

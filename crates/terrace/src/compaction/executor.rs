@@ -254,8 +254,8 @@ pub fn execute(task: &CompactionTask, env: &ExecutorEnv<'_>) -> Result<Compactio
         stream_config(task, inputs.filter.as_deref()),
     );
     let mut writer = OutputWriter::new(env, task, &inputs.kept_tombstones);
-    while let Some((k, v)) = stream.next_output()? {
-        writer.add(&k, &v)?;
+    while let Some((k, v)) = stream.next_entry()? {
+        writer.add(k, v)?;
     }
     let outputs = writer.finish()?;
     let counters = stream.counters();

@@ -115,9 +115,20 @@ pub struct CompactionStream<'a> {
     stripes: Stripes,
     config: StreamConfig<'a>,
     started: bool,
-    current_key: Option<Vec<u8>>,
+    /// The user key of the last entry decided on (valid while `has_current`); a buffer
+    /// reused from key to key.
+    current_key: Vec<u8>,
+    has_current: bool,
     last_stripe: usize,
     counters: StreamCounters,
+    /// The last emitted entry's internal key, rewritten in place entry after entry.
+    out_key: Vec<u8>,
+    /// The last emitted entry's value when the filter changed it.
+    out_value: Vec<u8>,
+    /// Whether the last emitted value is `out_value` rather than the input's own.
+    value_changed: bool,
+    /// The input still sits on the last emitted entry (its value may be lent out).
+    advance: bool,
 }
 
 impl<'a> CompactionStream<'a> {
@@ -135,9 +146,14 @@ impl<'a> CompactionStream<'a> {
             stripes: Stripes::new(config.snapshots),
             config,
             started: false,
-            current_key: None,
+            current_key: Vec::new(),
+            has_current: false,
             last_stripe: 0,
             counters: StreamCounters::default(),
+            out_key: Vec::new(),
+            out_value: Vec::new(),
+            value_changed: false,
+            advance: false,
         }
     }
 
@@ -152,6 +168,16 @@ impl<'a> CompactionStream<'a> {
     /// Errors of the input iterator, and `Error::Corruption` for an input key that is
     /// not an internal key.
     pub fn next_output(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        Ok(self.next_entry()?.map(|(k, v)| (k.to_vec(), v.to_vec())))
+    }
+
+    /// [`CompactionStream::next_output`] without copies: the entry is lent until the next
+    /// call (the key from a buffer the stream reuses, the value from the input itself
+    /// unless the filter changed it).
+    ///
+    /// # Errors
+    /// As [`CompactionStream::next_output`].
+    pub fn next_entry(&mut self) -> Result<Option<(&[u8], &[u8])>> {
         if !self.started {
             self.started = true;
             match self.config.lower_bound {
@@ -159,15 +185,24 @@ impl<'a> CompactionStream<'a> {
                 None => self.input.seek_to_first()?,
             }
         }
+        if self.advance {
+            self.advance = false;
+            self.input.next()?;
+        }
         while self.input.valid() {
             match self.decide()? {
                 Step::End => break,
                 Step::Skip => self.input.next()?,
-                Step::Emit(entry) => {
-                    self.input.next()?;
+                Step::Emit => {
+                    self.advance = true;
+                    let value: &[u8] = if self.value_changed {
+                        &self.out_value
+                    } else {
+                        self.input.value()
+                    };
                     self.counters.output_entries += 1;
-                    self.counters.output_bytes += (entry.0.len() + entry.1.len()) as u64;
-                    return Ok(Some(entry));
+                    self.counters.output_bytes += (self.out_key.len() + value.len()) as u64;
+                    return Ok(Some((self.out_key.as_slice(), value)));
                 }
             }
         }
@@ -191,14 +226,15 @@ impl<'a> CompactionStream<'a> {
         self.counters.input_bytes += (ikey.len() + value.len()) as u64;
 
         let stripe = self.stripes.of(parsed.seq);
-        match &mut self.current_key {
-            Some(k) if k.as_slice() == uk => {
-                if stripe == self.last_stripe {
-                    self.counters.dropped_shadowed += 1;
-                    return Ok(Step::Skip);
-                }
+        if self.has_current && self.current_key.as_slice() == uk {
+            if stripe == self.last_stripe {
+                self.counters.dropped_shadowed += 1;
+                return Ok(Step::Skip);
             }
-            slot => *slot = Some(uk.to_vec()),
+        } else {
+            self.current_key.clear();
+            self.current_key.extend_from_slice(uk);
+            self.has_current = true;
         }
         self.last_stripe = stripe;
 
@@ -237,8 +273,13 @@ impl<'a> CompactionStream<'a> {
         } else {
             parsed.seq
         };
-        let value = new_value.unwrap_or_else(|| value.to_vec());
-        Ok(Step::Emit((key::internal_key(uk, seq, kind), value)))
+        self.value_changed = new_value.is_some();
+        if let Some(v) = new_value {
+            self.out_value = v;
+        }
+        self.out_key.clear();
+        key::append_internal_key(&mut self.out_key, uk, seq, kind);
+        Ok(Step::Emit)
     }
 
     /// True if a tombstone newer than `seq` and in the same stripe covers `user_key`.
@@ -256,8 +297,9 @@ impl<'a> CompactionStream<'a> {
 
 /// What to do with one input entry.
 enum Step {
-    /// Return it (possibly rewritten).
-    Emit((Vec<u8>, Vec<u8>)),
+    /// Return it (possibly rewritten: the key in `out_key`, a changed value in
+    /// `out_value`).
+    Emit,
     /// Drop it and go on.
     Skip,
     /// The upper bound is reached.

@@ -202,8 +202,8 @@ fn read_stage(
 /// stage closed its queue (the write stage's error then says why).
 fn merge_stage(stream: &mut CompactionStream<'_>, out: &SyncSender<Batch>) -> Result<bool> {
     let mut batch = Batch::default();
-    while let Some((k, v)) = stream.next_output()? {
-        batch.push(&k, &v);
+    while let Some((k, v)) = stream.next_entry()? {
+        batch.push(k, v);
         if batch.full() && out.send(std::mem::take(&mut batch)).is_err() {
             return Ok(true);
         }

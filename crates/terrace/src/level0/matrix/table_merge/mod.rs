@@ -174,8 +174,8 @@ impl<E: AsRef<[u8]> + Send + Sync + 'static> MatrixGroup<E> {
         let mut outputs: Vec<(Vec<u8>, RowReader<Vec<u8>>)> = Vec::new();
         let mut lower: Option<Vec<u8>> = None;
         let mut builder = RowBuilder::new(next_id(), first_below, chunk)?;
-        while let Some((k, v)) = stream.next_output()? {
-            let uk = key::user_key(&k);
+        while let Some((k, v)) = stream.next_entry()? {
+            let uk = key::user_key(k);
             if builder.data_bytes() >= plan.target_row_bytes
                 && key::user_key(builder.last_key()) != uk
             {
@@ -190,7 +190,7 @@ impl<E: AsRef<[u8]> + Send + Sync + 'static> MatrixGroup<E> {
                 let below = outputs.last().map(|(_, r)| Below::new(r, 0));
                 builder = RowBuilder::new(next_id(), below, chunk)?;
             }
-            builder.add(&k, &v)?;
+            builder.add(k, v)?;
         }
         if builder.entries() > 0 || (outputs.is_empty() && !keep.is_empty()) {
             outputs.push(finish_output(builder, &keep, lower.as_deref(), None)?);
