@@ -2,18 +2,21 @@
 # Compaction offload (docs/techniques/copro.md, docs/techniques/xengine-offload.md): the
 # database on one core, a `terrace compactd` worker pinned to the other standing for the
 # near-data device, the table tier throttled. Phases (PHASES, default all four):
-#   share    fillrandom per value size: host alone on its core; host + worker with CoPro's
-#            static half, the dynamic ratio and work stealing; and the control that
-#            attributes the gain: host alone on both cores (the same hardware, no worker).
-#            Prints ops/s and ratios, write amplification and its ratio, the worker's
-#            share of the compaction input.
+#   share    fillrandom per value size, then waiting for the compactions it left: host
+#            alone on its core; host + worker with CoPro's static half, the dynamic ratio,
+#            work stealing, and every task to the worker (X-Engine's `all`); and the
+#            control that attributes the gain: host alone on both cores (the same
+#            hardware, no worker). Prints ops/s and ratios, write amplification of the
+#            whole run, the worker's share of the compaction input during the load, and
+#            the ceiling: the host-alone load's time over that time less the host's
+#            compaction CPU seconds (what moving all of it elsewhere could give).
 #   auto     fillrandom then a manual compaction, on both cores, with the host's executor
 #            linear, pipelined and auto: compaction bandwidth while busy and MB per
 #            CPU-second (the decision component's claim).
 #   ycsb     ycsb_load, ycsb_a, ycsb_b: host alone against host + worker (steal).
-#   xengine  one load of NUM_X keys, then a manual compaction of all of it on one CPU
-#            thread (linear, no worker) and dispatched to 1, 2 and 4 workers (every task
-#            to a worker, 4 subcompactions): X-Engine's figure.
+#   xengine  one load of NUM_X keys left in level 0, then a manual compaction of all of it
+#            on one CPU thread (linear, no worker) and dispatched to 1, 2 and 4 workers
+#            (every task to a worker, 4 subcompactions): X-Engine's figure.
 #
 # Usage: bench/offload.sh
 # Environment: WORK (scratch, default a temporary directory), PHASES, BYTES (raw bytes
@@ -84,18 +87,26 @@ unit_of() {
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
 
-# One fillrandom run: $1 label, $2 CPUs of the database, $3 value size, then extra flags.
-# Prints "ops wa worker_share_percent".
+# Write amplification of the whole run from its STATISTICS: (flush + compaction bytes) /
+# user bytes, the compactions the load left behind included (waitforcompaction).
+total_wa() {
+  awk '/terrace.bytes.written COUNT/ { u = $4 } /terrace.flush.write.bytes COUNT/ { f = $4 }
+       /terrace.compact.write.bytes COUNT/ { c = $4 }
+       END { printf "%.3f", (u > 0 ? (f + c) / u : 0) }'
+}
+
+# One fillrandom run, then waiting for the compactions it left: $1 label, $2 CPUs of the
+# database, $3 value size, then extra flags. Prints "ops wa worker_share_percent".
 fill_run() {
   local label="$1" cpus="$2" v="$3"; shift 3
   local n=$((BYTES / (v + 16)))
   local out
-  out="$(taskset -c "$cpus" "$BIN" bench --db="$WORK/db" --benchmarks=fillrandom --num="$n" \
-    --value_size="$v" "${COMMON[@]}" "$@" 2>&1)"
+  out="$(taskset -c "$cpus" "$BIN" bench --db="$WORK/db" --benchmarks=fillrandom,waitforcompaction \
+    --num="$n" --value_size="$v" "${COMMON[@]}" --statistics "$@" 2>&1)"
   echo "$out" >"$WORK/share-$v-$label.log"
   local ops wa host worker
   ops="$(echo "$out" | result_field fillrandom ops/sec)"
-  wa="$(echo "$out" | wa_of fillrandom)"
+  wa="$(echo "$out" | total_wa)"
   read -r host _ _ < <(echo "$out" | unit_of fillrandom host)
   read -r worker _ _ < <(echo "$out" | unit_of fillrandom "remote unix")
   echo "$ops $wa $(awk -v h="$host" -v w="$worker" 'BEGIN { printf "%.0f", (h + w > 0 ? 100 * w / (h + w) : 0) }')"
@@ -105,22 +116,27 @@ if [[ " $PHASES " == *" share "* ]]; then
   echo
   echo "## share: fillrandom, database on CPU 0, worker on CPU 1 ($BYTES B per run)"
   echo
-  echo "| value B | host 1 core ops/s | host 2 cores (control) | + worker 0.5 | + worker dynamic | + worker steal | WA host / 0.5 / dynamic / steal | worker share of input 0.5 / dynamic / steal |"
-  echo "|---|---|---|---|---|---|---|---|"
+  echo "| value B | host 1 core ops/s | host 2 cores (control) | + worker 0.5 | + worker dynamic | + worker steal | + worker all | WA host / 0.5 / dynamic / steal / all | worker share of input 0.5 / dynamic / steal / all | ceiling |"
+  echo "|---|---|---|---|---|---|---|---|---|---|"
   for v in $VALUES; do
     declare -A ops=() wa=() share=()
     rm -rf "$WORK/db"
     read -r ops[host] wa[host] _ < <(fill_run host 0 "$v")
+    # The most a worker can give the host: the load's time without the host's compaction
+    # CPU seconds (all of it moved to the worker, nothing else changed).
+    ceiling="$(awk '$1 == "fillrandom" && $2 == ":" { for (i = 1; i <= NF; i++) if ($i == "seconds") t = $(i-1); c = 1; next }
+      c && /compaction unit host:/ { for (i = 1; i <= NF; i++) if ($i == "CPU-s,") cpu = $(i-1); c = 0 }
+      END { printf "%.2f", (t > cpu ? t / (t - cpu) : 0) }' "$WORK/share-$v-host.log")"
     rm -rf "$WORK/db"
     read -r ops[both] wa[both] _ < <(fill_run both 0,1 "$v")
-    for policy in 0.5 dynamic steal; do
+    for policy in 0.5 dynamic steal all; do
       rm -rf "$WORK/db"
       start_worker "$WORK/w.sock" 1 "$WORK/db"
       read -r ops[$policy] wa[$policy] share[$policy] < <(fill_run "worker-$policy" 0 "$v" \
         --compaction_workers="unix:$WORK/w.sock" --offload_ratio="$policy")
       stop_workers
     done
-    echo "| $v | ${ops[host]} | ${ops[both]} ($(ratio "${ops[both]}" "${ops[host]}")x) | ${ops[0.5]} ($(ratio "${ops[0.5]}" "${ops[host]}")x) | ${ops[dynamic]} ($(ratio "${ops[dynamic]}" "${ops[host]}")x) | ${ops[steal]} ($(ratio "${ops[steal]}" "${ops[host]}")x) | ${wa[host]} / ${wa[0.5]} / ${wa[dynamic]} / ${wa[steal]} | ${share[0.5]}% / ${share[dynamic]}% / ${share[steal]}% |"
+    echo "| $v | ${ops[host]} | ${ops[both]} ($(ratio "${ops[both]}" "${ops[host]}")x) | ${ops[0.5]} ($(ratio "${ops[0.5]}" "${ops[host]}")x) | ${ops[dynamic]} ($(ratio "${ops[dynamic]}" "${ops[host]}")x) | ${ops[steal]} ($(ratio "${ops[steal]}" "${ops[host]}")x) | ${ops[all]} ($(ratio "${ops[all]}" "${ops[host]}")x) | ${wa[host]} / ${wa[0.5]} / ${wa[dynamic]} / ${wa[steal]} / ${wa[all]} | ${share[0.5]}% / ${share[dynamic]}% / ${share[steal]}% / ${share[all]}% | ${ceiling}x |"
   done
 fi
 
@@ -174,8 +190,11 @@ if [[ " $PHASES " == *" xengine "* ]]; then
   echo "## xengine: manual compaction of $NUM_X keys (100 B values), loaded once"
   echo
   rm -rf "$WORK/xload"
+  # Nothing compacts during the load: the manual compaction takes all of it from level 0.
   taskset -c 0,1 "$BIN" bench --db="$WORK/xload" --benchmarks=fillrandom --num="$NUM_X" \
-    --value_size=100 "${COMMON[@]}" >"$WORK/xengine-load.log" 2>&1
+    --value_size=100 "${COMMON[@]}" --level0_file_num_compaction_trigger=100000 \
+    --level0_slowdown_writes_trigger=100000 --level0_stop_writes_trigger=100000 \
+    >"$WORK/xengine-load.log" 2>&1
   echo "| units | where | compact seconds | speed-up | compaction MB read | fallbacks |"
   echo "|---|---|---|---|---|---|"
   base=""
