@@ -104,6 +104,31 @@ fn run(lie: Lie) -> (u64, u64) {
     }
 }
 
+/// Writes three rounds of `keys` keys (each round overwriting the last), compacts
+/// everything and returns the statistics; then checks, after a reopen, that every key
+/// holds its last value.
+fn load_compact_check(dir: &std::path::Path, opts: &Options, keys: u32) -> terrace::DbStats {
+    let value = |i: u32, round: u32| format!("{round}/{i}").repeat(10);
+    let db = Db::open(dir, opts.clone()).unwrap();
+    for round in 0..3u32 {
+        for i in 0..keys {
+            db.put(format!("k{i:05}").as_bytes(), value(i, round).as_bytes())
+                .unwrap();
+        }
+    }
+    db.compact_range(None, None).unwrap();
+    assert!(db.background_error().is_none());
+    let stats = db.stats();
+    assert!(stats.compactions > 0);
+    drop(db);
+    let db = Db::open(dir, opts.clone()).unwrap();
+    for i in 0..keys {
+        let got = db.get(format!("k{i:05}").as_bytes()).unwrap();
+        assert_eq!(got.as_deref(), Some(value(i, 2).as_bytes()), "k{i:05}");
+    }
+    stats
+}
+
 #[test]
 fn an_honest_untrusted_worker_runs_every_compaction() {
     let (tasks, fallbacks) = run(Lie::None);
@@ -199,24 +224,7 @@ mod worker {
             max_subcompactions: 2,
             ..small_options()
         };
-        let value = |i: u32, round: u32| format!("{round}:{i}").repeat(10);
-        let db = Db::open(dir, opts.clone()).unwrap();
-        for round in 0..3u32 {
-            for i in 0..3000u32 {
-                db.put(format!("k{i:05}").as_bytes(), value(i, round).as_bytes())
-                    .unwrap();
-            }
-        }
-        db.compact_range(None, None).unwrap();
-        let stats = db.stats();
-        assert!(stats.compactions > 0);
-        drop(db);
-        let db = Db::open(dir, opts).unwrap();
-        for i in 0..3000u32 {
-            let got = db.get(format!("k{i:05}").as_bytes()).unwrap();
-            assert_eq!(got.as_deref(), Some(value(i, 2).as_bytes()), "k{i:05}");
-        }
-        stats
+        crate::compaction_executor::load_compact_check(dir, &opts, 3000)
     }
 
     #[test]
@@ -263,15 +271,7 @@ mod worker {
             }),
             ..small_options()
         };
-        let db = Db::open(dir.path(), opts).unwrap();
-        for round in 0..3u32 {
-            for i in 0..2000u32 {
-                db.put(format!("k{i:05}").as_bytes(), format!("{round}").as_bytes())
-                    .unwrap();
-            }
-        }
-        db.compact_range(None, None).unwrap();
-        let stats = db.stats();
+        let stats = crate::compaction_executor::load_compact_check(dir.path(), &opts, 2000);
         assert_eq!(stats.compaction_fallbacks, 0);
         let remote = stats
             .compaction_units
@@ -283,12 +283,6 @@ mod worker {
         let scratch = dir.path().join("compaction-check").join("0");
         let left = std::fs::read_dir(&scratch).map(|d| d.count()).unwrap_or(0);
         assert_eq!(left, 0);
-        for i in 0..2000u32 {
-            assert_eq!(
-                db.get(format!("k{i:05}").as_bytes()).unwrap().as_deref(),
-                Some(&b"2"[..])
-            );
-        }
         // A worker list without a worker is refused at open.
         let bad = Options {
             compaction_workers: Some(CompactionWorkers::default()),
@@ -353,16 +347,7 @@ mod worker {
             }),
             ..small_options()
         };
-        let value = |i: u32, round: u32| format!("{round}/{i}").repeat(12);
-        let db = Db::open(dir.path(), opts.clone()).unwrap();
-        for round in 0..3u32 {
-            for i in 0..6000u32 {
-                db.put(format!("k{i:05}").as_bytes(), value(i, round).as_bytes())
-                    .unwrap();
-            }
-        }
-        db.compact_range(None, None).unwrap();
-        let stats = db.stats();
+        let stats = crate::compaction_executor::load_compact_check(dir.path(), &opts, 6000);
         let host = stats
             .compaction_units
             .iter()
@@ -371,12 +356,6 @@ mod worker {
         // Every task the worker had finished two outputs of before the cut kept them.
         assert!(host.fallbacks > 0, "{:?}", stats.compaction_units);
         assert!(host.kept_outputs >= 2, "{:?}", stats.compaction_units);
-        drop(db);
-        let db = Db::open(dir.path(), opts).unwrap();
-        for i in 0..6000u32 {
-            let got = db.get(format!("k{i:05}").as_bytes()).unwrap();
-            assert_eq!(got.as_deref(), Some(value(i, 2).as_bytes()), "k{i:05}");
-        }
     }
 
     /// The worker's side of the protocol against frames a client should not send: a
@@ -537,27 +516,7 @@ fn host_and_device_share_each_compaction_under_every_policy() {
                 target_file_size_base: 8 << 10,
                 ..small_options()
             };
-            let value = |i: u32, round: u32| format!("{round}.{i}").repeat(9);
-            let db = Db::open(dir.path(), opts.clone()).unwrap();
-            for round in 0..3u32 {
-                for i in 0..4000u32 {
-                    db.put(format!("k{i:05}").as_bytes(), value(i, round).as_bytes())
-                        .unwrap();
-                }
-            }
-            db.compact_range(None, None).unwrap();
-            assert!(db.background_error().is_none());
-            let stats = db.stats();
-            drop(db);
-            let db = Db::open(dir.path(), opts).unwrap();
-            for i in 0..4000u32 {
-                let got = db.get(format!("k{i:05}").as_bytes()).unwrap();
-                assert_eq!(
-                    got.as_deref(),
-                    Some(value(i, 2).as_bytes()),
-                    "{policy:?} {lie:?} k{i}"
-                );
-            }
+            let stats = load_compact_check(dir.path(), &opts, 4000);
             assert!(
                 device.tasks.load(Ordering::SeqCst) > 0,
                 "{policy:?} {lie:?}: the device took shares"
