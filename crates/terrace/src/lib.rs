@@ -45,6 +45,7 @@ pub mod sst;
 pub mod storage;
 pub mod tables;
 pub mod version;
+pub mod volume;
 pub mod wal;
 
 pub use batch::WriteBatch;

@@ -225,9 +225,14 @@ impl Options {
             level0_slowdown_writes_trigger: self.level0_slowdown_writes_trigger,
             level0_stop_writes_trigger: self.level0_stop_writes_trigger,
             max_bytes_for_level_base: self.max_bytes_for_level_base,
-            volume: self.level_volumes.first().copied().unwrap_or(0),
+            volume: self.placement().volume_for_level(0),
             sst: self.sst_options(),
         }
+    }
+
+    /// Where new tables go (`level_volumes`).
+    pub fn placement(&self) -> crate::volume::Placement {
+        crate::volume::Placement::by_level(self.level_volumes.clone())
     }
 
     /// The table options of this database's table files.
@@ -295,11 +300,7 @@ impl Options {
         {
             return bad("wal_dir must not be empty (None keeps logs in the database directory)");
         }
-        if self
-            .level_volumes
-            .iter()
-            .any(|v| *v as usize > self.volumes.len())
-        {
+        if self.placement().max_volume() as usize > self.volumes.len() {
             return bad("level_volumes names a volume that is not configured");
         }
         if let Some(w) = &self.compaction_workers {

@@ -15,13 +15,13 @@ use crate::iter::InternalIterator;
 use crate::key::{self, SeqNo, ValueType};
 use crate::sst::{BlockCache, SstReader, TableCache};
 use crate::storage::{IoClass, Storage};
-use crate::version::{table_file_name, FileMeta};
+use crate::version::FileMeta;
+use crate::volume::Volumes;
 
-/// The table files of one database: volume directories and the table cache.
+/// The table files of one database: its volumes and the table cache.
 pub struct Tables {
     cache: TableCache,
-    db_dir: PathBuf,
-    volumes: Vec<PathBuf>,
+    volumes: Volumes,
 }
 
 impl Tables {
@@ -36,29 +36,23 @@ impl Tables {
     ) -> Self {
         Tables {
             cache: TableCache::new(storage, max_open_files, block_cache),
-            db_dir: db_dir.to_path_buf(),
-            volumes,
+            volumes: Volumes::new(db_dir, &volumes),
         }
     }
 
-    /// The directories of the database and its extra volumes, in volume order.
-    pub fn dirs(&self) -> (&Path, &[PathBuf]) {
-        (&self.db_dir, &self.volumes)
+    /// The volumes the tables live on.
+    pub fn volumes(&self) -> &Volumes {
+        &self.volumes
     }
 
-    /// The directory of `volume`. A volume that is not configured (a checkpoint opened
-    /// elsewhere, say) resolves to the database directory.
+    /// The directory of `volume` (see [`Volumes::dir`]).
     pub fn dir(&self, volume: u32) -> PathBuf {
-        volume
-            .checked_sub(1)
-            .and_then(|i| self.volumes.get(i as usize))
-            .cloned()
-            .unwrap_or_else(|| self.db_dir.clone())
+        self.volumes.dir(volume).to_path_buf()
     }
 
     /// The path of table `number` on `volume`.
     pub fn path(&self, volume: u32, number: u64) -> PathBuf {
-        self.dir(volume).join(table_file_name(number))
+        self.volumes.table_path(volume, number)
     }
 
     /// Opens (or finds open) the table of `f`.

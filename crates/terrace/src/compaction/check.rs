@@ -53,12 +53,12 @@ impl CheckingExecutor {
         got: &CompactionResult,
     ) -> Result<()> {
         self.storage.create_dir_all(&self.scratch)?;
-        let (db_dir, volumes) = env.tables.dirs();
-        let mut dirs = volumes.to_vec();
+        let volumes = env.tables.volumes();
+        let mut dirs = volumes.extra().to_vec();
         dirs.push(self.scratch.clone());
         let scratch_volume = u32::try_from(dirs.len())
             .map_err(|_| Error::InvalidArgument("too many volumes to add a scratch one".into()))?;
-        let tables = Tables::new(self.storage.clone(), db_dir, dirs, 64, None);
+        let tables = Tables::new(self.storage.clone(), volumes.db_dir(), dirs, 64, None);
         let mut copy = task.clone();
         copy.output.volume = scratch_volume;
         let scratch_env = ExecutorEnv {

@@ -47,9 +47,7 @@ impl DbInner {
         let log_number = st.versions.log_number();
         let manifest = st.versions.manifest_number();
         let mut out = Vec::new();
-        let mut dirs = vec![self.dir.clone()];
-        dirs.extend(self.opts.volumes.iter().cloned());
-        for (i, dir) in dirs.iter().enumerate() {
+        for (i, dir) in self.tables.volumes().iter() {
             let Ok(names) = self.storage.list(dir) else {
                 continue;
             };

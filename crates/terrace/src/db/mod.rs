@@ -421,10 +421,9 @@ impl DbInner {
         *self.super_version.write() = Arc::new(sv);
     }
 
-    /// The directory of volume `v`.
     /// The volume that receives new files of `level`.
     pub(crate) fn volume_for_level(&self, level: usize) -> u32 {
-        self.opts.level_volumes.get(level).copied().unwrap_or(0)
+        self.opts.placement().volume_for_level(level)
     }
 
     /// What a level 0 needs to do I/O.

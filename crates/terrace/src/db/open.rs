@@ -26,6 +26,7 @@ use crate::sst::BlockCache;
 use crate::storage::{IoClass, Storage};
 use crate::tables::Tables;
 use crate::version::{parse_file_name, FileKind, FileMeta, Level0Record, VersionEdit, VersionSet};
+use crate::volume::Volumes;
 use crate::wal::{FileLogWriter, LogReader, LogWriter, ReadOutcome};
 
 pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Db> {
@@ -89,8 +90,10 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Db> {
     // File numbers handed out before a crash but never recorded may name abandoned
     // outputs on any volume (or logs); never hand them out again, so that garbage
     // collection can tell those files from live ones and delete them.
-    let dirs = std::iter::once(dir.to_path_buf())
-        .chain(opts.volumes.iter().cloned())
+    let volumes = Volumes::new(dir, &opts.volumes);
+    let dirs = volumes
+        .iter()
+        .map(|(_, d)| d.to_path_buf())
         .chain(wal_dir.db_dir.is_some().then(|| wal_dir.path.clone()));
     for volume_dir in dirs {
         for name in storage.list(&volume_dir)? {

@@ -1,0 +1,128 @@
+//! Volumes: the directories that hold table files, each known by an id (0 is the database
+//! directory, `i >= 1` is `Options::volumes[i - 1]`), the path of a table on a volume, and
+//! where new tables go ([`Placement`]).
+//!
+//! Owns: the id-to-directory mapping and the placement of new tables. Must not touch: the
+//! files themselves (storage and the table cache do I/O) or the manifest (a table's
+//! `FileMeta` names its volume).
+//! Concurrency: plain data, shared read-only.
+
+use std::path::{Path, PathBuf};
+
+use crate::version::table_file_name;
+
+/// The volumes of one database, by id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Volumes {
+    /// Index `i` is volume `i`; never empty (volume 0 is the database directory).
+    dirs: Vec<PathBuf>,
+}
+
+impl Volumes {
+    /// The volumes of the database in `db_dir` with `extra` volumes (volume `i >= 1` is
+    /// `extra[i - 1]`).
+    pub fn new(db_dir: &Path, extra: &[PathBuf]) -> Self {
+        let mut dirs = Vec::with_capacity(extra.len() + 1);
+        dirs.push(db_dir.to_path_buf());
+        dirs.extend(extra.iter().cloned());
+        Volumes { dirs }
+    }
+
+    /// The directory of volume `id`. A volume that is not configured (a checkpoint opened
+    /// elsewhere, say) resolves to the database directory.
+    pub fn dir(&self, id: u32) -> &Path {
+        self.dirs
+            .get(id as usize)
+            .or_else(|| self.dirs.first())
+            .map_or(Path::new("."), PathBuf::as_path)
+    }
+
+    /// The path of table `number` on volume `id`.
+    pub fn table_path(&self, id: u32, number: u64) -> PathBuf {
+        self.dir(id).join(table_file_name(number))
+    }
+
+    /// Every volume as `(id, directory)`, in id order.
+    pub fn iter(&self) -> impl Iterator<Item = (u32, &Path)> {
+        (0u32..).zip(self.dirs.iter().map(PathBuf::as_path))
+    }
+
+    /// The database directory (volume 0).
+    pub fn db_dir(&self) -> &Path {
+        self.dir(0)
+    }
+
+    /// The volumes after the database directory (volume `i >= 1` is `extra()[i - 1]`).
+    pub fn extra(&self) -> &[PathBuf] {
+        self.dirs.get(1..).unwrap_or_default()
+    }
+
+    /// How many volumes there are, the database directory included.
+    pub fn len(&self) -> usize {
+        self.dirs.len()
+    }
+
+    /// Never: volume 0 always exists.
+    pub fn is_empty(&self) -> bool {
+        self.dirs.is_empty()
+    }
+}
+
+/// Which volume receives a new table. Today: one volume per level
+/// (`Options::level_volumes`; levels not named go to volume 0).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Placement {
+    by_level: Vec<u32>,
+}
+
+impl Placement {
+    /// New tables of level `l` go to `by_level[l]`, or to volume 0 past its end.
+    pub fn by_level(by_level: Vec<u32>) -> Self {
+        Placement { by_level }
+    }
+
+    /// The volume that receives new tables of `level`.
+    pub fn volume_for_level(&self, level: usize) -> u32 {
+        self.by_level.get(level).copied().unwrap_or(0)
+    }
+
+    /// The highest volume id the placement names (0 when it names none).
+    pub fn max_volume(&self) -> u32 {
+        self.by_level.iter().copied().max().unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_map_to_directories_and_unknown_ids_to_the_database_directory() {
+        let v = Volumes::new(
+            Path::new("/db"),
+            &[PathBuf::from("/v1"), PathBuf::from("/v2")],
+        );
+        assert_eq!(v.len(), 3);
+        assert!(!v.is_empty());
+        assert_eq!(v.dir(0), Path::new("/db"));
+        assert_eq!(v.dir(2), Path::new("/v2"));
+        assert_eq!(v.dir(9), Path::new("/db"));
+        assert_eq!(
+            v.table_path(1, 7),
+            PathBuf::from("/v1").join(table_file_name(7))
+        );
+        let all: Vec<(u32, &Path)> = v.iter().collect();
+        assert_eq!(all[1], (1, Path::new("/v1")));
+        assert_eq!(v.extra(), &[PathBuf::from("/v1"), PathBuf::from("/v2")]);
+        assert_eq!(v.db_dir(), Path::new("/db"));
+    }
+
+    #[test]
+    fn placement_by_level_defaults_to_volume_zero() {
+        let p = Placement::by_level(vec![0, 2, 1]);
+        assert_eq!(p.volume_for_level(1), 2);
+        assert_eq!(p.volume_for_level(5), 0);
+        assert_eq!(p.max_volume(), 2);
+        assert_eq!(Placement::default().volume_for_level(0), 0);
+    }
+}
