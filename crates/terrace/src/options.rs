@@ -130,6 +130,12 @@ pub struct Options {
     pub volumes: Vec<PathBuf>,
     /// The volume that receives the table files of each level; missing levels use volume 0.
     pub level_volumes: Vec<u32>,
+    /// The device limits of each volume, by id (index 0: the database directory, with the
+    /// logs and MANIFEST in it unless `wal_dir` moves the logs). Every volume named here
+    /// gets its own token buckets (`storage::ThrottledStorage`; zero rates count without
+    /// limiting) and its figures in `stats().volumes`; volumes past the end are neither
+    /// throttled nor counted.
+    pub volume_limits: Vec<crate::storage::ThrottleLimits>,
     /// The compaction filter every compaction runs, by registered name and parameters.
     pub compaction_filter: Option<crate::compaction::FilterSpec>,
     /// Extra compaction-filter factories to register (built-ins are always there).
@@ -182,6 +188,7 @@ impl Default for Options {
             wal_dir: None,
             volumes: Vec::new(),
             level_volumes: Vec::new(),
+            volume_limits: Vec::new(),
             compaction_filter: None,
             compaction_filter_factories: Vec::new(),
             listeners: Vec::new(),
@@ -299,6 +306,9 @@ impl Options {
             .is_some_and(|d| d.as_os_str().is_empty())
         {
             return bad("wal_dir must not be empty (None keeps logs in the database directory)");
+        }
+        if self.volume_limits.len() > self.volumes.len() + 1 {
+            return bad("volume_limits names a volume that is not configured");
         }
         if self.placement().max_volume() as usize > self.volumes.len() {
             return bad("level_volumes names a volume that is not configured");

@@ -9,6 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::storage::{ThrottleLimits, ThrottleStats};
 use crate::version::table_file_name;
 
 /// The volumes of one database, by id.
@@ -66,6 +67,60 @@ impl Volumes {
     pub fn is_empty(&self) -> bool {
         self.dirs.is_empty()
     }
+}
+
+/// One volume's device: its limits and what it was charged since the database opened.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct VolumeStats {
+    /// The volume's id.
+    pub id: u32,
+    /// Its directory.
+    pub dir: PathBuf,
+    /// Bytes per second read and written together; 0: unlimited.
+    pub bytes_per_sec_limit: u64,
+    /// I/O operations per second; 0: unlimited.
+    pub iops_limit: u64,
+    /// Bytes read and written.
+    pub bytes: u64,
+    /// I/O operations charged.
+    pub ios: u64,
+    /// I/Os that waited for the volume's budget.
+    pub waits: u64,
+    /// Microseconds they waited.
+    pub wait_micros: u64,
+}
+
+/// Each volume of `volumes` that `limits` names (by id: index 0 is the database
+/// directory), as throttle rules in id order, with the ids they stand for.
+pub(crate) fn throttle_rules(
+    volumes: &Volumes,
+    limits: &[ThrottleLimits],
+) -> (Vec<u32>, Vec<(PathBuf, ThrottleLimits)>) {
+    volumes
+        .iter()
+        .filter_map(|(id, dir)| {
+            limits
+                .get(id as usize)
+                .map(|l| (id, (dir.to_path_buf(), *l)))
+        })
+        .unzip()
+}
+
+/// The statistics of the throttled volumes, from the rules' statistics in the same order.
+pub(crate) fn volume_stats(ids: &[u32], stats: Vec<ThrottleStats>) -> Vec<VolumeStats> {
+    ids.iter()
+        .zip(stats)
+        .map(|(&id, s)| VolumeStats {
+            id,
+            dir: s.dir,
+            bytes_per_sec_limit: s.limits.bytes_per_sec,
+            iops_limit: s.limits.iops,
+            bytes: s.bytes,
+            ios: s.ios,
+            waits: s.waits,
+            wait_micros: s.wait_micros,
+        })
+        .collect()
 }
 
 /// Which volume receives a new table. Today: one volume per level

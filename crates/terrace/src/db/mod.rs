@@ -121,6 +121,9 @@ pub(crate) struct DbInner {
     pub(crate) counters: stats::Counters,
     pub(crate) filters: FilterRegistry,
     pub(crate) listeners: Vec<Arc<dyn EventListener>>,
+    /// The volumes `Options::volume_limits` throttles (their ids, in rule order) and the
+    /// storage that does it.
+    pub(crate) volume_throttle: Option<(Vec<u32>, Arc<crate::storage::ThrottledStorage>)>,
     pub(crate) _lock: Box<dyn FileLock>,
 }
 

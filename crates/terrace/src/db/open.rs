@@ -23,7 +23,7 @@ use crate::level0::{Level0, Level0Env};
 use crate::memtable::MemTable;
 use crate::options::{Options, WalRecoveryMode};
 use crate::sst::BlockCache;
-use crate::storage::{IoClass, Storage};
+use crate::storage::{IoClass, Storage, ThrottledStorage};
 use crate::tables::Tables;
 use crate::version::{parse_file_name, FileKind, FileMeta, Level0Record, VersionEdit, VersionSet};
 use crate::volume::Volumes;
@@ -35,6 +35,14 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Db> {
         // The host's executor runs its share and whatever a worker fails.
         opts.compaction_executor = workers.executor(opts.compaction_executor.clone(), dir);
     }
+    // Each volume with limits gets its own budget, and its own figures in the stats.
+    let (throttled_ids, rules) =
+        crate::volume::throttle_rules(&Volumes::new(dir, &opts.volumes), &opts.volume_limits);
+    let volume_throttle = (!rules.is_empty()).then(|| {
+        let t = Arc::new(ThrottledStorage::new(opts.storage.clone(), rules));
+        opts.storage = t.clone();
+        (throttled_ids, t)
+    });
     let storage = opts.storage.clone();
     let exists = storage.exists(dir)?;
     if !exists && !opts.create_if_missing {
@@ -234,6 +242,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Db> {
         counters,
         filters,
         listeners,
+        volume_throttle,
         opts,
         _lock: lock,
     });

@@ -119,6 +119,9 @@ pub struct DbStats {
     pub throttled_bytes_written: u64,
     /// Bytes read from throttled devices.
     pub throttled_bytes_read: u64,
+    /// Each volume `Options::volume_limits` names: its limits, bytes, operations and
+    /// waits since open (empty without volume limits).
+    pub volumes: Vec<crate::volume::VolumeStats>,
     /// Damaged write-ahead-log records dropped on open.
     pub wal_records_dropped: u64,
     /// The error that made the database read-only, if any (`Db::resume` clears it).
@@ -313,6 +316,11 @@ impl super::DbInner {
             throttle_wait_micros: sum(|c| c.throttle_wait_micros),
             throttled_bytes_written: sum(|c| c.throttled_write_bytes),
             throttled_bytes_read: sum(|c| c.throttled_read_bytes),
+            volumes: self
+                .volume_throttle
+                .as_ref()
+                .map(|(ids, t)| crate::volume::volume_stats(ids, t.stats()))
+                .unwrap_or_default(),
             wal_records_dropped: load(&self.counters.wal_records_dropped),
             background_error: self.state.lock().bg_error.as_ref().map(|e| e.to_string()),
             background_errors: load(&self.counters.bg_errors),

@@ -89,3 +89,47 @@ fn a_database_on_a_throttled_volume_reads_back_what_it_wrote() {
     let db = Db::open(&fast, opts).unwrap();
     assert_eq!(scan_all(&db), model.into_iter().collect::<Vec<_>>());
 }
+
+/// Per-volume limits in the options: each named volume gets its own budget and its own
+/// figures in `stats().volumes`; tables go where the placement puts them.
+#[test]
+fn each_volume_named_in_volume_limits_is_throttled_and_counted_on_its_own() {
+    let root = tempfile::tempdir().unwrap();
+    let (v1, v2) = (root.path().join("v1"), root.path().join("v2"));
+    let limits = ThrottleLimits::bandwidth(64 << 20)
+        .with_iops(5000, ThrottleLimits::CLOUD_IO_UNIT_BYTES)
+        .with_burst(Duration::from_millis(10));
+    let opts = Options {
+        volumes: vec![v1.clone(), v2.clone()],
+        // Level 0 on volume 1, every deeper level on volume 2.
+        level_volumes: vec![1, 2, 2, 2, 2, 2, 2],
+        // Volume 0 counted only, volumes 1 and 2 limited.
+        volume_limits: vec![ThrottleLimits::default(), limits, limits],
+        ..small_options()
+    };
+    let dir = root.path().join("db");
+    let db = Db::open(&dir, opts.clone()).unwrap();
+    for i in 0..3000u32 {
+        db.put(format!("k{i:05}").as_bytes(), &[b'v'; 100]).unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    let stats = db.stats();
+    let ids: Vec<u32> = stats.volumes.iter().map(|v| v.id).collect();
+    assert_eq!(ids, vec![0, 1, 2]);
+    assert_eq!(stats.volumes[1].dir, v1);
+    assert_eq!(stats.volumes[2].bytes_per_sec_limit, 64 << 20);
+    assert_eq!(stats.volumes[0].bytes_per_sec_limit, 0);
+    // The log and manifest on volume 0, flushes on 1, compaction outputs on 2.
+    for v in &stats.volumes {
+        assert!(v.bytes > 0 && v.ios > 0, "{v:?}");
+    }
+    drop(db);
+    let db = Db::open(&dir, opts).unwrap();
+    assert_eq!(scan_all(&db).len(), 3000);
+    // More limits than volumes is refused.
+    let bad = Options {
+        volume_limits: vec![ThrottleLimits::default(); 2],
+        ..small_options()
+    };
+    assert!(Db::open(&root.path().join("other"), bad).is_err());
+}
