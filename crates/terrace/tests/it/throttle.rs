@@ -131,5 +131,5 @@ fn each_volume_named_in_volume_limits_is_throttled_and_counted_on_its_own() {
         volume_limits: vec![ThrottleLimits::default(); 2],
         ..small_options()
     };
-    assert!(Db::open(&root.path().join("other"), bad).is_err());
+    assert!(Db::open(root.path().join("other"), bad).is_err());
 }
