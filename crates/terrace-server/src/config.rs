@@ -76,6 +76,9 @@ pub struct Config {
     /// Internal, for crash tests only: run the engine on fault-injection storage, which
     /// keeps unsynced bytes in process memory so SIGKILL loses them as a power cut would.
     pub internal_fault_storage: bool,
+    /// Engine: which volume receives the table files of each level (level `l` goes to
+    /// `level_volumes[l]`; missing levels to volume 0, the database directory).
+    pub level_volumes: Vec<u32>,
     /// Engine: how this host runs its compactions.
     pub compaction_mode: CompactionMode,
     /// Engine: the weights and thresholds of `compaction_mode = "auto"`.
@@ -83,6 +86,33 @@ pub struct Config {
     /// Engine: compaction workers (`terrace compactd`) to share compactions with; an
     /// empty `secret` is read from `TERRACE_COMPACTD_SECRET`.
     pub compaction_workers: Option<terrace::offload::CompactionWorkers>,
+    /// Engine: further volumes for table files (volume `i` is the `i`-th entry; volume 0 is
+    /// `dir`), each with the limits of its device.
+    pub volumes: Vec<VolumeConfig>,
+}
+
+/// One volume of the server's `volumes` list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VolumeConfig {
+    /// The volume's directory (created if missing).
+    pub path: PathBuf,
+    /// I/O operations per second of 256 KiB (cloud volumes' unit); 0 or absent: unlimited.
+    #[serde(default)]
+    pub iops: u64,
+    /// Bytes per second read and written together; 0 or absent: unlimited.
+    #[serde(default)]
+    pub bandwidth: u64,
+}
+
+impl VolumeConfig {
+    /// The device limits this volume stands for.
+    pub fn limits(&self) -> terrace::storage::ThrottleLimits {
+        terrace::storage::ThrottleLimits::bandwidth(self.bandwidth).with_iops(
+            self.iops,
+            terrace::storage::ThrottleLimits::CLOUD_IO_UNIT_BYTES,
+        )
+    }
 }
 
 /// How the host runs its compactions (`compaction_mode`).
@@ -122,6 +152,8 @@ impl Default for Config {
             compaction_mode: CompactionMode::Linear,
             compaction_decision: terrace::compaction::DecisionConfig::default(),
             compaction_workers: None,
+            level_volumes: Vec::new(),
+            volumes: Vec::new(),
         }
     }
 }

@@ -244,6 +244,14 @@ impl Engine {
         .executor();
         opts.compaction_workers
             .clone_from(&config.compaction_workers);
+        if !config.volumes.is_empty() {
+            opts.volumes = config.volumes.iter().map(|v| v.path.clone()).collect();
+            // Volume 0 (the database directory) counted, the others limited as configured.
+            opts.volume_limits = std::iter::once(terrace::storage::ThrottleLimits::default())
+                .chain(config.volumes.iter().map(|v| v.limits()))
+                .collect();
+        }
+        opts.level_volumes.clone_from(&config.level_volumes);
         let fault = config
             .internal_fault_storage
             .then(|| FaultStorage::new(Arc::new(FsStorage::new())));

@@ -201,6 +201,15 @@ fn section_body(ctx: &Ctx<'_>, section: &str, out: &mut String) -> Result<(), Fa
                     ),
                 );
             }
+            for v in &s.volumes {
+                kv(
+                    &format!("engine_volume{}", v.id),
+                    format!(
+                        "bytes={},ios={},waits={},wait_micros={},bytes_per_sec_limit={},iops_limit={}",
+                        v.bytes, v.ios, v.waits, v.wait_micros, v.bytes_per_sec_limit, v.iops_limit
+                    ),
+                );
+            }
             for l in &s.levels {
                 kv(
                     &format!("engine_level{}", l.level),

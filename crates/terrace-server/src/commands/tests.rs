@@ -306,6 +306,45 @@ fn metrics_text_has_the_engine_and_latency() {
     }
 }
 
+/// Volumes in the config: level 1 on a limited volume of its own, counted and shown.
+#[test]
+fn configured_volumes_hold_their_levels_and_show_in_info() {
+    let tmp = tempfile::tempdir().unwrap();
+    let v1 = tmp.path().join("v1");
+    let text = format!(
+        "dir = {:?}\nlevel_volumes = [0, 1, 1]\n[[volumes]]\npath = {:?}\niops = 500\nbandwidth = 22020096\n",
+        tmp.path().join("db"),
+        v1
+    );
+    let config: Config = toml::from_str(&text).unwrap();
+    assert_eq!(config.volumes[0].limits().iops, 500);
+    assert_eq!(
+        toml::from_str::<Config>(&config.to_toml().unwrap()).unwrap(),
+        config
+    );
+    let e = Engine::open(&config).unwrap();
+    let mut s = e.connect("t".into()).unwrap();
+    for round in 0..2 {
+        for i in 0..200 {
+            run(&mut s, &format!("SET k{i:04} v{round}"));
+        }
+        e.db().flush().unwrap();
+    }
+    e.db().compact_range(None, None).unwrap();
+    let stats = e.db().stats();
+    assert_eq!(stats.volumes.len(), 2);
+    assert_eq!(stats.volumes[1].iops_limit, 500);
+    assert!(stats.volumes[1].bytes > 0, "level 1 lives on volume 1");
+    let info = match run(&mut s, "INFO engine") {
+        Reply::Bulk(b) => String::from_utf8(b.to_vec()).unwrap(),
+        other => panic!("{other:?}"),
+    };
+    assert!(info.contains("engine_volume1:bytes="), "{info}");
+    assert!(info.contains("iops_limit=500"), "{info}");
+    // An unknown field of a volume is refused.
+    assert!(toml::from_str::<Config>("[[volumes]]\npath = \"/x\"\nspeed = 3\n").is_err());
+}
+
 #[test]
 fn info_and_metrics_show_each_compaction_unit() {
     let tmp = tempfile::tempdir().unwrap();
