@@ -87,6 +87,9 @@ pub fn run(args: &CompactdArgs, out: &mut impl std::io::Write) -> anyhow::Result
             ExecutionMode::parse(&args.mode)?
         },
     }));
+    // The server's filter (expired keys dropped in compaction), so that the tasks of a
+    // `terrace serve` database run here too.
+    worker.register_filter(Arc::new(terrace_server::value::ExpiryFilterFactory));
     match WorkerAddr::parse(&args.listen) {
         WorkerAddr::Tcp(addr) => {
             let listener =

@@ -16,8 +16,8 @@ use parking_lot::{Condvar, Mutex};
 
 use super::frame::{Frame, FrameType};
 use crate::compaction::{
-    CompactionExecutor, CompactionTask, ExecutionMode, ExecutorEnv, FilterRegistry, FinishedOutput,
-    ProgressSink,
+    CompactionExecutor, CompactionFilterFactory, CompactionTask, ExecutionMode, ExecutorEnv,
+    FilterRegistry, FinishedOutput, ProgressSink,
 };
 use crate::error::{Error, Result};
 use crate::storage::{FsStorage, Storage, ThrottleLimits, ThrottledStorage};
@@ -115,6 +115,13 @@ impl Worker {
             slot_free: Condvar::new(),
             taken: Mutex::new(RecentTasks::default()),
         }
+    }
+
+    /// Makes a compaction filter available to the tasks this worker runs, as
+    /// `Options::compaction_filter_factories` does for a database: a task names its
+    /// filter, and a worker without it refuses the task (the host then runs it).
+    pub fn register_filter(&self, factory: Arc<dyn CompactionFilterFactory>) {
+        self.filters.register(factory);
     }
 
     /// Serves TCP connections until the listener fails, each on its own thread.

@@ -358,6 +358,86 @@ mod worker {
         assert!(host.kept_outputs >= 2, "{:?}", stats.compaction_units);
     }
 
+    /// A filter the database registered runs on a worker that registered it too; a worker
+    /// without it refuses the tasks and the host runs them.
+    #[test]
+    fn compaction_filters_run_on_workers_that_have_them() {
+        use terrace::compaction::{
+            CompactionFilter, CompactionFilterFactory, FilterDecision, FilterSpec,
+        };
+        struct DropOdd;
+        impl CompactionFilter for DropOdd {
+            fn name(&self) -> &str {
+                "drop-odd"
+            }
+            fn filter(&self, _level: usize, key: &[u8], _value: &[u8]) -> FilterDecision {
+                if key.last().is_some_and(|b| b % 2 == 1) {
+                    FilterDecision::Remove
+                } else {
+                    FilterDecision::Keep
+                }
+            }
+        }
+        struct DropOddFactory;
+        impl CompactionFilterFactory for DropOddFactory {
+            fn name(&self) -> &str {
+                "drop-odd"
+            }
+            fn create(&self, _params: &str) -> terrace::Result<Box<dyn CompactionFilter>> {
+                Ok(Box::new(DropOdd))
+            }
+        }
+        for registered in [true, false] {
+            let dir = tempfile::tempdir().unwrap();
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = listener.local_addr().unwrap().to_string();
+            let w = worker(dir.path(), false);
+            if registered {
+                w.register_filter(Arc::new(DropOddFactory));
+            }
+            std::thread::spawn(move || w.serve_tcp(&listener));
+            let opts = Options {
+                compaction_filter: Some(FilterSpec {
+                    name: "drop-odd".into(),
+                    params: String::new(),
+                }),
+                compaction_filter_factories: vec![Arc::new(DropOddFactory)],
+                compaction_workers: Some(CompactionWorkers {
+                    workers: vec![addr.clone()],
+                    secret: "s3cret".into(),
+                    share: Share::All,
+                    ..CompactionWorkers::default()
+                }),
+                ..small_options()
+            };
+            let db = Db::open(dir.path(), opts).unwrap();
+            for round in 0..3u32 {
+                for i in 0..2000u32 {
+                    db.put(format!("k{i:05}").as_bytes(), format!("{round}").as_bytes())
+                        .unwrap();
+                }
+            }
+            db.compact_range(None, None).unwrap();
+            let stats = db.stats();
+            let remote = stats
+                .compaction_units
+                .iter()
+                .find(|u| u.unit == format!("remote {addr}"))
+                .unwrap();
+            if registered {
+                assert!(remote.runs > 0 && remote.failures == 0, "{remote:?}");
+            } else {
+                assert!(remote.runs == 0 && remote.failures > 0, "{remote:?}");
+            }
+            // Either way the filter ran: odd keys are gone, even ones hold the last value.
+            for i in 0..2000u32 {
+                let got = db.get(format!("k{i:05}").as_bytes()).unwrap();
+                let want = (i % 2 == 0).then(|| b"2".to_vec());
+                assert_eq!(got, want, "k{i:05} registered={registered}");
+            }
+        }
+    }
+
     /// The worker's side of the protocol against frames a client should not send: a
     /// replayed task, a frame of the wrong type, a damaged and a truncated frame.
     #[test]
