@@ -335,10 +335,7 @@ fn configured_volumes_hold_their_levels_and_show_in_info() {
     assert_eq!(stats.volumes.len(), 2);
     assert_eq!(stats.volumes[1].iops_limit, 500);
     assert!(stats.volumes[1].bytes > 0, "level 1 lives on volume 1");
-    let info = match run(&mut s, "INFO engine") {
-        Reply::Bulk(b) => String::from_utf8(b.to_vec()).unwrap(),
-        other => panic!("{other:?}"),
-    };
+    let info = info_text(&mut s, "engine");
     assert!(info.contains("engine_volume1:bytes="), "{info}");
     assert!(info.contains("iops_limit=500"), "{info}");
     // An unknown field of a volume is refused.
@@ -358,10 +355,7 @@ fn info_and_metrics_show_each_compaction_unit() {
         e.db().flush().unwrap();
     }
     e.db().compact_range(None, None).unwrap();
-    let info = match run(&mut s, "INFO engine") {
-        Reply::Bulk(b) => String::from_utf8(b.to_vec()).unwrap(),
-        other => panic!("{other:?}"),
-    };
+    let info = info_text(&mut s, "engine");
     assert!(info.contains("engine_compaction_fallbacks:0"), "{info}");
     assert!(
         info.contains("engine_compaction_unit0:unit=host,runs="),
@@ -375,6 +369,14 @@ fn info_and_metrics_show_each_compaction_unit() {
         "terrace_compaction_failures_total{unit=\"host\"} 0",
     ] {
         assert!(text.contains(name), "{name} missing from\n{text}");
+    }
+}
+
+/// The text of `INFO section`.
+fn info_text(s: &mut Session, section: &str) -> String {
+    match run(s, &format!("INFO {section}")) {
+        Reply::Bulk(b) => String::from_utf8(b.to_vec()).unwrap(),
+        other => panic!("{other:?}"),
     }
 }
 
@@ -607,10 +609,7 @@ fn info_shows_the_write_status_and_the_last_background_error() {
     };
     let e = Engine::open(&config).unwrap();
     let mut s = e.connect("test".into()).unwrap();
-    let info = |s: &mut Session| match run(s, "INFO persistence") {
-        Reply::Bulk(b) => String::from_utf8(b.to_vec()).unwrap(),
-        other => panic!("{other:?}"),
-    };
+    let info = |s: &mut Session| info_text(s, "persistence");
     let text = info(&mut s);
     assert!(text.contains("aof_last_write_status:ok"), "{text}");
     assert!(text.contains("terrace_write_status:ok"), "{text}");

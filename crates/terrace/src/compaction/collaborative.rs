@@ -206,14 +206,7 @@ impl CompactionExecutor for CollaborativeExecutor {
         let mut runs = Vec::new();
         for r in results {
             runs.extend(r.runs);
-            let s = r.stats;
-            stats.input_entries += s.input_entries;
-            stats.input_bytes += s.input_bytes;
-            stats.level0_bytes += s.level0_bytes;
-            stats.output_entries += s.output_entries;
-            stats.output_bytes += s.output_bytes;
-            stats.dropped_entries += s.dropped_entries;
-            stats.filtered_entries += s.filtered_entries;
+            stats.add(&r.stats);
             outputs.extend(r.outputs);
         }
         stats.elapsed_micros = started.elapsed().as_micros() as u64;

@@ -151,6 +151,20 @@ pub struct CompactionStats {
     pub elapsed_micros: u64,
 }
 
+impl CompactionStats {
+    /// Adds the counters of `other` (another piece of the same task); the elapsed time is
+    /// left to the caller, since pieces may run at once.
+    pub fn add(&mut self, other: &CompactionStats) {
+        self.input_entries += other.input_entries;
+        self.input_bytes += other.input_bytes;
+        self.level0_bytes += other.level0_bytes;
+        self.output_entries += other.output_entries;
+        self.output_bytes += other.output_bytes;
+        self.dropped_entries += other.dropped_entries;
+        self.filtered_entries += other.filtered_entries;
+    }
+}
+
 /// What a finished compaction produced.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CompactionResult {

@@ -197,6 +197,21 @@ mod worker {
 
     use crate::small_options;
 
+    /// A worker over `dir`, set up by `setup`, serving TCP on a free loopback port on its
+    /// own thread; returns the port's address.
+    fn serve_tcp_worker(
+        dir: &std::path::Path,
+        pipelined: bool,
+        setup: impl FnOnce(&Worker),
+    ) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let w = worker(dir, pipelined);
+        setup(&w);
+        std::thread::spawn(move || w.serve_tcp(&listener));
+        addr
+    }
+
     fn worker(dir: &std::path::Path, pipelined: bool) -> Arc<Worker> {
         Arc::new(Worker::new(WorkerConfig {
             dir: dir.to_path_buf(),
@@ -230,10 +245,7 @@ mod worker {
     #[test]
     fn a_worker_over_tcp_runs_the_compactions() {
         let dir = tempfile::tempdir().unwrap();
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap().to_string();
-        let w = worker(dir.path(), true);
-        std::thread::spawn(move || w.serve_tcp(&listener));
+        let addr = serve_tcp_worker(dir.path(), true, |_| {});
         let remote = Arc::new(RemoteExecutor::new(
             WorkerAddr::parse(&addr),
             "s3cret",
@@ -257,10 +269,7 @@ mod worker {
     #[test]
     fn workers_named_in_the_options_run_the_compactions_checked() {
         let dir = tempfile::tempdir().unwrap();
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap().to_string();
-        let w = worker(dir.path(), false);
-        std::thread::spawn(move || w.serve_tcp(&listener));
+        let addr = serve_tcp_worker(dir.path(), false, |_| {});
         let opts = Options {
             compaction_workers: Some(CompactionWorkers {
                 workers: vec![addr.clone()],
@@ -333,10 +342,7 @@ mod worker {
     #[test]
     fn the_host_takes_over_from_the_last_output_a_lost_worker_finished() {
         let dir = tempfile::tempdir().unwrap();
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let worker_addr = listener.local_addr().unwrap().to_string();
-        let w = worker(dir.path(), false);
-        std::thread::spawn(move || w.serve_tcp(&listener));
+        let worker_addr = serve_tcp_worker(dir.path(), false, |_| {});
         let addr = cutting_proxy(worker_addr, 2);
         let opts = Options {
             compaction_workers: Some(CompactionWorkers {
@@ -389,13 +395,11 @@ mod worker {
         }
         for registered in [true, false] {
             let dir = tempfile::tempdir().unwrap();
-            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-            let addr = listener.local_addr().unwrap().to_string();
-            let w = worker(dir.path(), false);
-            if registered {
-                w.register_filter(Arc::new(DropOddFactory));
-            }
-            std::thread::spawn(move || w.serve_tcp(&listener));
+            let addr = serve_tcp_worker(dir.path(), false, |w| {
+                if registered {
+                    w.register_filter(Arc::new(DropOddFactory));
+                }
+            });
             let opts = Options {
                 compaction_filter: Some(FilterSpec {
                     name: "drop-odd".into(),
@@ -446,10 +450,7 @@ mod worker {
         use terrace::compaction::CompactionTask;
         use terrace::offload::{Frame, FrameType};
         let dir = tempfile::tempdir().unwrap();
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap().to_string();
-        let w = worker(dir.path(), false);
-        std::thread::spawn(move || w.serve_tcp(&listener));
+        let addr = serve_tcp_worker(dir.path(), false, |_| {});
         let connect = || {
             let mut c = std::net::TcpStream::connect(&addr).unwrap();
             c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
@@ -530,10 +531,7 @@ mod worker {
     fn a_wrong_secret_a_silent_worker_or_no_worker_leaves_compaction_to_the_host() {
         // The wrong secret: the worker refuses, every task runs on the host.
         let dir = tempfile::tempdir().unwrap();
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap().to_string();
-        let w = worker(dir.path(), false);
-        std::thread::spawn(move || w.serve_tcp(&listener));
+        let addr = serve_tcp_worker(dir.path(), false, |_| {});
         let remote = RemoteExecutor::new(WorkerAddr::parse(&addr), "guess", Duration::from_secs(5));
         let stats = load_stats(dir.path(), Arc::new(remote));
         assert!(stats.compaction_fallbacks > 0);
