@@ -129,7 +129,18 @@ pub struct Options {
     /// volume `i` is `volumes[i - 1]`.
     pub volumes: Vec<PathBuf>,
     /// The volume that receives the table files of each level; missing levels use volume 0.
+    /// Only with the `by_level` placement policy.
     pub level_volumes: Vec<u32>,
+    /// How new table files are spread over the volumes (docs/techniques/tango.md).
+    /// `ByLevel` (the default) follows `level_volumes`; every other policy places each
+    /// flush and compaction output on one of `volumes` (on the database directory when
+    /// there are none), leaving the database directory to the logs and MANIFEST.
+    pub placement_policy: crate::volume::placement::PlacementPolicy,
+    /// How often heat statistics close an interval (`volume::heat`); kept only when
+    /// `volumes` is not empty. `Duration::ZERO` keeps none.
+    pub heat_interval: std::time::Duration,
+    /// How much of a file's heat an interval keeps (TANGO's alpha), in `[0, 1)`.
+    pub heat_alpha: f64,
     /// The device limits of each volume, by id (index 0: the database directory, with the
     /// logs and MANIFEST in it unless `wal_dir` moves the logs). Every volume named here
     /// gets its own token buckets (`storage::ThrottledStorage`; zero rates count without
@@ -188,6 +199,9 @@ impl Default for Options {
             wal_dir: None,
             volumes: Vec::new(),
             level_volumes: Vec::new(),
+            placement_policy: crate::volume::placement::PlacementPolicy::ByLevel,
+            heat_interval: std::time::Duration::from_secs(1),
+            heat_alpha: 0.5,
             volume_limits: Vec::new(),
             compaction_filter: None,
             compaction_filter_factories: Vec::new(),
@@ -235,6 +249,12 @@ impl Options {
             volume: self.placement().volume_for_level(0),
             sst: self.sst_options(),
         }
+    }
+
+    /// True if heat statistics are kept (`heat_interval` is not zero and there are
+    /// volumes to compare).
+    pub fn keeps_heat(&self) -> bool {
+        !self.heat_interval.is_zero() && !self.volumes.is_empty()
     }
 
     /// Where new tables go (`level_volumes`).
@@ -312,6 +332,12 @@ impl Options {
         }
         if self.placement().max_volume() as usize > self.volumes.len() {
             return bad("level_volumes names a volume that is not configured");
+        }
+        if !(0.0..1.0).contains(&self.heat_alpha) {
+            return bad("heat_alpha must be at least 0 and below 1");
+        }
+        if self.placement_policy.spreads() && !self.level_volumes.is_empty() {
+            return bad("level_volumes applies only to the by_level placement policy");
         }
         if let Some(w) = &self.compaction_workers {
             w.validate()?;

@@ -16,12 +16,15 @@ use crate::key::{self, SeqNo, ValueType};
 use crate::sst::{BlockCache, SstReader, TableCache};
 use crate::storage::{IoClass, Storage};
 use crate::version::FileMeta;
+use crate::volume::heat::{CountingFile, Heat};
 use crate::volume::Volumes;
 
 /// The table files of one database: its volumes and the table cache.
 pub struct Tables {
     cache: TableCache,
     volumes: Volumes,
+    /// Counts each table's reads, when heat statistics are kept.
+    heat: Option<Arc<Heat>>,
 }
 
 impl Tables {
@@ -37,7 +40,21 @@ impl Tables {
         Tables {
             cache: TableCache::new(storage, max_open_files, block_cache),
             volumes: Volumes::new(db_dir, &volumes),
+            heat: None,
         }
+    }
+
+    /// These tables, counting every table's reads into `heat`.
+    pub fn with_heat(self, heat: Arc<Heat>) -> Self {
+        Tables {
+            heat: Some(heat),
+            ..self
+        }
+    }
+
+    /// The heat statistics the tables count into, if any.
+    pub fn heat(&self) -> Option<&Arc<Heat>> {
+        self.heat.as_ref()
     }
 
     /// The volumes the tables live on.
@@ -60,8 +77,14 @@ impl Tables {
     /// # Errors
     /// I/O errors and `Corruption` of the table's footer or meta blocks.
     pub fn open(&self, f: &FileMeta) -> Result<Arc<SstReader>> {
-        self.cache
-            .get_with(f.number, || self.path(f.volume, f.number))
+        let path = || self.path(f.volume, f.number);
+        match &self.heat {
+            None => self.cache.get_with(f.number, path),
+            Some(heat) => self.cache.get_wrapped(f.number, path, |file| {
+                let counters = heat.file(f.number, f.volume, f.size);
+                Arc::new(CountingFile::new(file, counters))
+            }),
+        }
     }
 
     /// Forgets an open table (after its file was deleted).

@@ -205,8 +205,17 @@ fn section_body(ctx: &Ctx<'_>, section: &str, out: &mut String) -> Result<(), Fa
                 kv(
                     &format!("engine_volume{}", v.id),
                     format!(
-                        "bytes={},ios={},waits={},wait_micros={},bytes_per_sec_limit={},iops_limit={}",
-                        v.bytes, v.ios, v.waits, v.wait_micros, v.bytes_per_sec_limit, v.iops_limit
+                        "files={},file_bytes={},bytes={},ios={},waits={},wait_micros={},bytes_per_sec_limit={},iops_limit={},heat={:.1},heat_iops={:.1}",
+                        v.files,
+                        v.file_bytes,
+                        v.bytes,
+                        v.ios,
+                        v.waits,
+                        v.wait_micros,
+                        v.bytes_per_sec_limit,
+                        v.iops_limit,
+                        v.heat,
+                        v.heat_iops
                     ),
                 );
             }

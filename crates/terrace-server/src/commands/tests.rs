@@ -336,7 +336,11 @@ fn configured_volumes_hold_their_levels_and_show_in_info() {
     assert_eq!(stats.volumes[1].iops_limit, 500);
     assert!(stats.volumes[1].bytes > 0, "level 1 lives on volume 1");
     let info = info_text(&mut s, "engine");
-    assert!(info.contains("engine_volume1:bytes="), "{info}");
+    assert!(info.contains("engine_volume1:files="), "{info}");
+    assert!(
+        info.contains(",bytes=") && info.contains(",heat="),
+        "{info}"
+    );
     assert!(info.contains("iops_limit=500"), "{info}");
     // An unknown field of a volume is refused.
     assert!(toml::from_str::<Config>("[[volumes]]\npath = \"/x\"\nspeed = 3\n").is_err());

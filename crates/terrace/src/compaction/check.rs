@@ -61,6 +61,7 @@ impl CheckingExecutor {
         let tables = Tables::new(self.storage.clone(), volumes.db_dir(), dirs, 64, None);
         let mut copy = task.clone();
         copy.output.volume = scratch_volume;
+        copy.output.placement = None;
         let scratch_env = ExecutorEnv {
             storage: self.storage.as_ref(),
             tables: &tables,

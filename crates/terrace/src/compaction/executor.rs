@@ -125,10 +125,40 @@ struct OutputWriter<'a, 'e> {
     task: &'a CompactionTask,
     tombstones: &'a FragmentedTombstones,
     next_number: usize,
-    current: Option<(SstBuilder, u64, Option<Vec<u8>>)>,
+    current: Option<OpenOutput>,
     next_lower: Option<Vec<u8>>,
     last_user_key: Vec<u8>,
     outputs: Vec<FileMeta>,
+    /// The volumes written to, whose directories `finish` syncs.
+    volumes_used: Vec<u32>,
+}
+
+/// The output table being written.
+struct OpenOutput {
+    builder: SstBuilder,
+    number: u64,
+    volume: u32,
+    /// Its lower bound (inclusive user key), for clipping tombstones.
+    lower: Option<Vec<u8>>,
+}
+
+/// The largest user key an output table starting at `first` is expected to reach, for a
+/// placement policy that must choose its volume before its last key is known: the end of
+/// the first input file of the output level that ends at or after `first` (outputs come
+/// out about as large as the output level's files they replace), else of the first such
+/// file of the other inputs, else `first` itself.
+fn predicted_end<'t>(task: &'t CompactionTask, first: &'t [u8]) -> &'t [u8] {
+    task.inputs
+        .iter()
+        .rev()
+        .find_map(|level| {
+            level
+                .files
+                .iter()
+                .map(FileMeta::largest_user_key)
+                .find(|&end| end >= first)
+        })
+        .unwrap_or(first)
 }
 
 impl<'a, 'e> OutputWriter<'a, 'e> {
@@ -146,6 +176,7 @@ impl<'a, 'e> OutputWriter<'a, 'e> {
             next_lower: task.smallest_user_key.clone(),
             last_user_key: Vec::new(),
             outputs: Vec::new(),
+            volumes_used: Vec::new(),
         }
     }
 
@@ -153,19 +184,19 @@ impl<'a, 'e> OutputWriter<'a, 'e> {
     /// one) and syncs the directory; returns the tables written.
     fn finish(mut self) -> Result<Vec<FileMeta>> {
         if self.current.is_none() && self.outputs.is_empty() && !self.tombstones.is_empty() {
-            self.open_next()?;
+            let first = self.task.smallest_user_key.clone().unwrap_or_default();
+            self.open_next(&first)?;
         }
         self.finish_current(self.task.largest_user_key.clone())?;
-        if !self.outputs.is_empty() {
-            // The files are synced; their names must be too before an edit refers to them.
-            self.env
-                .storage
-                .sync_dir(&self.env.tables.dir(self.task.output.volume))?;
+        // The files are synced; their names must be too before an edit refers to them.
+        for &volume in &self.volumes_used {
+            self.env.storage.sync_dir(&self.env.tables.dir(volume))?;
         }
         Ok(self.outputs)
     }
 
-    fn open_next(&mut self) -> Result<()> {
+    /// Opens the next output table, whose first user key is `first`.
+    fn open_next(&mut self, first: &[u8]) -> Result<()> {
         let number = *self
             .task
             .output
@@ -174,8 +205,20 @@ impl<'a, 'e> OutputWriter<'a, 'e> {
             .ok_or_else(|| {
                 Error::Internal("compaction ran out of pre-allocated file numbers".into())
             })?;
+        let volume = match &self.task.output.placement {
+            Some(plan) => plan.choose(
+                self.next_number,
+                number,
+                first,
+                predicted_end(self.task, first),
+            ),
+            None => self.task.output.volume,
+        };
         self.next_number += 1;
-        let path = self.env.tables.path(self.task.output.volume, number);
+        if !self.volumes_used.contains(&volume) {
+            self.volumes_used.push(volume);
+        }
+        let path = self.env.tables.path(volume, number);
         let file = self.env.storage.create(&path, IoClass::Compaction)?;
         let opts = SstOptions {
             block_size: usize::try_from(self.task.output.block_size).unwrap_or(usize::MAX),
@@ -183,11 +226,12 @@ impl<'a, 'e> OutputWriter<'a, 'e> {
             bloom_bits_per_key: self.task.output.bloom_bits_per_key as usize,
             compression: self.task.output.compression,
         };
-        self.current = Some((
-            SstBuilder::new(file, path, opts),
+        self.current = Some(OpenOutput {
+            builder: SstBuilder::new(file, path, opts),
             number,
-            self.next_lower.take(),
-        ));
+            volume,
+            lower: self.next_lower.take(),
+        });
         Ok(())
     }
 
@@ -196,7 +240,7 @@ impl<'a, 'e> OutputWriter<'a, 'e> {
         let full = self
             .current
             .as_ref()
-            .is_some_and(|(b, _, _)| b.estimated_size() >= self.task.output.target_file_size);
+            .is_some_and(|o| o.builder.estimated_size() >= self.task.output.target_file_size);
         // With no reserved number left the open table grows past the target size instead:
         // reservations are estimates from the inputs' file sizes, and an oversized output
         // is better than a failed compaction (which stops the database).
@@ -205,10 +249,10 @@ impl<'a, 'e> OutputWriter<'a, 'e> {
             self.finish_current(Some(uk.to_vec()))?;
         }
         if self.current.is_none() {
-            self.open_next()?;
+            self.open_next(uk)?;
         }
-        if let Some((b, _, _)) = self.current.as_mut() {
-            b.add(ikey, value)?;
+        if let Some(o) = self.current.as_mut() {
+            o.builder.add(ikey, value)?;
         }
         self.last_user_key.clear();
         self.last_user_key.extend_from_slice(uk);
@@ -217,14 +261,20 @@ impl<'a, 'e> OutputWriter<'a, 'e> {
 
     /// Finishes the open table; its tombstones are clipped to `[its lower, upper)`.
     fn finish_current(&mut self, upper: Option<Vec<u8>>) -> Result<()> {
-        let Some((mut b, number, lower)) = self.current.take() else {
+        let Some(OpenOutput {
+            mut builder,
+            number,
+            volume,
+            lower,
+        }) = self.current.take()
+        else {
             return Ok(());
         };
         for t in self.tombstones.clipped(lower.as_deref(), upper.as_deref()) {
-            b.add_range_tombstone(&t);
+            builder.add_range_tombstone(&t);
         }
-        let info = b.finish()?;
-        let meta = file_meta(number, self.task.output.volume, &info);
+        let info = builder.finish()?;
+        let meta = file_meta(number, volume, &info);
         if let Some(progress) = self.env.progress {
             progress.finished(&FinishedOutput {
                 file: meta.clone(),

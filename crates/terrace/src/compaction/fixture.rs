@@ -158,6 +158,7 @@ pub(crate) fn task(
             compression: crate::sst::Compression::None,
             volume: 0,
             file_numbers: (first_number..first_number + 200).collect(),
+            placement: None,
         },
         filter: None,
         reason: CompactionReason::LevelSize,

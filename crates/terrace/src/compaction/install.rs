@@ -122,10 +122,10 @@ fn check_result(
         if !seen.insert(n) {
             return Err(refused(format!("output {n} is named twice")));
         }
-        if f.volume != sub.output.volume {
+        if !sub.output.allows_volume(f.volume) {
             return Err(refused(format!(
-                "output {n} is on volume {}, the task writes to {}",
-                f.volume, sub.output.volume
+                "output {n} is on volume {}, which the task does not write to",
+                f.volume
             )));
         }
         if f.smallest > f.largest {

@@ -13,6 +13,7 @@ use crate::error::{Error, Result};
 use crate::key::SeqNo;
 use crate::options::Compression;
 use crate::version::FileMeta;
+use crate::volume::placement::PlacementPlan;
 
 /// The version written by [`CompactionTask::encode`] and [`CompactionResult::encode`].
 /// Version 2 replaced the matrix rows of a column task (`column`) with an opaque level-0
@@ -92,10 +93,24 @@ pub struct OutputSpec {
     pub bloom_bits_per_key: u32,
     /// Compression of data blocks.
     pub compression: Compression,
-    /// Volume that receives the output files.
+    /// Volume that receives the output files, unless `placement` places each.
     pub volume: u32,
     /// File numbers allocated in advance for the outputs, used in order.
     pub file_numbers: Vec<u64>,
+    /// Places each output file on a volume of its own choice (a placement policy over
+    /// several volumes); `None`: every output goes to `volume`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<PlacementPlan>,
+}
+
+impl OutputSpec {
+    /// True if an output may be on `volume`.
+    pub fn allows_volume(&self, volume: u32) -> bool {
+        match &self.placement {
+            Some(plan) => plan.allows(volume),
+            None => volume == self.volume,
+        }
+    }
 }
 
 /// Everything a runner needs to perform one compaction, with no reference to live state.

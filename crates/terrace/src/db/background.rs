@@ -26,6 +26,8 @@ enum Kind {
     Rewrite,
     /// Automatic recovery from retryable background errors (`db::resume`).
     Resume,
+    /// Heat statistics of the volumes (`volume::heat`).
+    Heat,
 }
 
 /// Starts the configured flush and compaction threads.
@@ -41,6 +43,10 @@ pub(crate) fn spawn(inner: &Arc<DbInner>) -> Result<Vec<JoinHandle<()>>> {
         .chain(std::iter::repeat_n(
             Kind::Resume,
             usize::from(inner.opts.max_bgerror_resume_count > 0),
+        ))
+        .chain(std::iter::repeat_n(
+            Kind::Heat,
+            usize::from(inner.tables.heat().is_some()),
         ));
     for (i, kind) in kinds.enumerate() {
         let db = inner.clone();
@@ -49,6 +55,7 @@ pub(crate) fn spawn(inner: &Arc<DbInner>) -> Result<Vec<JoinHandle<()>>> {
             Kind::Compaction => format!("terrace-compact-{i}"),
             Kind::Rewrite => format!("terrace-l0-rewrite-{i}"),
             Kind::Resume => "terrace-resume".to_string(),
+            Kind::Heat => "terrace-heat".to_string(),
         };
         let h = std::thread::Builder::new()
             .name(name)
@@ -60,8 +67,10 @@ pub(crate) fn spawn(inner: &Arc<DbInner>) -> Result<Vec<JoinHandle<()>>> {
 }
 
 fn worker(db: &DbInner, kind: Kind) {
-    if let Kind::Resume = kind {
-        return db.run_resume_worker();
+    match kind {
+        Kind::Resume => return db.run_resume_worker(),
+        Kind::Heat => return db.run_heat_worker(),
+        _ => {}
     }
     let mut st = db.state.lock();
     loop {
@@ -76,7 +85,7 @@ fn worker(db: &DbInner, kind: Kind) {
             Kind::Flush => db.run_flush(&mut st),
             Kind::Compaction => run_compaction_step(db, &mut st),
             Kind::Rewrite => db.run_level0_rewrite(&mut st),
-            Kind::Resume => Ok(false),
+            Kind::Resume | Kind::Heat => Ok(false),
         };
         match did {
             Ok(true) => continue,
@@ -102,6 +111,30 @@ fn run_compaction_step(db: &DbInner, st: &mut MutexGuard<'_, DbState>) -> Result
 }
 
 impl DbInner {
+    /// Closes a heat interval every `Options::heat_interval` until shutdown.
+    fn run_heat_worker(&self) {
+        let Some(heat) = self.tables.heat().cloned() else {
+            return;
+        };
+        let interval = self.opts.heat_interval;
+        let mut last = std::time::Instant::now();
+        let mut st = self.state.lock();
+        loop {
+            let until = last + interval;
+            while !st.shutting_down && std::time::Instant::now() < until {
+                self.bg_done.wait_until(&mut st, until);
+            }
+            if st.shutting_down {
+                return;
+            }
+            let version = st.versions.current();
+            let now = std::time::Instant::now();
+            let elapsed = now - last;
+            last = now;
+            MutexGuard::unlocked(&mut st, || heat.tick(&version, elapsed));
+        }
+    }
+
     /// Waits until nothing is left to flush or compact.
     pub(crate) fn wait_idle(&self) -> Result<()> {
         let mut st = self.state.lock();

@@ -129,8 +129,16 @@ impl DbInner {
         picked: &PickedCompaction,
     ) -> Result<()> {
         let out_volume = self.volume_for_level(picked.output_level);
-        let all_same_volume = picked.inputs.iter().all(|f| f.volume == out_volume);
-        if picked.trivial_move && all_same_volume {
+        // A trivial move leaves files where they are: allowed when they are where the
+        // output level's new files could go.
+        let in_place = picked.inputs.iter().all(|f| {
+            if self.placer.spreads() {
+                self.placer.allows(f.volume)
+            } else {
+                f.volume == out_volume
+            }
+        });
+        if picked.trivial_move && in_place {
             let mut edit = VersionEdit::default();
             for f in &picked.inputs {
                 edit.deleted_files.push((picked.level as u32, f.number));
@@ -214,6 +222,21 @@ impl DbInner {
         let count = 2 * (input_bytes / target + 2) + 2 * pieces;
         let file_numbers: Vec<u64> = (0..count).map(|_| st.versions.new_file_number()).collect();
         let id = file_numbers.first().copied().unwrap_or(0);
+        let all_inputs = || {
+            let files = picked.inputs.iter().chain(picked.output_inputs.iter());
+            let units = picked.column.iter().flat_map(|c| c.input.units.iter());
+            files
+                .map(|f| (f.smallest_user_key(), f.largest_user_key()))
+                .chain(units.map(|u| {
+                    (
+                        u.smallest_user_key.as_slice(),
+                        u.largest_user_key.as_slice(),
+                    )
+                }))
+        };
+        let lo = all_inputs().map(|(s, _)| s).min();
+        let hi = all_inputs().map(|(_, l)| l).max();
+        let placement = self.placement_plan(&st.versions.current(), picked.output_level, lo, hi);
         let output = OutputSpec {
             target_file_size: self.opts.target_file_size_base,
             block_size: self.opts.block_size as u64,
@@ -222,6 +245,7 @@ impl DbInner {
             compression: self.opts.compression,
             volume,
             file_numbers,
+            placement,
         };
         picked.to_task(
             id,

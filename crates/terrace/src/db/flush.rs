@@ -6,6 +6,7 @@ use parking_lot::MutexGuard;
 
 use super::{DbInner, DbState};
 use crate::error::{Error, Result};
+use crate::level0::Level0Env;
 use crate::listener::FlushInfo;
 use crate::version::VersionEdit;
 
@@ -41,11 +42,20 @@ impl DbInner {
         }
         let number = st.versions.new_file_number();
         st.pending_outputs.insert(number);
-        let env = self.level0_env();
+        let plan = self.placement_plan(&st.versions.current(), 0, None, None);
+        let env = Level0Env {
+            placement: plan.as_ref(),
+            ..self.level0_env()
+        };
         let built = MutexGuard::unlocked(st, || self.level0.flush(&env, &mem, number));
         st.pending_outputs.remove(&number);
         let flushed = match built {
-            Ok(m) => m,
+            Ok(m) => {
+                if plan.is_some() {
+                    self.placer.placed(m.new_files.len());
+                }
+                m
+            }
             Err(e) => {
                 if let Some(f) = st.imms.front_mut() {
                     f.flushing = false;

@@ -124,6 +124,8 @@ pub(crate) struct DbInner {
     /// The volumes `Options::volume_limits` throttles (their ids, in rule order) and the
     /// storage that does it.
     pub(crate) volume_throttle: Option<(Vec<u32>, Arc<crate::storage::ThrottledStorage>)>,
+    /// Where new table files go under a placement policy.
+    pub(crate) placer: crate::volume::placement::Placer,
     pub(crate) _lock: Box<dyn FileLock>,
 }
 
@@ -154,6 +156,16 @@ impl Db {
     /// docs/formats/wal.md, "Where logs live"), I/O errors.
     pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
         open::open(path.as_ref(), opts)
+    }
+
+    /// Every live table file's heat (reads per heat interval, cooled; see
+    /// `Options::heat_interval`), hottest first; empty when heat statistics are not kept.
+    pub fn file_heat(&self) -> Vec<crate::volume::heat::FileHeatStats> {
+        self.inner
+            .tables
+            .heat()
+            .map(|h| h.files())
+            .unwrap_or_default()
     }
 
     /// Stores `value` under `key`.
@@ -424,9 +436,33 @@ impl DbInner {
         *self.super_version.write() = Arc::new(sv);
     }
 
-    /// The volume that receives new files of `level`.
+    /// The volume that receives new files of `level` (when the placement policy does
+    /// not place each file itself).
     pub(crate) fn volume_for_level(&self, level: usize) -> u32 {
         self.opts.placement().volume_for_level(level)
+    }
+
+    /// The plan placing new files of `level` within user keys `[lo, hi]`, when the
+    /// placement policy places each file; `None` when it places by level.
+    pub(crate) fn placement_plan(
+        &self,
+        version: &Version,
+        level: usize,
+        lo: Option<&[u8]>,
+        hi: Option<&[u8]>,
+    ) -> Option<crate::volume::placement::PlacementPlan> {
+        // A volume's weight: its files' summed heat, in thousandths; without heat
+        // statistics, its live table files.
+        let weight = |v: u32| match self.tables.heat() {
+            Some(h) => (h.volume_load(v).weight * 1000.0) as u64,
+            None => version
+                .levels()
+                .iter()
+                .flatten()
+                .filter(|f| f.volume == v)
+                .count() as u64,
+        };
+        self.placer.plan(version, level, lo, hi, weight)
     }
 
     /// What a level 0 needs to do I/O.
@@ -437,6 +473,7 @@ impl DbInner {
             tables: &self.tables,
             snapshots: &[],
             new_number: None,
+            placement: None,
         }
     }
 

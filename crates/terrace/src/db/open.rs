@@ -26,6 +26,7 @@ use crate::sst::BlockCache;
 use crate::storage::{IoClass, Storage, ThrottledStorage};
 use crate::tables::Tables;
 use crate::version::{parse_file_name, FileKind, FileMeta, Level0Record, VersionEdit, VersionSet};
+use crate::volume::heat::Heat;
 use crate::volume::Volumes;
 use crate::wal::{FileLogWriter, LogReader, LogWriter, ReadOutcome};
 
@@ -111,13 +112,17 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Db> {
         }
     }
     let block_cache = Arc::new(BlockCache::new(opts.block_cache_bytes));
-    let tables = Arc::new(Tables::new(
+    let mut tables = Tables::new(
         storage.clone(),
         dir,
         opts.volumes.clone(),
         opts.max_open_files,
         Some(block_cache.clone()),
-    ));
+    );
+    if opts.keeps_heat() {
+        tables = tables.with_heat(Arc::new(Heat::new(opts.heat_alpha)));
+    }
+    let tables = Arc::new(tables);
     let filters = FilterRegistry::new();
     for f in &opts.compaction_filter_factories {
         filters.register(f.clone());
@@ -135,6 +140,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Db> {
         tables: &tables,
         snapshots: &[],
         new_number: None,
+        placement: None,
     };
     level0.recover(&env, &versions.current())?;
     let logs = wal_dir.logs_to_replay(storage.as_ref(), versions.log_number())?;
@@ -243,6 +249,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Db> {
         filters,
         listeners,
         volume_throttle,
+        placer: crate::volume::placement::Placer::new(opts.placement_policy, opts.volumes.len()),
         opts,
         _lock: lock,
     });

@@ -316,11 +316,14 @@ impl super::DbInner {
             throttle_wait_micros: sum(|c| c.throttle_wait_micros),
             throttled_bytes_written: sum(|c| c.throttled_write_bytes),
             throttled_bytes_read: sum(|c| c.throttled_read_bytes),
-            volumes: self
-                .volume_throttle
-                .as_ref()
-                .map(|(ids, t)| crate::volume::volume_stats(ids, t.stats()))
-                .unwrap_or_default(),
+            volumes: crate::volume::volume_stats(
+                self.tables.volumes(),
+                &sv.version,
+                self.volume_throttle
+                    .as_ref()
+                    .map(|(ids, t)| (ids.as_slice(), t.stats())),
+                self.tables.heat().map(|h| h.as_ref()),
+            ),
             wal_records_dropped: load(&self.counters.wal_records_dropped),
             background_error: self.state.lock().bg_error.as_ref().map(|e| e.to_string()),
             background_errors: load(&self.counters.bg_errors),

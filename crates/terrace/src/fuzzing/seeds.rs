@@ -321,6 +321,7 @@ fn tasks() -> Named {
             compression: Compression::Zstd(3),
             volume: 1,
             file_numbers: vec![30, 31, 32],
+            placement: None,
         },
         filter: Some(FilterSpec {
             name: "terrace-expiry".into(),

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::{Backpressure, Level0, Level0Env, Level0Flush, Level0Settings, Level0View};
 use crate::error::Result;
 use crate::iter::InternalIterator;
-use crate::key::SeqNo;
+use crate::key::{self, SeqNo};
 use crate::memtable::MemTable;
 use crate::range_del::RangeTombstone;
 use crate::sst::SstBuilder;
@@ -55,7 +55,20 @@ pub(crate) fn write_memtable(
     if !iter.valid() && tombstones.is_empty() {
         return Ok(None);
     }
-    let volume = env.settings.volume;
+    let volume = match env.placement {
+        Some(plan) => {
+            let smallest = iter.valid().then(|| key::user_key(iter.key()).to_vec());
+            iter.seek_to_last()?;
+            let largest = iter.valid().then(|| key::user_key(iter.key()).to_vec());
+            iter.seek_to_first()?;
+            let first = tombstones.iter().map(|t| t.start.clone());
+            let smallest = smallest.into_iter().chain(first).min().unwrap_or_default();
+            let last = tombstones.iter().map(|t| t.end.clone());
+            let largest = largest.into_iter().chain(last).max().unwrap_or_default();
+            plan.choose(0, number, &smallest, &largest)
+        }
+        None => env.settings.volume,
+    };
     let dir = env.tables.dir(volume);
     let path = env.tables.path(volume, number);
     let file = env.storage.create(&path, IoClass::Flush)?;

@@ -105,6 +105,9 @@ pub struct Level0Env<'a> {
     /// rewrite (`SelfCompacting::rewrite`). `None` where a level 0 may use only the number it is
     /// given (flushes, log replay at open): it then does not rewrite its own data.
     pub new_number: Option<&'a (dyn Fn() -> u64 + Sync)>,
+    /// Places each new table file under a placement policy; `None`: on
+    /// `settings.volume`.
+    pub placement: Option<&'a crate::volume::placement::PlacementPlan>,
 }
 
 /// What a flush (or a background rewrite) produced: the changes the version edit must

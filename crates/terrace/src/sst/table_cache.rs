@@ -14,7 +14,7 @@ use quick_cache::sync::Cache;
 use super::block_cache::BlockCache;
 use super::reader::SstReader;
 use crate::error::Result;
-use crate::storage::Storage;
+use crate::storage::{ReadableFile, Storage};
 
 /// Open table readers, at most `capacity` of them, keyed by file number.
 pub struct TableCache {
@@ -67,9 +67,23 @@ impl TableCache {
         file_number: u64,
         path: impl FnOnce() -> PathBuf,
     ) -> Result<Arc<SstReader>> {
+        self.get_wrapped(file_number, path, |file| file)
+    }
+
+    /// As [`TableCache::get_with`], reading through the handle `wrap` makes of the file's
+    /// on a miss (a handle that counts reads, say).
+    ///
+    /// # Errors
+    /// As [`TableCache::get`].
+    pub fn get_wrapped(
+        &self,
+        file_number: u64,
+        path: impl FnOnce() -> PathBuf,
+        wrap: impl FnOnce(Arc<dyn ReadableFile>) -> Arc<dyn ReadableFile>,
+    ) -> Result<Arc<SstReader>> {
         self.readers.get_or_insert_with(&file_number, || {
             let path = path();
-            let file = self.storage.open(&path)?;
+            let file = wrap(self.storage.open(&path)?);
             let reader = SstReader::open(file, path, file_number, self.block_cache.clone())?;
             Ok(Arc::new(reader))
         })

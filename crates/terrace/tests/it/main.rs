@@ -20,6 +20,7 @@ mod regress;
 mod seams;
 mod sync_wal;
 mod throttle;
+mod volumes;
 mod wal_dir;
 mod wal_recovery;
 mod write_delay;

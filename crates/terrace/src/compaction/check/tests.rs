@@ -87,6 +87,7 @@ fn only_the_same_bytes_pass_the_check() {
             compression: crate::sst::Compression::None,
             volume: 0,
             file_numbers: (first..first + 50).collect(),
+            placement: None,
         },
         filter: None,
         reason: CompactionReason::LevelSize,

@@ -89,6 +89,7 @@ fn task() -> (CompactionTask, Vec<CompactionTask>) {
             compression: crate::sst::Compression::None,
             volume: 0,
             file_numbers: (10..16).collect(),
+            placement: None,
         },
         filter: None,
         reason: CompactionReason::LevelSize,

@@ -182,6 +182,7 @@ fn sample_output() -> OutputSpec {
         compression: crate::options::Compression::None,
         volume: 0,
         file_numbers: vec![100],
+        placement: None,
     }
 }
 

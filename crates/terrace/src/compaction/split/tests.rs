@@ -28,6 +28,7 @@ fn task(
             compression: crate::sst::Compression::None,
             volume: 0,
             file_numbers: (10..20).collect(),
+            placement: None,
         },
         filter: None,
         reason: CompactionReason::LevelSize,

@@ -47,6 +47,7 @@ fn task() -> CompactionTask {
             compression: Compression::Zstd(3),
             volume: 1,
             file_numbers: vec![30, 31, 32, 33, 34],
+            placement: None,
         },
         filter: Some(FilterSpec {
             name: "drop-prefix".into(),

@@ -60,6 +60,7 @@ impl DbInner {
         }
         self.apply_edit(st, edit)?;
         self.install_super_version(st);
+        self.placer.placed(numbers.len());
         self.counters.record_compaction(picked.output_level, bytes);
         {
             let mut units = self.counters.compaction_units.lock();

@@ -1,16 +1,19 @@
 //! Volumes: the directories that hold table files, each known by an id (0 is the database
 //! directory, `i >= 1` is `Options::volumes[i - 1]`), the path of a table on a volume, and
-//! where new tables go ([`Placement`]).
+//! where new tables go ([`Placement`] by level, [`placement`] policies over all volumes).
 //!
 //! Owns: the id-to-directory mapping and the placement of new tables. Must not touch: the
 //! files themselves (storage and the table cache do I/O) or the manifest (a table's
 //! `FileMeta` names its volume).
 //! Concurrency: plain data, shared read-only.
 
+pub mod heat;
+pub mod placement;
+
 use std::path::{Path, PathBuf};
 
 use crate::storage::{ThrottleLimits, ThrottleStats};
-use crate::version::table_file_name;
+use crate::version::{table_file_name, Version};
 
 /// The volumes of one database, by id.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,13 +72,20 @@ impl Volumes {
     }
 }
 
-/// One volume's device: its limits and what it was charged since the database opened.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+/// One volume: its live table files, its device limits, what it was charged since
+/// the database opened, and its heat.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct VolumeStats {
     /// The volume's id.
     pub id: u32,
     /// Its directory.
     pub dir: PathBuf,
+    /// Live table files on it.
+    pub files: u64,
+    /// Their bytes.
+    pub file_bytes: u64,
+    /// True if `Options::volume_limits` names it: the figures below are counted only then.
+    pub throttled: bool,
     /// Bytes per second read and written together; 0: unlimited.
     pub bytes_per_sec_limit: u64,
     /// I/O operations per second; 0: unlimited.
@@ -88,6 +98,11 @@ pub struct VolumeStats {
     pub waits: u64,
     /// Microseconds they waited.
     pub wait_micros: u64,
+    /// The summed heat of its files after the last heat interval (0 without heat
+    /// statistics).
+    pub heat: f64,
+    /// Operations per second its table files cost in the last heat interval.
+    pub heat_iops: f64,
 }
 
 /// Each volume of `volumes` that `limits` names (by id: index 0 is the database
@@ -106,21 +121,53 @@ pub(crate) fn throttle_rules(
         .unzip()
 }
 
-/// The statistics of the throttled volumes, from the rules' statistics in the same order.
-pub(crate) fn volume_stats(ids: &[u32], stats: Vec<ThrottleStats>) -> Vec<VolumeStats> {
-    ids.iter()
-        .zip(stats)
-        .map(|(&id, s)| VolumeStats {
+/// Every volume's statistics, in id order: its files in `version`, and for the volumes
+/// `throttled` names (ids, and their rules' statistics in the same order) what the
+/// throttle charged.
+pub(crate) fn volume_stats(
+    volumes: &Volumes,
+    version: &Version,
+    throttled: Option<(&[u32], Vec<ThrottleStats>)>,
+    heat: Option<&heat::Heat>,
+) -> Vec<VolumeStats> {
+    let mut out: Vec<VolumeStats> = volumes
+        .iter()
+        .map(|(id, dir)| VolumeStats {
             id,
-            dir: s.dir,
-            bytes_per_sec_limit: s.limits.bytes_per_sec,
-            iops_limit: s.limits.iops,
-            bytes: s.bytes,
-            ios: s.ios,
-            waits: s.waits,
-            wait_micros: s.wait_micros,
+            dir: dir.to_path_buf(),
+            files: 0,
+            file_bytes: 0,
+            throttled: false,
+            bytes_per_sec_limit: 0,
+            iops_limit: 0,
+            bytes: 0,
+            ios: 0,
+            waits: 0,
+            wait_micros: 0,
+            heat: heat.map_or(0.0, |h| h.volume_load(id).weight),
+            heat_iops: heat.map_or(0.0, |h| h.volume_load(id).iops),
         })
-        .collect()
+        .collect();
+    for f in version.levels().iter().flatten() {
+        if let Some(v) = out.get_mut(f.volume as usize) {
+            v.files += 1;
+            v.file_bytes += f.size;
+        }
+    }
+    if let Some((ids, stats)) = throttled {
+        for (&id, s) in ids.iter().zip(stats) {
+            if let Some(v) = out.get_mut(id as usize) {
+                v.throttled = true;
+                v.bytes_per_sec_limit = s.limits.bytes_per_sec;
+                v.iops_limit = s.limits.iops;
+                v.bytes = s.bytes;
+                v.ios = s.ios;
+                v.waits = s.waits;
+                v.wait_micros = s.wait_micros;
+            }
+        }
+    }
+    out
 }
 
 /// Which volume receives a new table. Today: one volume per level

@@ -1,0 +1,108 @@
+use super::*;
+use crate::key::{InternalKey, ValueType};
+use crate::version::{FileMeta, VersionEdit};
+
+fn version(files: &[(u64, u32, u64)]) -> Version {
+    let edit = VersionEdit {
+        new_files: files
+            .iter()
+            .enumerate()
+            .map(|(i, &(number, volume, size))| {
+                let k = format!("k{i:03}");
+                let meta = FileMeta {
+                    number,
+                    volume,
+                    size,
+                    smallest: InternalKey::new(k.as_bytes(), 1, ValueType::Value),
+                    largest: InternalKey::new(k.as_bytes(), 1, ValueType::Value),
+                    smallest_seq: 1,
+                    largest_seq: 1,
+                    num_entries: 1,
+                    num_deletions: 0,
+                    num_range_deletions: 0,
+                    file_checksum: 0,
+                };
+                (1, meta)
+            })
+            .collect(),
+        ..VersionEdit::default()
+    };
+    Version::new(3).apply(&edit).unwrap()
+}
+
+#[test]
+fn billed_operations_round_up_to_the_cloud_unit() {
+    assert_eq!(billed_ios(1), 1);
+    assert_eq!(billed_ios(0), 1);
+    assert_eq!(billed_ios(IO_UNIT_BYTES), 1);
+    assert_eq!(billed_ios(IO_UNIT_BYTES + 1), 2);
+}
+
+#[test]
+fn heat_cools_by_alpha_and_adds_each_interval_s_foreground_reads() {
+    let heat = Heat::new(0.5);
+    let v = version(&[(7, 1, 4096), (8, 2, 3 * IO_UNIT_BYTES)]);
+    let f7 = heat.file(7, 1, 4096);
+    // Interval 1: the writing (1 operation) and 8 foreground reads of a block.
+    for _ in 0..8 {
+        f7.record_read(4096, IoClass::Foreground);
+    }
+    f7.record_read(4096, IoClass::Compaction);
+    heat.tick(&v, Duration::from_secs(1));
+    assert_eq!(f7.heat(), 9.0);
+    // Interval 2: 2 reads; H = 0.5 * 9 + 2.
+    f7.record_read(4096, IoClass::Foreground);
+    f7.record_read(4096, IoClass::Foreground);
+    heat.tick(&v, Duration::from_secs(1));
+    assert_eq!(f7.heat(), 6.5);
+    // Interval 3: none.
+    heat.tick(&v, Duration::from_secs(2));
+    assert_eq!(f7.heat(), 3.25);
+    // File 8 was registered by the first tick with its writing: 3 operations, cooled twice.
+    let files = heat.files();
+    assert_eq!(files[0].number, 7);
+    assert_eq!(files[1].number, 8);
+    assert_eq!(files[1].heat, 0.75);
+    let load = heat.volume_load(1);
+    assert_eq!(load.weight, 3.25);
+    assert_eq!(load.iops, 0.0);
+    assert_eq!(heat.volume_load(2).weight, 0.75);
+    assert_eq!(heat.volume_load(9), VolumeLoad::default());
+}
+
+#[test]
+fn live_iops_count_every_read_and_dead_files_are_forgotten() {
+    let heat = Heat::new(0.5);
+    let f = heat.file(3, 2, 100);
+    for _ in 0..10 {
+        f.record_read(100, IoClass::Compaction);
+    }
+    f.record_read(2 * IO_UNIT_BYTES, IoClass::Foreground);
+    heat.tick(&version(&[(3, 2, 100)]), Duration::from_millis(500));
+    // 1 (writing) + 10 + 2 operations in half a second.
+    assert_eq!(heat.volume_load(2).iops, 26.0);
+    assert_eq!(heat.files()[0].last_ios, 13);
+    heat.tick(&version(&[]), Duration::from_secs(1));
+    assert!(heat.files().is_empty());
+    assert_eq!(heat.volume_load(2), VolumeLoad::default());
+}
+
+#[test]
+fn a_counting_file_counts_the_reads_that_reach_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("f");
+    std::fs::write(&path, [7u8; 64]).unwrap();
+    let storage = crate::storage::FsStorage::new();
+    let inner = crate::storage::Storage::open(&storage, &path).unwrap();
+    let heat = Heat::new(0.5);
+    let counters = heat.file(1, 0, 0);
+    let file = CountingFile::new(inner, counters.clone());
+    let mut buf = [0u8; 16];
+    file.read_exact_at(8, &mut buf, IoClass::Foreground)
+        .unwrap();
+    assert_eq!(buf, [7u8; 16]);
+    assert_eq!(file.len(), 64);
+    heat.tick(&version(&[(1, 0, 0)]), Duration::from_secs(1));
+    // The writing and one read.
+    assert_eq!(counters.heat(), 2.0);
+}

@@ -1,0 +1,108 @@
+use super::*;
+
+fn range(volume: u32, smallest: &str, largest: &str) -> PlacedRange {
+    PlacedRange {
+        volume,
+        smallest: smallest.as_bytes().to_vec(),
+        largest: largest.as_bytes().to_vec(),
+    }
+}
+
+#[test]
+fn names_parse_and_print_back() {
+    for p in PlacementPolicy::ALL {
+        assert_eq!(p.name().parse::<PlacementPolicy>(), Ok(p));
+        assert_eq!(p.to_string(), p.name());
+    }
+    assert_eq!("Round-Robin".parse(), Ok(PlacementPolicy::RoundRobin));
+    let err = "fastest".parse::<PlacementPolicy>().unwrap_err();
+    assert!(err.contains("tango"), "{err}");
+}
+
+#[test]
+fn round_robin_takes_turns_from_the_first_turn() {
+    let mut plan = PlacementPlan::new(PlacementPolicy::RoundRobin, vec![1, 2, 3]);
+    plan.first_turn = 4;
+    let got: Vec<u32> = (0..4).map(|i| plan.choose(i, 100, b"a", b"z")).collect();
+    assert_eq!(got, vec![2, 3, 1, 2]);
+}
+
+#[test]
+fn hash_spreads_numbers_over_every_candidate_and_is_stable() {
+    let plan = PlacementPlan::new(PlacementPolicy::Hash, vec![1, 2, 3, 4]);
+    let mut counts = [0usize; 5];
+    for n in 0..4000 {
+        let v = plan.choose(0, n, b"", b"");
+        assert_eq!(
+            v,
+            plan.choose(7, n, b"x", b"y"),
+            "depends on the number only"
+        );
+        counts[v as usize] += 1;
+    }
+    assert_eq!(counts[0], 0);
+    for c in &counts[1..] {
+        assert!((800..1200).contains(c), "{counts:?}");
+    }
+}
+
+#[test]
+fn single_and_an_empty_plan() {
+    let plan = PlacementPlan::new(PlacementPolicy::Single, vec![3, 4]);
+    assert_eq!(plan.choose(5, 9, b"a", b"b"), 3);
+    assert!(plan.allows(4) && !plan.allows(0));
+    let none = PlacementPlan::new(PlacementPolicy::Tango, Vec::new());
+    assert_eq!(none.choose(0, 1, b"a", b"b"), 0);
+    assert!(none.allows(0) && !none.allows(1));
+}
+
+#[test]
+fn tango_picks_the_volume_with_fewest_overlapping_next_level_files() {
+    // Next level: volume 1 holds [a,c] [d,f] [g,i]; volume 2 holds [j,l]; volume 3 [m,o].
+    let mut plan = PlacementPlan::new(PlacementPolicy::Tango, vec![1, 2, 3]);
+    plan.next_level = vec![
+        range(1, "a", "c"),
+        range(1, "d", "f"),
+        range(1, "g", "i"),
+        range(2, "j", "l"),
+        range(3, "m", "o"),
+    ];
+    plan.weights = vec![0, 0, 0];
+    // A file over [b, k] overlaps three files on 1 and one on 2: volume 3 has none.
+    assert_eq!(plan.choose(0, 1, b"b", b"k"), 3);
+    // [b, n] overlaps on every volume: 2 and 3 tie at one file, the weight decides.
+    plan.weights = vec![0, 10, 5];
+    assert_eq!(plan.choose(0, 1, b"b", b"n"), 3);
+    plan.weights = vec![0, 5, 10];
+    assert_eq!(plan.choose(0, 1, b"b", b"n"), 2);
+    // Bounds are inclusive: [c, c] overlaps [a, c] on volume 1 only.
+    plan.weights = vec![0, 0, 0];
+    assert_ne!(plan.choose(0, 1, b"c", b"c"), 1);
+}
+
+#[test]
+fn tango_breaks_full_ties_by_the_file_number_over_every_candidate() {
+    let plan = PlacementPlan::new(PlacementPolicy::Tango, vec![1, 2, 3]);
+    let mut seen = std::collections::BTreeSet::new();
+    for n in 0..64 {
+        let v = plan.choose(0, n, b"a", b"b");
+        assert_eq!(v, plan.choose(0, n, b"a", b"b"));
+        seen.insert(v);
+    }
+    assert_eq!(seen.into_iter().collect::<Vec<_>>(), vec![1, 2, 3]);
+}
+
+#[test]
+fn a_plan_round_trips_through_json_and_old_plans_default_their_new_fields() {
+    let mut plan = PlacementPlan::new(PlacementPolicy::Tango, vec![1, 2]);
+    plan.next_level = vec![range(2, "a", "b")];
+    plan.weights = vec![3, 4];
+    let json = serde_json::to_string(&plan).unwrap();
+    assert_eq!(serde_json::from_str::<PlacementPlan>(&json).unwrap(), plan);
+    let bare: PlacementPlan =
+        serde_json::from_str(r#"{"policy":"round_robin","candidates":[1]}"#).unwrap();
+    assert_eq!(
+        bare,
+        PlacementPlan::new(PlacementPolicy::RoundRobin, vec![1])
+    );
+}
