@@ -8,6 +8,7 @@
 
 use std::path::PathBuf;
 
+use terrace::volume::placement::PlacementPolicy;
 use terrace::{CompactionPri, Compression};
 
 pub use help::HELP;
@@ -138,6 +139,19 @@ pub struct Flags {
     /// Bytes per I/O operation of `storage_iops_limit` (default 256 KiB, as cloud
     /// volumes count; 0: every read or append call is one operation).
     pub storage_io_unit: u64,
+    /// Table volumes: directories `vol1` .. `volN` in `--db`, each a device of its own
+    /// (`--volume_iops`, `--volume_rate`); the database directory keeps the log and
+    /// MANIFEST. 0: one directory, as before.
+    pub volumes: usize,
+    /// I/O operations per second of each table volume (0: not limited), in operations
+    /// of `--storage_io_unit` bytes.
+    pub volume_iops: u64,
+    /// Bytes per second read plus written of each table volume (0: not limited).
+    pub volume_rate: u64,
+    /// How new tables are spread over the volumes (default `tango` with `--volumes`).
+    pub placement: Option<PlacementPolicy>,
+    /// Milliseconds per heat interval of the volumes' heat statistics.
+    pub heat_interval_ms: u64,
     /// YCSB: fields per record.
     pub ycsb_field_count: usize,
     /// YCSB: bytes per field.
@@ -212,6 +226,11 @@ impl Default for Flags {
             storage_rate_limit: 0,
             storage_iops_limit: 0,
             storage_io_unit: 256 << 10,
+            volumes: 0,
+            volume_iops: 0,
+            volume_rate: 0,
+            placement: None,
+            heat_interval_ms: 1000,
             ycsb_field_count: 10,
             ycsb_field_length: 100,
             ycsb_max_scan_length: 100,
@@ -367,6 +386,11 @@ impl Flags {
             "storage_rate_limit" => self.storage_rate_limit = num(name, v)?,
             "storage_iops_limit" => self.storage_iops_limit = num(name, v)?,
             "storage_io_unit" => self.storage_io_unit = num(name, v)?,
+            "volumes" => self.volumes = num(name, v)?,
+            "volume_iops" => self.volume_iops = num(name, v)?,
+            "volume_rate" => self.volume_rate = num(name, v)?,
+            "placement" => self.placement = Some(v.parse().map_err(|e: String| bad(name, v, &e))?),
+            "heat_interval_ms" => self.heat_interval_ms = num(name, v)?,
             "ycsb_field_count" => self.ycsb_field_count = num(name, v)?,
             "ycsb_field_length" => self.ycsb_field_length = num(name, v)?,
             "ycsb_max_scan_length" => self.ycsb_max_scan_length = num(name, v)?,
@@ -414,6 +438,25 @@ impl Flags {
             ));
         }
         self.matrix.level0()?;
+        if self.volumes == 0 {
+            let volume_flags = [
+                ("volume_iops", self.volume_iops > 0),
+                ("volume_rate", self.volume_rate > 0),
+                ("placement", self.placement.is_some()),
+            ];
+            if let Some((name, _)) = volume_flags.iter().find(|(_, set)| *set) {
+                return Err(bad(name, "", "needs --volumes"));
+            }
+        } else if self.level0_dir.is_some() {
+            return Err(bad("level0_dir", "", "cannot be combined with --volumes"));
+        } else if self.storage_limits().is_some() {
+            return Err(bad(
+                "volumes",
+                &self.volumes.to_string(),
+                "limits each volume with --volume_iops and --volume_rate; \
+                 --storage_rate_limit and --storage_iops_limit are for one directory",
+            ));
+        }
         if self.reads < -1 {
             return Err(bad("reads", &self.reads.to_string(), "must be -1 or more"));
         }

@@ -21,10 +21,12 @@ use crate::recorder::{merge_hist, new_hist, OpKind, ThreadStats};
 mod levels;
 mod print;
 mod units;
+mod volumes;
 
 pub use levels::{compaction_by_level, LevelCompaction};
 pub use print::print_statistics;
 pub use units::compaction_units;
+pub use volumes::{volume_deltas, VolumeDelta, VolumeSpread};
 
 /// Latency summary of a set of operations, in microseconds.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
@@ -171,6 +173,10 @@ pub struct BenchResult {
     /// `throttled_bytes_written` / user bytes: the write amplification of the slower tier
     /// (0 without a throttle).
     pub throttled_write_amplification: f64,
+    /// Each throttled volume's work during the benchmark (`--volumes`).
+    pub volumes: Vec<VolumeDelta>,
+    /// How evenly the table volumes carried it (`None` without table volumes).
+    pub volume_spread: Option<VolumeSpread>,
     /// Levels after the benchmark.
     pub levels: Vec<LevelBytes>,
     /// Tree depth after the benchmark: the number of non-empty levels below the
@@ -295,6 +301,8 @@ impl BenchResult {
             throttle_waits: a.throttle_waits.saturating_sub(b.throttle_waits),
             throttled_bytes_written: throttled,
             throttled_write_amplification: ratio(throttled),
+            volumes: volume_deltas(b, a, seconds),
+            volume_spread: volumes::spread(&volume_deltas(b, a, seconds)),
             tree_depth: Some(tree_depth(&a.levels)),
             levels: a
                 .levels

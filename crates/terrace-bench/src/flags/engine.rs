@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use terrace::offload::CompactionWorkers;
 use terrace::storage::{FsStorage, Storage, ThrottleLimits, ThrottledStorage};
+use terrace::volume::placement::PlacementPolicy;
 use terrace::Options;
 
 use super::Flags;
@@ -97,14 +98,45 @@ impl Flags {
             max_background_compactions: self.max_background_jobs.saturating_sub(flushes).max(1),
             max_subcompactions: self.subcompactions,
             wal_dir: self.wal_dir.clone(),
-            volumes: self.level0_dir.iter().cloned().collect(),
-            level_volumes: if self.level0_dir.is_some() {
-                vec![1]
-            } else {
-                Vec::new()
-            },
+            ..self.volume_options()
+        }
+    }
+
+    /// The table volumes of `--volumes`: `vol1` .. `volN` in `--db`, each limited by
+    /// `--volume_iops` and `--volume_rate`, placed by `--placement` (default `tango`);
+    /// the database directory (log and MANIFEST) counted but not limited. Without
+    /// `--volumes`, `--level0_dir` as volume 1 holding level 0.
+    fn volume_options(&self) -> Options {
+        if self.volumes == 0 {
+            return Options {
+                volumes: self.level0_dir.iter().cloned().collect(),
+                level_volumes: if self.level0_dir.is_some() {
+                    vec![1]
+                } else {
+                    Vec::new()
+                },
+                ..Options::default()
+            };
+        }
+        let limits = ThrottleLimits::bandwidth(self.volume_rate)
+            .with_iops(self.volume_iops, self.storage_io_unit);
+        let volume_limits = std::iter::once(ThrottleLimits::default())
+            .chain(std::iter::repeat_n(limits, self.volumes))
+            .collect();
+        Options {
+            volumes: self.volume_dirs(),
+            volume_limits,
+            placement_policy: self.placement.unwrap_or(PlacementPolicy::Tango),
+            heat_interval: std::time::Duration::from_millis(self.heat_interval_ms),
             ..Options::default()
         }
+    }
+
+    /// The directories of `--volumes`.
+    pub fn volume_dirs(&self) -> Vec<PathBuf> {
+        (1..=self.volumes)
+            .map(|i| self.db.join(format!("vol{i}")))
+            .collect()
     }
 }
 

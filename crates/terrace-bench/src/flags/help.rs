@@ -51,6 +51,12 @@ Usage: terrace bench [--name=value ...]   (db_bench's flag names and defaults)
                      make the table directories of levels 1+ a slower device (0: off; with
                      one database directory that is the whole database, log included
                      unless --wal_dir moves it)
+  --volumes=N --volume_iops=IOPS --volume_rate=BYTES_PER_SEC --placement=POLICY
+  --heat_interval_ms=MS
+                     N table volumes (vol1 .. volN in --db), each a device of its own with
+                     these limits (operations of --storage_io_unit bytes); the log and
+                     MANIFEST stay in --db, unlimited. POLICY: tango (default), round_robin,
+                     hash, single, by_level
   --statistics --report_interval_seconds --report_file=CSV --json=FILE --plot=SVG
   --ycsb_field_count --ycsb_field_length --ycsb_max_scan_length --ycsb_zipfian_constant
   --progress (a progress bar when stdout is a terminal; --noprogress to hide it)

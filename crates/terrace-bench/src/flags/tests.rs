@@ -389,3 +389,48 @@ fn compaction_workers_and_offload_ratios_are_checked() {
     assert!(Flags::parse(["--compaction_workers=,"]).is_err());
     assert!(Flags::parse(["--compaction_dispatch=random"]).is_err());
 }
+
+#[test]
+fn volumes_make_limited_table_volumes_in_the_database_directory() {
+    let f = Flags::parse([
+        "--db=/tmp/tb",
+        "--volumes=3",
+        "--volume_iops=500",
+        "--volume_rate=22020096",
+        "--placement=round_robin",
+        "--heat_interval_ms=250",
+    ])
+    .unwrap();
+    let o = f.engine_options();
+    assert_eq!(o.volumes.len(), 3);
+    assert_eq!(o.volumes[2], PathBuf::from("/tmp/tb/vol3"));
+    assert_eq!(o.volume_limits.len(), 4);
+    assert_eq!(
+        o.volume_limits[0].iops, 0,
+        "the log's directory is only counted"
+    );
+    assert_eq!(o.volume_limits[1].iops, 500);
+    assert_eq!(o.volume_limits[3].bytes_per_sec, 22_020_096);
+    assert_eq!(
+        o.placement_policy,
+        terrace::volume::placement::PlacementPolicy::RoundRobin
+    );
+    assert_eq!(o.heat_interval, std::time::Duration::from_millis(250));
+    // Tango by default.
+    let d = Flags::parse(["--volumes=2"]).unwrap().engine_options();
+    assert_eq!(
+        d.placement_policy,
+        terrace::volume::placement::PlacementPolicy::Tango
+    );
+    // Volume flags without volumes, an unknown policy, or one directory's throttle with
+    // volumes are refused.
+    for bad in [
+        vec!["--volume_iops=5"],
+        vec!["--placement=tango"],
+        vec!["--volumes=2", "--placement=fastest"],
+        vec!["--volumes=2", "--storage_rate_limit=1000"],
+        vec!["--volumes=2", "--level0_dir=/x"],
+    ] {
+        assert!(Flags::parse(bad.clone()).is_err(), "{bad:?}");
+    }
+}

@@ -109,6 +109,12 @@ impl BenchResult {
         for u in &self.compaction_units {
             writeln!(out, "  compaction unit {}", super::units::unit_line(u))?;
         }
+        for v in &self.volumes {
+            writeln!(out, "  volume {}", super::volumes::volume_line(v))?;
+        }
+        if let Some(s) = &self.volume_spread {
+            writeln!(out, "  {}", super::volumes::spread_line(s))?;
+        }
         if self.throttled_bytes_written > 0 {
             writeln!(
                 out,

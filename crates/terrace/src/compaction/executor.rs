@@ -206,12 +206,10 @@ impl<'a, 'e> OutputWriter<'a, 'e> {
                 Error::Internal("compaction ran out of pre-allocated file numbers".into())
             })?;
         let volume = match &self.task.output.placement {
-            Some(plan) => plan.choose(
-                self.next_number,
-                number,
-                first,
-                predicted_end(self.task, first),
-            ),
+            Some(plan) => {
+                let placed: Vec<u32> = self.outputs.iter().map(|f| f.volume).collect();
+                plan.choose(&placed, number, first, predicted_end(self.task, first))
+            }
             None => self.task.output.volume,
         };
         self.next_number += 1;

@@ -236,7 +236,19 @@ impl DbInner {
         };
         let lo = all_inputs().map(|(s, _)| s).min();
         let hi = all_inputs().map(|(_, l)| l).max();
-        let placement = self.placement_plan(&st.versions.current(), picked.output_level, lo, hi);
+        let placement = self.placement_plan(
+            &st.versions.current(),
+            picked.output_level,
+            lo,
+            hi,
+            &picked
+                .inputs
+                .iter()
+                .chain(picked.output_inputs.iter())
+                .map(|f| f.number)
+                .collect::<Vec<_>>(),
+            input_bytes,
+        );
         let output = OutputSpec {
             target_file_size: self.opts.target_file_size_base,
             block_size: self.opts.block_size as u64,

@@ -42,7 +42,8 @@ impl DbInner {
         }
         let number = st.versions.new_file_number();
         st.pending_outputs.insert(number);
-        let plan = self.placement_plan(&st.versions.current(), 0, None, None);
+        let bytes = mem.approximate_memory_usage() as u64;
+        let plan = self.placement_plan(&st.versions.current(), 0, None, None, &[], bytes);
         let env = Level0Env {
             placement: plan.as_ref(),
             ..self.level0_env()
@@ -53,6 +54,9 @@ impl DbInner {
             Ok(m) => {
                 if plan.is_some() {
                     self.placer.placed(m.new_files.len());
+                }
+                if let Some(heat) = self.tables.heat() {
+                    heat.add_files(&m.new_files);
                 }
                 m
             }

@@ -443,13 +443,16 @@ impl DbInner {
     }
 
     /// The plan placing new files of `level` within user keys `[lo, hi]`, when the
-    /// placement policy places each file; `None` when it places by level.
+    /// placement policy places each file; `None` when it places by level. The new files
+    /// replace `inputs` (none for a flush) and hold about `bytes` bytes in all.
     pub(crate) fn placement_plan(
         &self,
         version: &Version,
         level: usize,
         lo: Option<&[u8]>,
         hi: Option<&[u8]>,
+        inputs: &[u64],
+        bytes: u64,
     ) -> Option<crate::volume::placement::PlacementPlan> {
         // A volume's weight: its files' summed heat, in thousandths; without heat
         // statistics, its live table files.
@@ -462,7 +465,19 @@ impl DbInner {
                 .filter(|f| f.volume == v)
                 .count() as u64,
         };
-        self.placer.plan(version, level, lo, hi, weight)
+        // A new file's weight: its writing, and its share of the inputs' heat (the
+        // reads of its keys move with them).
+        let target = self.opts.target_file_size_base.max(1);
+        let files = bytes.div_ceil(target).max(1);
+        let per_file = bytes / files;
+        let inherited = self
+            .tables
+            .heat()
+            .map_or(0.0, |h| h.heat_of(inputs.iter().copied()));
+        let new_file_weight = crate::volume::heat::billed_ios(per_file) * 1000
+            + (inherited * 1000.0 / files as f64) as u64;
+        self.placer
+            .plan(version, level, lo, hi, weight, new_file_weight)
     }
 
     /// What a level 0 needs to do I/O.

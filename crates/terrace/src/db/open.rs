@@ -27,6 +27,7 @@ use crate::storage::{IoClass, Storage, ThrottledStorage};
 use crate::tables::Tables;
 use crate::version::{parse_file_name, FileKind, FileMeta, Level0Record, VersionEdit, VersionSet};
 use crate::volume::heat::Heat;
+use crate::volume::placement::Placer;
 use crate::volume::Volumes;
 use crate::wal::{FileLogWriter, LogReader, LogWriter, ReadOutcome};
 
@@ -134,13 +135,17 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Db> {
     let counters = stats::Counters::new(opts.num_levels);
     let level0 = opts.level0.clone();
     let level0_settings = opts.level0_settings();
+    let placer = Placer::new(opts.placement_policy, opts.volumes.len());
+    // Tables written while replaying logs go where the policy puts a flush (with no
+    // heat known yet: by overlap, then at random).
+    let replay_plan = placer.plan(&versions.current(), 0, None, None, |_| 0, 0);
     let env = Level0Env {
         storage: storage.as_ref(),
         settings: &level0_settings,
         tables: &tables,
         snapshots: &[],
         new_number: None,
-        placement: None,
+        placement: replay_plan.as_ref(),
     };
     level0.recover(&env, &versions.current())?;
     let logs = wal_dir.logs_to_replay(storage.as_ref(), versions.log_number())?;
@@ -249,7 +254,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Db> {
         filters,
         listeners,
         volume_throttle,
-        placer: crate::volume::placement::Placer::new(opts.placement_policy, opts.volumes.len()),
+        placer,
         opts,
         _lock: lock,
     });

@@ -65,7 +65,7 @@ pub(crate) fn write_memtable(
             let smallest = smallest.into_iter().chain(first).min().unwrap_or_default();
             let last = tombstones.iter().map(|t| t.end.clone());
             let largest = largest.into_iter().chain(last).max().unwrap_or_default();
-            plan.choose(0, number, &smallest, &largest)
+            plan.choose(&[], number, &smallest, &largest)
         }
         None => env.settings.volume,
     };

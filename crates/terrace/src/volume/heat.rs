@@ -103,6 +103,9 @@ pub struct Heat {
     files: RwLock<HashMap<u64, Arc<FileHeat>>>,
     /// Per volume id, the last tick's load (index = id).
     loads: RwLock<Vec<VolumeLoad>>,
+    /// Per volume id, the writing of the files registered since the last tick, in
+    /// operations: part of the volume's weight until the tick folds it into the heats.
+    pending: parking_lot::Mutex<Vec<u64>>,
 }
 
 impl Heat {
@@ -112,6 +115,7 @@ impl Heat {
             alpha,
             files: RwLock::new(HashMap::new()),
             loads: RwLock::new(Vec::new()),
+            pending: parking_lot::Mutex::new(Vec::new()),
         }
     }
 
@@ -124,8 +128,20 @@ impl Heat {
         self.files
             .write()
             .entry(number)
-            .or_insert_with(|| Arc::new(FileHeat::new(volume, billed_ios(size))))
+            .or_insert_with(|| self.new_file(volume, size))
             .clone()
+    }
+
+    /// A new file's counters, its writing counted (and pending in its volume's weight).
+    fn new_file(&self, volume: u32, size: u64) -> Arc<FileHeat> {
+        let ios = billed_ios(size);
+        let mut pending = self.pending.lock();
+        let v = volume as usize;
+        if pending.len() <= v {
+            pending.resize(v + 1, 0);
+        }
+        pending[v] += ios;
+        Arc::new(FileHeat::new(volume, ios))
     }
 
     /// Closes an interval of `interval`: every file of `version` gets
@@ -145,8 +161,10 @@ impl Heat {
             for &(number, volume, size) in &live {
                 files
                     .entry(number)
-                    .or_insert_with(|| Arc::new(FileHeat::new(volume, billed_ios(size))));
+                    .or_insert_with(|| self.new_file(volume, size));
             }
+            // The writing of new files is in their counters now: the heats take it over.
+            self.pending.lock().clear();
         }
         let secs = interval.as_secs_f64().max(1e-3);
         let mut loads: Vec<VolumeLoad> = Vec::new();
@@ -166,13 +184,39 @@ impl Heat {
         *self.loads.write() = loads;
     }
 
-    /// The load of `volume` after the last tick.
+    /// The load of `volume` after the last tick; its weight includes the writing of the
+    /// files registered since.
     pub fn volume_load(&self, volume: u32) -> VolumeLoad {
-        self.loads
+        let mut load = self
+            .loads
             .read()
             .get(volume as usize)
             .copied()
-            .unwrap_or_default()
+            .unwrap_or_default();
+        load.weight += self
+            .pending
+            .lock()
+            .get(volume as usize)
+            .copied()
+            .unwrap_or(0) as f64;
+        load
+    }
+
+    /// Registers new table files (just installed), so that their writing weighs on
+    /// their volumes before the next tick.
+    pub fn add_files<'a>(&self, files: impl IntoIterator<Item = &'a crate::version::FileMeta>) {
+        for f in files {
+            self.file(f.number, f.volume, f.size);
+        }
+    }
+
+    /// The summed heat of `files` (those known), after the last tick.
+    pub fn heat_of(&self, numbers: impl IntoIterator<Item = u64>) -> f64 {
+        let files = self.files.read();
+        numbers
+            .into_iter()
+            .filter_map(|n| files.get(&n).map(|f| f.heat()))
+            .sum()
     }
 
     /// Every file's heat, hottest first.

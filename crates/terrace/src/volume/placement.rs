@@ -121,6 +121,10 @@ pub struct PlacementPlan {
     /// TANGO: the weight (summed heat) of each candidate, in `candidates` order.
     #[serde(default)]
     pub weights: Vec<u64>,
+    /// TANGO: the weight each file placed with this plan adds to its volume, so that
+    /// the files of one compaction spread instead of all going to the lightest volume.
+    #[serde(default)]
+    pub new_file_weight: u64,
 }
 
 impl PlacementPlan {
@@ -132,6 +136,7 @@ impl PlacementPlan {
             first_turn: 0,
             next_level: Vec::new(),
             weights: Vec::new(),
+            new_file_weight: 0,
         }
     }
 
@@ -140,9 +145,11 @@ impl PlacementPlan {
         self.candidates.contains(&volume) || (self.candidates.is_empty() && volume == 0)
     }
 
-    /// The volume of the `index`-th file (from 0) placed with this plan, numbered
-    /// `number`, whose user keys are expected to span `[smallest, largest]`.
-    pub fn choose(&self, index: usize, number: u64, smallest: &[u8], largest: &[u8]) -> u32 {
+    /// The volume of the next file placed with this plan, numbered `number`, whose user
+    /// keys are expected to span `[smallest, largest]`; `placed` are the volumes of the
+    /// files placed with it before, in order.
+    pub fn choose(&self, placed: &[u32], number: u64, smallest: &[u8], largest: &[u8]) -> u32 {
+        let index = placed.len();
         let n = self.candidates.len() as u64;
         if n == 0 {
             return 0;
@@ -152,13 +159,13 @@ impl PlacementPlan {
             PlacementPolicy::ByLevel | PlacementPolicy::Single => at(0),
             PlacementPolicy::RoundRobin => at(self.first_turn.wrapping_add(index as u64)),
             PlacementPolicy::Hash => at(mix64(number)),
-            PlacementPolicy::Tango => self.tango(number, smallest, largest),
+            PlacementPolicy::Tango => self.tango(placed, number, smallest, largest),
         }
     }
 
     /// Fewest overlapping next-level files, then lowest weight, then a hash of `number`
     /// among the ties.
-    fn tango(&self, number: u64, smallest: &[u8], largest: &[u8]) -> u32 {
+    fn tango(&self, placed: &[u32], number: u64, smallest: &[u8], largest: &[u8]) -> u32 {
         let score = |i: usize, v: u32| {
             let overlaps = self
                 .next_level
@@ -166,7 +173,9 @@ impl PlacementPlan {
                 .take_while(|f| f.smallest.as_slice() <= largest)
                 .filter(|f| f.volume == v && f.largest.as_slice() >= smallest)
                 .count();
-            (overlaps, self.weights.get(i).copied().unwrap_or(0))
+            let added = placed.iter().filter(|&&p| p == v).count() as u64;
+            let weight = self.weights.get(i).copied().unwrap_or(0);
+            (overlaps, weight + added * self.new_file_weight)
         };
         let scored: Vec<((usize, u64), u32)> = self
             .candidates
@@ -229,8 +238,8 @@ impl Placer {
     }
 
     /// The plan for new files of `level` within user keys `[lo, hi]` (`None`:
-    /// unbounded), given the current `version` and each candidate's `weight` (in
-    /// candidate order; missing ones count 0). `None` when the policy places by level.
+    /// unbounded), given the current `version`, each volume's `weight` and the weight
+    /// each new file will add. `None` when the policy places by level.
     pub fn plan(
         &self,
         version: &Version,
@@ -238,6 +247,7 @@ impl Placer {
         lo: Option<&[u8]>,
         hi: Option<&[u8]>,
         weight: impl Fn(u32) -> u64,
+        new_file_weight: u64,
     ) -> Option<PlacementPlan> {
         if !self.spreads() {
             return None;
@@ -259,6 +269,7 @@ impl Placer {
                 plan.next_level.sort_by(|a, b| a.smallest.cmp(&b.smallest));
             }
             plan.weights = self.candidates.iter().map(|&v| weight(v)).collect();
+            plan.new_file_weight = new_file_weight;
         }
         Some(plan)
     }

@@ -54,6 +54,9 @@ impl DbInner {
             released = done.released;
         }
         let numbers: HashSet<u64> = edit.new_files.iter().map(|(_, f)| f.number).collect();
+        if let Some(heat) = self.tables.heat() {
+            heat.add_files(edit.new_files.iter().map(|(_, f)| f));
+        }
         if let Some(last) = picked.inputs.last() {
             edit.compact_pointers
                 .push((picked.level as u32, last.largest.clone()));

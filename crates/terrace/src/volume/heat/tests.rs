@@ -106,3 +106,20 @@ fn a_counting_file_counts_the_reads_that_reach_it() {
     // The writing and one read.
     assert_eq!(counters.heat(), 2.0);
 }
+
+#[test]
+fn new_files_weigh_on_their_volume_until_the_tick_takes_their_writing_into_heat() {
+    let heat = Heat::new(0.5);
+    let v = version(&[(1, 3, 4 * IO_UNIT_BYTES)]);
+    heat.tick(&v, Duration::from_secs(1));
+    assert_eq!(heat.volume_load(3).weight, 4.0);
+    let v2 = version(&[(1, 3, 4 * IO_UNIT_BYTES), (2, 3, 2 * IO_UNIT_BYTES)]);
+    let added = v2.files(1).iter().find(|f| f.number == 2).unwrap().clone();
+    heat.add_files([added.as_ref()]);
+    // Pending: the new file's writing (2) on top of the tick's 4.
+    assert_eq!(heat.volume_load(3).weight, 6.0);
+    heat.tick(&v2, Duration::from_secs(1));
+    // File 1 cooled to 2, file 2 took its writing: 2 + 2, nothing pending twice.
+    assert_eq!(heat.volume_load(3).weight, 4.0);
+    assert_eq!(heat.heat_of([1, 2, 99]), 4.0);
+}

@@ -23,7 +23,11 @@ fn names_parse_and_print_back() {
 fn round_robin_takes_turns_from_the_first_turn() {
     let mut plan = PlacementPlan::new(PlacementPolicy::RoundRobin, vec![1, 2, 3]);
     plan.first_turn = 4;
-    let got: Vec<u32> = (0..4).map(|i| plan.choose(i, 100, b"a", b"z")).collect();
+    let mut got: Vec<u32> = Vec::new();
+    for _ in 0..4 {
+        let v = plan.choose(&got, 100, b"a", b"z");
+        got.push(v);
+    }
     assert_eq!(got, vec![2, 3, 1, 2]);
 }
 
@@ -32,10 +36,10 @@ fn hash_spreads_numbers_over_every_candidate_and_is_stable() {
     let plan = PlacementPlan::new(PlacementPolicy::Hash, vec![1, 2, 3, 4]);
     let mut counts = [0usize; 5];
     for n in 0..4000 {
-        let v = plan.choose(0, n, b"", b"");
+        let v = plan.choose(&[], n, b"", b"");
         assert_eq!(
             v,
-            plan.choose(7, n, b"x", b"y"),
+            plan.choose(&[1, 2, 3], n, b"x", b"y"),
             "depends on the number only"
         );
         counts[v as usize] += 1;
@@ -49,10 +53,10 @@ fn hash_spreads_numbers_over_every_candidate_and_is_stable() {
 #[test]
 fn single_and_an_empty_plan() {
     let plan = PlacementPlan::new(PlacementPolicy::Single, vec![3, 4]);
-    assert_eq!(plan.choose(5, 9, b"a", b"b"), 3);
+    assert_eq!(plan.choose(&[3, 3], 9, b"a", b"b"), 3);
     assert!(plan.allows(4) && !plan.allows(0));
     let none = PlacementPlan::new(PlacementPolicy::Tango, Vec::new());
-    assert_eq!(none.choose(0, 1, b"a", b"b"), 0);
+    assert_eq!(none.choose(&[], 1, b"a", b"b"), 0);
     assert!(none.allows(0) && !none.allows(1));
 }
 
@@ -69,15 +73,15 @@ fn tango_picks_the_volume_with_fewest_overlapping_next_level_files() {
     ];
     plan.weights = vec![0, 0, 0];
     // A file over [b, k] overlaps three files on 1 and one on 2: volume 3 has none.
-    assert_eq!(plan.choose(0, 1, b"b", b"k"), 3);
+    assert_eq!(plan.choose(&[], 1, b"b", b"k"), 3);
     // [b, n] overlaps on every volume: 2 and 3 tie at one file, the weight decides.
     plan.weights = vec![0, 10, 5];
-    assert_eq!(plan.choose(0, 1, b"b", b"n"), 3);
+    assert_eq!(plan.choose(&[], 1, b"b", b"n"), 3);
     plan.weights = vec![0, 5, 10];
-    assert_eq!(plan.choose(0, 1, b"b", b"n"), 2);
+    assert_eq!(plan.choose(&[], 1, b"b", b"n"), 2);
     // Bounds are inclusive: [c, c] overlaps [a, c] on volume 1 only.
     plan.weights = vec![0, 0, 0];
-    assert_ne!(plan.choose(0, 1, b"c", b"c"), 1);
+    assert_ne!(plan.choose(&[], 1, b"c", b"c"), 1);
 }
 
 #[test]
@@ -85,8 +89,8 @@ fn tango_breaks_full_ties_by_the_file_number_over_every_candidate() {
     let plan = PlacementPlan::new(PlacementPolicy::Tango, vec![1, 2, 3]);
     let mut seen = std::collections::BTreeSet::new();
     for n in 0..64 {
-        let v = plan.choose(0, n, b"a", b"b");
-        assert_eq!(v, plan.choose(0, n, b"a", b"b"));
+        let v = plan.choose(&[], n, b"a", b"b");
+        assert_eq!(v, plan.choose(&[], n, b"a", b"b"));
         seen.insert(v);
     }
     assert_eq!(seen.into_iter().collect::<Vec<_>>(), vec![1, 2, 3]);
@@ -105,4 +109,21 @@ fn a_plan_round_trips_through_json_and_old_plans_default_their_new_fields() {
         bare,
         PlacementPlan::new(PlacementPolicy::RoundRobin, vec![1])
     );
+}
+
+#[test]
+fn tango_spreads_the_files_of_one_plan_by_the_weight_each_adds() {
+    let mut plan = PlacementPlan::new(PlacementPolicy::Tango, vec![1, 2, 3]);
+    plan.weights = vec![10, 0, 4];
+    plan.new_file_weight = 5;
+    let mut placed = Vec::new();
+    for n in 0..6 {
+        let v = plan.choose(&placed, n, b"a", b"b");
+        placed.push(v);
+    }
+    // 2 (0) -> 3 (4) -> 2 (5) -> ... each takes the lightest volume with what it was given.
+    assert_eq!(&placed[..3], &[2, 3, 2]);
+    let on = |v: u32| placed.iter().filter(|&&p| p == v).count();
+    assert_eq!(on(1) + on(2) + on(3), 6);
+    assert!(on(2) >= on(3) && on(3) >= on(1), "{placed:?}");
 }
