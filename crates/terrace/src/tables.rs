@@ -14,9 +14,10 @@ use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::{self, SeqNo, ValueType};
 use crate::sst::{BlockCache, SstReader, TableCache};
-use crate::storage::{IoClass, Storage};
+use crate::storage::{IoClass, ReadableFile, Storage};
 use crate::version::FileMeta;
 use crate::volume::heat::{CountingFile, Heat};
+use crate::volume::replica::{CopyChooser, ReplicatedFile, RotatingChooser};
 use crate::volume::Volumes;
 
 /// The table files of one database: its volumes and the table cache.
@@ -25,6 +26,8 @@ pub struct Tables {
     volumes: Volumes,
     /// Counts each table's reads, when heat statistics are kept.
     heat: Option<Arc<Heat>>,
+    /// Which copy of a replicated table a read goes to.
+    chooser: Arc<dyn CopyChooser>,
 }
 
 impl Tables {
@@ -41,7 +44,14 @@ impl Tables {
             cache: TableCache::new(storage, max_open_files, block_cache),
             volumes: Volumes::new(db_dir, &volumes),
             heat: None,
+            chooser: Arc::new(RotatingChooser::default()),
         }
+    }
+
+    /// These tables, reading replicated tables from the copy `chooser` picks (without
+    /// one: the copies in turn).
+    pub fn with_copy_chooser(self, chooser: Arc<dyn CopyChooser>) -> Self {
+        Tables { chooser, ..self }
     }
 
     /// These tables, counting every table's reads into `heat`.
@@ -78,13 +88,54 @@ impl Tables {
     /// I/O errors and `Corruption` of the table's footer or meta blocks.
     pub fn open(&self, f: &FileMeta) -> Result<Arc<SstReader>> {
         let path = || self.path(f.volume, f.number);
-        match &self.heat {
-            None => self.cache.get_with(f.number, path),
-            Some(heat) => self.cache.get_wrapped(f.number, path, |file| {
-                let counters = heat.file(f.number, f.volume, f.size);
-                Arc::new(CountingFile::new(file, counters))
-            }),
+        if f.replicas.is_empty() && self.heat.is_none() {
+            return self.cache.get_with(f.number, path);
         }
+        self.cache.get_wrapped(f.number, path, |file| {
+            let file = self.with_replicas(f, file);
+            match &self.heat {
+                Some(heat) => {
+                    let counters = heat.file(f.number, f.volume, f.size);
+                    Arc::new(CountingFile::new(file, counters))
+                }
+                None => file,
+            }
+        })
+    }
+
+    /// `file` (the copy on `f.volume`) joined by `f`'s replicas, when it has any: a
+    /// replica that cannot be opened (its volume failed, say) is left out, and the reads
+    /// go to the copies that remain.
+    fn with_replicas(&self, f: &FileMeta, file: Arc<dyn ReadableFile>) -> Arc<dyn ReadableFile> {
+        if f.replicas.is_empty() {
+            return file;
+        }
+        let mut volumes = vec![f.volume];
+        let mut copies = vec![file];
+        for &v in &f.replicas {
+            let path = self.path(v, f.number);
+            match self.cache.storage().open(&path) {
+                Ok(copy) if copy.len() == f.size => {
+                    volumes.push(v);
+                    copies.push(copy);
+                }
+                Ok(copy) => tracing::warn!(
+                    path = %path.display(),
+                    len = copy.len(),
+                    size = f.size,
+                    "replica has the wrong size; reading the other copies"
+                ),
+                Err(e) => tracing::warn!(
+                    path = %path.display(),
+                    error = %e,
+                    "replica cannot be opened; reading the other copies"
+                ),
+            }
+        }
+        if copies.len() == 1 {
+            return copies.swap_remove(0);
+        }
+        Arc::new(ReplicatedFile::new(volumes, copies, self.chooser.clone()))
     }
 
     /// Forgets an open table (after its file was deleted).

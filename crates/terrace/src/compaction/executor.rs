@@ -115,6 +115,7 @@ pub(crate) fn file_meta(number: u64, volume: u32, info: &SstInfo) -> FileMeta {
         num_deletions: info.num_deletions,
         num_range_deletions: info.num_range_deletions,
         file_checksum: info.file_checksum,
+        replicas: Vec::new(),
     }
 }
 

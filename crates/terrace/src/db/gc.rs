@@ -1,8 +1,8 @@
 //! Obsolete-file garbage collection.
 //!
 //! A table file is deleted only when no installed version that is still alive (held by a
-//! reader, an iterator or a snapshot's view) references it and no unfinished job is
-//! writing it; WAL files older than the manifest's log number (in the log directory and,
+//! reader, an iterator or a snapshot's view) references it on its volume (its own or one
+//! of its replicas') and no unfinished job is writing a file of that number; WAL files older than the manifest's log number (in the log directory and,
 //! when `wal_dir` is another directory, in the database directory, where an open without
 //! `wal_dir` left them) and manifests older than the live one go too (temporary files only
 //! on open, where no rename can be in flight). Run after every install and on open, where
@@ -42,8 +42,17 @@ impl DbInner {
     }
 
     fn obsolete_files(&self, st: &DbState) -> Vec<(PathBuf, Option<u64>)> {
-        let mut live = st.versions.live_files();
-        live.extend(st.pending_outputs.iter().copied());
+        // A table file is live where a live version puts a copy of it (a volume that is
+        // not configured reads from the database directory), or, whatever its volume,
+        // while a job writes it.
+        let volumes = self.tables.volumes();
+        let live: std::collections::HashSet<(u32, u64)> = st
+            .versions
+            .live_copies()
+            .into_iter()
+            .map(|(v, n)| (volumes.resolve(v), n))
+            .collect();
+        let pending = &st.pending_outputs;
         let log_number = st.versions.log_number();
         let manifest = st.versions.manifest_number();
         let mut out = Vec::new();
@@ -56,7 +65,7 @@ impl DbInner {
                     continue;
                 };
                 let obsolete = match kind {
-                    FileKind::Table => !live.contains(&number),
+                    FileKind::Table => !pending.contains(&number) && !live.contains(&(i, number)),
                     // Logs in the database directory: all of them without a separate
                     // wal_dir, else those an open without it left; a separate log
                     // directory is listed below.

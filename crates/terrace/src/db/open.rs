@@ -28,6 +28,7 @@ use crate::tables::Tables;
 use crate::version::{parse_file_name, FileKind, FileMeta, Level0Record, VersionEdit, VersionSet};
 use crate::volume::heat::Heat;
 use crate::volume::placement::Placer;
+use crate::volume::replica::BacklogChooser;
 use crate::volume::Volumes;
 use crate::wal::{FileLogWriter, LogReader, LogWriter, ReadOutcome};
 
@@ -122,6 +123,10 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Db> {
     );
     if opts.keeps_heat() {
         tables = tables.with_heat(Arc::new(Heat::new(opts.heat_alpha)));
+    }
+    if let Some((ids, throttle)) = &volume_throttle {
+        tables =
+            tables.with_copy_chooser(Arc::new(BacklogChooser::new(ids.clone(), throttle.clone())));
     }
     let tables = Arc::new(tables);
     let filters = FilterRegistry::new();

@@ -232,6 +232,7 @@ fn file_meta(number: u64, lo: &str, hi: &str) -> FileMeta {
         num_deletions: 1,
         num_range_deletions: 0,
         file_checksum: 0x1234_5678,
+        replicas: Vec::new(),
     }
 }
 

@@ -20,6 +20,7 @@ fn meta(number: u64, lo: &[u8], hi: &[u8], seq: u64) -> FileMeta {
         num_deletions: 1,
         num_range_deletions: 0,
         file_checksum: 0x1234_5678,
+        replicas: Vec::new(),
     }
 }
 

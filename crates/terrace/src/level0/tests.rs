@@ -17,6 +17,7 @@ fn meta(number: u64, lo: &str, hi: &str, seq: u64) -> FileMeta {
         num_deletions: 0,
         num_range_deletions: 0,
         file_checksum: 0,
+        replicas: Vec::new(),
     }
 }
 

@@ -89,6 +89,11 @@ impl TableCache {
         })
     }
 
+    /// The storage tables are opened from.
+    pub fn storage(&self) -> &Arc<dyn Storage> {
+        &self.storage
+    }
+
     /// Forgets table `file_number` (readers already handed out stay usable).
     pub fn evict(&self, file_number: u64) {
         self.readers.remove(&file_number);

@@ -170,6 +170,15 @@ impl ThrottledStorage {
         self.rules.iter().map(|r| r.budget.stats(&r.dir)).collect()
     }
 
+    /// How far behind each rule's device is now, in the order the rules were given: the
+    /// seconds its budget owes (negative: seconds of its rates saved up), `None` for a
+    /// device without limits. A reader with several copies of a file on different devices
+    /// reads from the one least behind.
+    pub fn backlogs(&self) -> Vec<Option<f64>> {
+        let now = self.clock.now();
+        self.rules.iter().map(|r| r.budget.backlog(now)).collect()
+    }
+
     /// The throttle of the deepest rule whose directory holds `path`.
     fn route(&self, path: &Path) -> Option<Throttle> {
         let mut best: Option<&Rule> = None;

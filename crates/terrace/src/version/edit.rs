@@ -37,6 +37,9 @@ const FILE_NUM_ENTRIES: u32 = 8;
 const FILE_NUM_DELETIONS: u32 = 9;
 const FILE_NUM_RANGE_DELETIONS: u32 = 10;
 const FILE_CHECKSUM: u32 = 11;
+/// The volumes of a file's replicas, as varints; safe to ignore (a release that skips it
+/// reads the copy on `FILE_VOLUME`).
+const FILE_REPLICAS: u32 = SAFE_TO_IGNORE | 12;
 
 /// A change to the live files and counters, as logged in the manifest.
 ///
@@ -163,6 +166,13 @@ fn encode_file_meta(buf: &mut Vec<u8>, m: &FileMeta) {
     put_varint_field(buf, FILE_NUM_DELETIONS, m.num_deletions);
     put_varint_field(buf, FILE_NUM_RANGE_DELETIONS, m.num_range_deletions);
     put_field(buf, FILE_CHECKSUM, &m.file_checksum.to_le_bytes());
+    if !m.replicas.is_empty() {
+        let mut list = Vec::with_capacity(m.replicas.len());
+        for &v in &m.replicas {
+            put_varint32(&mut list, v);
+        }
+        put_field(buf, FILE_REPLICAS, &list);
+    }
 }
 
 /// Decodes the sub-fields of a new file. Number, smallest and largest key are required;
@@ -181,6 +191,7 @@ fn decode_file_meta(mut d: Decoder<'_>) -> Result<FileMeta> {
         num_deletions: 0,
         num_range_deletions: 0,
         file_checksum: 0,
+        replicas: Vec::new(),
     };
     let (mut has_number, mut has_smallest, mut has_largest) = (false, false, false);
     while !d.is_empty() {
@@ -219,6 +230,11 @@ fn decode_file_meta(mut d: Decoder<'_>) -> Result<FileMeta> {
             FILE_CHECKSUM => {
                 m.file_checksum = p.only_fixed32("file checksum")?;
             }
+            FILE_REPLICAS => {
+                while !p.is_empty() {
+                    m.replicas.push(p.varint32()?);
+                }
+            }
             t if t & SAFE_TO_IGNORE != 0 => {}
             t => return Err(p.unknown_tag(t, at, "file field")),
         }
@@ -228,6 +244,15 @@ fn decode_file_meta(mut d: Decoder<'_>) -> Result<FileMeta> {
             d.file(),
             start,
             "new file lacks its number, smallest or largest key",
+        ));
+    }
+    let mut copies: Vec<u32> = m.copies().collect();
+    copies.sort_unstable();
+    if copies.windows(2).any(|w| w[0] == w[1]) {
+        return Err(Error::corruption(
+            d.file(),
+            start,
+            format!("file {} names a volume twice among its copies", m.number),
         ));
     }
     Ok(m)

@@ -28,6 +28,11 @@ pub struct FileMeta {
     pub num_range_deletions: u64,
     /// CRC32C of the whole file, checked by `terrace inspect --verify` and by remote workers.
     pub file_checksum: u32,
+    /// Volumes holding a full copy of the file besides `volume` (load migration's
+    /// replicas), in the order they were made; reads go to whichever copy's volume has
+    /// the most budget left, and every copy goes when the file does.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replicas: Vec<u32>,
 }
 
 impl FileMeta {
@@ -39,6 +44,11 @@ impl FileMeta {
     pub fn largest_user_key(&self) -> &[u8] {
         self.largest.user_key()
     }
+    /// Every volume holding a copy: `volume` first, then the replicas.
+    pub fn copies(&self) -> impl Iterator<Item = u32> + '_ {
+        std::iter::once(self.volume).chain(self.replicas.iter().copied())
+    }
+
     /// True if the file's user-key range intersects `[lo, hi]` (inclusive; `None` is unbounded).
     pub fn overlaps(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> bool {
         let before = hi.is_some_and(|h| self.smallest_user_key() > h);

@@ -294,6 +294,20 @@ impl VersionSet {
         live
     }
 
+    /// Every copy of a table file that any live version references, as
+    /// `(volume, number)`: each file's volume and its replicas'.
+    pub fn live_copies(&self) -> HashSet<(u32, u64)> {
+        let mut live = HashSet::new();
+        let versions = std::iter::once(self.current.clone())
+            .chain(self.installed.iter().filter_map(Weak::upgrade));
+        for v in versions {
+            for f in v.levels().iter().flatten() {
+                live.extend(f.copies().map(|vol| (vol, f.number)));
+            }
+        }
+        live
+    }
+
     /// Where the next compaction of `level` starts, if one was recorded.
     pub fn compact_pointer(&self, level: usize) -> Option<&InternalKey> {
         self.compact_pointers.get(level).and_then(Option::as_ref)

@@ -19,6 +19,7 @@ fn meta(number: u64, lo: &[u8], hi: &[u8], seq: u64) -> FileMeta {
         num_deletions: 1,
         num_range_deletions: 0,
         file_checksum: 0xdead_beef,
+        replicas: Vec::new(),
     }
 }
 
@@ -78,6 +79,23 @@ fn edit_round_trip() {
         let bytes = e.encode();
         assert_eq!(VersionEdit::decode(&bytes, Path::new(F), 0).unwrap(), e);
     }
+}
+
+#[test]
+fn replicas_round_trip_and_a_volume_named_twice_is_corruption() {
+    let mut m = meta(9, b"a", b"k", 3);
+    m.volume = 2;
+    m.replicas = vec![4, 1];
+    let e = add(1, m.clone());
+    let bytes = e.encode();
+    assert_eq!(VersionEdit::decode(&bytes, Path::new(F), 0).unwrap(), e);
+    assert_eq!(m.copies().collect::<Vec<_>>(), vec![2, 4, 1]);
+    // A file without replicas encodes exactly as before replicas existed.
+    let plain = add(1, meta(9, b"a", b"k", 3)).encode();
+    assert!(bytes.len() > plain.len());
+    m.replicas = vec![4, 2];
+    let err = VersionEdit::decode(&add(1, m).encode(), Path::new(F), 0).unwrap_err();
+    assert!(err.to_string().contains("twice"), "{err}");
 }
 
 #[test]

@@ -9,6 +9,7 @@
 
 pub mod heat;
 pub mod placement;
+pub mod replica;
 
 use std::path::{Path, PathBuf};
 
@@ -39,6 +40,15 @@ impl Volumes {
             .get(id as usize)
             .or_else(|| self.dirs.first())
             .map_or(Path::new("."), PathBuf::as_path)
+    }
+
+    /// The volume whose directory `dir(id)` is: `id` when it is configured, else 0.
+    pub fn resolve(&self, id: u32) -> u32 {
+        if (id as usize) < self.dirs.len() {
+            id
+        } else {
+            0
+        }
     }
 
     /// The path of table `number` on volume `id`.

@@ -102,6 +102,7 @@ fn file(number: u64, size: u64, entries: u64) -> FileMeta {
         num_deletions: 0,
         num_range_deletions: 0,
         file_checksum: 0,
+        replicas: Vec::new(),
     }
 }
 

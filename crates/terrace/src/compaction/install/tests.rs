@@ -58,6 +58,7 @@ fn input(number: u64, lo: &str, hi: &str) -> FileMeta {
         num_deletions: 0,
         num_range_deletions: 0,
         file_checksum: 0,
+        replicas: Vec::new(),
     }
 }
 

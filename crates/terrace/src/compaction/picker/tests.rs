@@ -16,6 +16,7 @@ fn meta(number: u64, lo: &[u8], hi: &[u8], size: u64, seq: u64) -> Arc<FileMeta>
         num_deletions: 0,
         num_range_deletions: 0,
         file_checksum: 0,
+        replicas: Vec::new(),
     })
 }
 

@@ -14,6 +14,7 @@ pub(crate) fn file(number: u64, lo: &str, hi: &str, size: u64) -> FileMeta {
         num_deletions: 1,
         num_range_deletions: 0,
         file_checksum: 0xdead_beef,
+        replicas: Vec::new(),
     }
 }
 

@@ -76,6 +76,12 @@ impl Bucket {
     }
 
     /// Refills for `elapsed`, takes `cost`, and returns the seconds until the debt is paid.
+    /// Seconds the bucket owes at `elapsed` after its last update (negative: seconds of
+    /// rate it has saved up); `None` for an unlimited bucket.
+    fn backlog(&self, elapsed: f64) -> Option<f64> {
+        (self.rate > 0.0).then(|| -(self.tokens + elapsed * self.rate).min(self.burst) / self.rate)
+    }
+
     fn take(&mut self, elapsed: f64, cost: u64) -> f64 {
         if self.rate <= 0.0 {
             return 0.0;
@@ -156,6 +162,18 @@ impl DeviceBudget {
     /// `clock` for the wait. Returns how long the caller was held: zero within the budget,
     /// else the time the sleep took, at least the wait (a sleep of a few microseconds
     /// takes tens; the budget gives the difference back as tokens).
+    /// How far behind the device is at `now`: the larger backlog of its two buckets in
+    /// seconds (negative: it has that much of its rates saved up); `None` when it is not
+    /// limited at all.
+    pub(crate) fn backlog(&self, now: Duration) -> Option<f64> {
+        let st = self.state.lock();
+        let elapsed = now.saturating_sub(st.last).as_secs_f64();
+        match (st.bytes.backlog(elapsed), st.ios.backlog(elapsed)) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
     pub(crate) fn admit(&self, clock: &dyn Clock, bytes: u64, ios: u64) -> Duration {
         let now = clock.now();
         let wait = self.charge(now, bytes, ios);

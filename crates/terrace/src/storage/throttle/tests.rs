@@ -254,3 +254,28 @@ fn write_atomic_and_directory_operations_pass_through() {
     assert_eq!(s.stats()[0].bytes, 32);
     assert_eq!(clock.slept(), vec![ms(16), ms(16)]);
 }
+
+#[test]
+fn the_backlog_is_the_debt_in_seconds_or_the_saved_rate_as_a_negative() {
+    // 10 IOPS, burst 1 s: starts with a second saved up.
+    let limits = ThrottleLimits::default()
+        .with_iops(10, UNIT)
+        .with_burst(secs(1));
+    let b = DeviceBudget::new(limits, Duration::ZERO);
+    assert_eq!(b.backlog(Duration::ZERO), Some(-1.0));
+    b.charge(Duration::ZERO, 1, 30);
+    // 20 operations of debt at 10 per second.
+    assert_eq!(b.backlog(Duration::ZERO), Some(2.0));
+    assert_eq!(b.backlog(secs(1)), Some(1.0));
+    // Refills never beyond the burst.
+    assert_eq!(b.backlog(secs(60)), Some(-1.0));
+    // The slower of both buckets; none for an unlimited device.
+    let both = ThrottleLimits::bandwidth(1000)
+        .with_iops(10, UNIT)
+        .with_burst(Duration::ZERO);
+    let b = DeviceBudget::new(both, Duration::ZERO);
+    b.charge(Duration::ZERO, 3000, 1);
+    assert_eq!(b.backlog(Duration::ZERO), Some(3.0));
+    let free = DeviceBudget::new(ThrottleLimits::default(), Duration::ZERO);
+    assert_eq!(free.backlog(Duration::ZERO), None);
+}

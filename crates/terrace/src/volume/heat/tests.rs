@@ -21,6 +21,7 @@ fn version(files: &[(u64, u32, u64)]) -> Version {
                     num_deletions: 0,
                     num_range_deletions: 0,
                     file_checksum: 0,
+                    replicas: Vec::new(),
                 };
                 (1, meta)
             })

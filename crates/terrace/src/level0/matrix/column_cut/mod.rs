@@ -87,6 +87,7 @@ mod tests {
             num_deletions: 0,
             num_range_deletions: 0,
             file_checksum: 0,
+            replicas: Vec::new(),
         })
     }
 

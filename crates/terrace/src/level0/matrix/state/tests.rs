@@ -38,6 +38,7 @@ fn file(number: u64, lo: &[u8], hi: &[u8]) -> FileMeta {
         num_deletions: 0,
         num_range_deletions: 0,
         file_checksum: 0,
+        replicas: Vec::new(),
     }
 }
 
