@@ -141,6 +141,10 @@ pub struct Options {
     pub heat_interval: std::time::Duration,
     /// How much of a file's heat an interval keeps (TANGO's alpha), in `[0, 1)`.
     pub heat_alpha: f64,
+    /// Whether hot table files are copied (or moved) off volumes that run at their IOPS
+    /// limit, once per heat interval (`volume::migration`; needs heat statistics and
+    /// `volume_limits` with IOPS on the table volumes).
+    pub migration: crate::volume::migration::MigrationPolicy,
     /// The device limits of each volume, by id (index 0: the database directory, with the
     /// logs and MANIFEST in it unless `wal_dir` moves the logs). Every volume named here
     /// gets its own token buckets (`storage::ThrottledStorage`; zero rates count without
@@ -202,6 +206,7 @@ impl Default for Options {
             placement_policy: crate::volume::placement::PlacementPolicy::ByLevel,
             heat_interval: std::time::Duration::from_secs(1),
             heat_alpha: 0.5,
+            migration: crate::volume::migration::MigrationPolicy::Off,
             volume_limits: Vec::new(),
             compaction_filter: None,
             compaction_filter_factories: Vec::new(),
@@ -335,6 +340,9 @@ impl Options {
         }
         if !(0.0..1.0).contains(&self.heat_alpha) {
             return bad("heat_alpha must be at least 0 and below 1");
+        }
+        if self.migration != crate::volume::migration::MigrationPolicy::Off && !self.keeps_heat() {
+            return bad("migration needs heat statistics: volumes and a non-zero heat_interval");
         }
         if self.placement_policy.spreads() && !self.level_volumes.is_empty() {
             return bad("level_volumes applies only to the by_level placement policy");

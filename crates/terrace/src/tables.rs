@@ -62,6 +62,11 @@ impl Tables {
         }
     }
 
+    /// Which copy of a replicated table a read goes to.
+    pub fn chooser(&self) -> &Arc<dyn CopyChooser> {
+        &self.chooser
+    }
+
     /// The heat statistics the tables count into, if any.
     pub fn heat(&self) -> Option<&Arc<Heat>> {
         self.heat.as_ref()
@@ -91,16 +96,23 @@ impl Tables {
         if f.replicas.is_empty() && self.heat.is_none() {
             return self.cache.get_with(f.number, path);
         }
-        self.cache.get_wrapped(f.number, path, |file| {
+        let mut opened: Option<Arc<CountingFile>> = None;
+        let reader = self.cache.get_wrapped(f.number, path, |file| {
             let file = self.with_replicas(f, file);
             match &self.heat {
                 Some(heat) => {
                     let counters = heat.file(f.number, f.volume, f.size);
-                    Arc::new(CountingFile::new(file, counters))
+                    let counting = Arc::new(CountingFile::new(file, counters));
+                    opened = Some(counting.clone());
+                    counting
                 }
                 None => file,
             }
-        })
+        })?;
+        if let Some(counting) = opened {
+            counting.arm();
+        }
+        Ok(reader)
     }
 
     /// `file` (the copy on `f.volume`) joined by `f`'s replicas, when it has any: a

@@ -12,6 +12,7 @@ use parking_lot::MutexGuard;
 
 use super::{DbInner, DbState};
 use crate::error::Result;
+use crate::volume::migration::{MigrationPolicy, VolumeSample};
 
 /// How long a flush that found no room in level 0 waits before looking again.
 const FLUSH_RETRY: std::time::Duration = std::time::Duration::from_millis(50);
@@ -118,6 +119,7 @@ impl DbInner {
         };
         let interval = self.opts.heat_interval;
         let mut last = std::time::Instant::now();
+        let mut ios_before = self.volume_ios();
         let mut st = self.state.lock();
         loop {
             let until = last + interval;
@@ -131,8 +133,53 @@ impl DbInner {
             let now = std::time::Instant::now();
             let elapsed = now - last;
             last = now;
-            MutexGuard::unlocked(&mut st, || heat.tick(&version, elapsed));
+            MutexGuard::unlocked(&mut st, || {
+                heat.tick(&version, elapsed);
+                let ios = self.volume_ios();
+                if self.opts.migration != MigrationPolicy::Off {
+                    let samples = self.volume_samples(&ios_before, &ios, elapsed);
+                    if let Err(e) = self.run_migration_round(&samples) {
+                        tracing::warn!(error = %e, "load migration failed; the copy was dropped");
+                    }
+                }
+                ios_before = ios;
+            });
         }
+    }
+
+    /// Each throttled volume's I/O operations so far, by id.
+    fn volume_ios(&self) -> Vec<(u32, u64, u64)> {
+        match &self.volume_throttle {
+            Some((ids, t)) => ids
+                .iter()
+                .zip(t.stats())
+                .map(|(&id, s)| (id, s.ios, s.limits.iops))
+                .collect(),
+            None => Vec::new(),
+        }
+    }
+
+    /// The table volumes' IOPS over an interval of `elapsed` from `before` to `after`
+    /// (from `volume_ios`).
+    fn volume_samples(
+        &self,
+        before: &[(u32, u64, u64)],
+        after: &[(u32, u64, u64)],
+        elapsed: std::time::Duration,
+    ) -> Vec<VolumeSample> {
+        let secs = elapsed.as_secs_f64().max(1e-3);
+        after
+            .iter()
+            .filter(|(id, _, _)| self.placer.allows(*id))
+            .map(|&(id, ios, limit)| {
+                let was = before.iter().find(|b| b.0 == id).map_or(0, |b| b.1);
+                VolumeSample {
+                    id,
+                    iops: ios.saturating_sub(was) as f64 / secs,
+                    iops_limit: limit,
+                }
+            })
+            .collect()
     }
 
     /// Waits until nothing is left to flush or compact.

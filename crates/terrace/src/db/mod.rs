@@ -13,6 +13,7 @@ mod compact;
 mod flush;
 mod gc;
 mod iterator;
+mod migrate;
 mod open;
 mod read;
 mod resume;

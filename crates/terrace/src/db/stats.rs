@@ -130,6 +130,12 @@ pub struct DbStats {
     pub background_errors: u64,
     /// Successful resumes from a background error, manual or automatic.
     pub resumes: u64,
+    /// Table files load migration copied (or, with `iops_only`, moved) to another volume.
+    pub migrations: u64,
+    /// Their bytes.
+    pub migrated_bytes: u64,
+    /// Microseconds the copies took (read, write and sync; not the manifest update).
+    pub migration_micros: u64,
     /// Block cache hits and misses.
     pub block_cache_hits: u64,
     /// Block cache misses.
@@ -164,6 +170,10 @@ pub(crate) struct Counters {
     pub(crate) wal_records_dropped: AtomicU64,
     pub(crate) bg_errors: AtomicU64,
     pub(crate) resumes: AtomicU64,
+    /// Load migration: copies made (or moves), their bytes, their time.
+    pub(crate) migrations: AtomicU64,
+    pub(crate) migrated_bytes: AtomicU64,
+    pub(crate) migration_micros: AtomicU64,
     /// Compaction figures by output level (`Counters::record_compaction`,
     /// `Counters::record_trivial_move`); the report's compaction totals are their sums.
     levels: Vec<levels::LevelCounters>,
@@ -195,6 +205,9 @@ impl Counters {
             wal_records_dropped: AtomicU64::new(0),
             bg_errors: AtomicU64::new(0),
             resumes: AtomicU64::new(0),
+            migrations: AtomicU64::new(0),
+            migrated_bytes: AtomicU64::new(0),
+            migration_micros: AtomicU64::new(0),
             levels: levels::level_counters(num_levels),
             get_hist: Mutex::new(new_hist()),
             write_hist: Mutex::new(new_hist()),
@@ -328,6 +341,9 @@ impl super::DbInner {
             background_error: self.state.lock().bg_error.as_ref().map(|e| e.to_string()),
             background_errors: load(&self.counters.bg_errors),
             resumes: load(&self.counters.resumes),
+            migrations: load(&self.counters.migrations),
+            migrated_bytes: load(&self.counters.migrated_bytes),
+            migration_micros: load(&self.counters.migration_micros),
             block_cache_hits: self.block_cache.hits(),
             block_cache_misses: self.block_cache.misses(),
             memtable_bytes,

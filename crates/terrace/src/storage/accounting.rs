@@ -16,16 +16,19 @@ pub enum IoClass {
     Wal,
     /// MANIFEST, CURRENT and other metadata.
     Manifest,
+    /// Copying table files between volumes (load migration).
+    Migration,
 }
 
 impl IoClass {
     /// Every class, in display order.
-    pub const ALL: [IoClass; 5] = [
+    pub const ALL: [IoClass; 6] = [
         IoClass::Foreground,
         IoClass::Flush,
         IoClass::Compaction,
         IoClass::Wal,
         IoClass::Manifest,
+        IoClass::Migration,
     ];
 
     fn index(self) -> usize {
@@ -40,6 +43,7 @@ impl IoClass {
             IoClass::Compaction => "compaction",
             IoClass::Wal => "wal",
             IoClass::Manifest => "manifest",
+            IoClass::Migration => "migration",
         }
     }
 }
@@ -85,7 +89,7 @@ struct Counters {
 /// Thread-safe I/O counters, one set per [`IoClass`].
 #[derive(Debug, Default)]
 pub struct IoStats {
-    classes: [Counters; 5],
+    classes: [Counters; 6],
 }
 
 impl IoStats {

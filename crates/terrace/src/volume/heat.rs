@@ -40,10 +40,15 @@ pub struct FileHeat {
     volume: u32,
     /// Foreground operations since the last tick.
     foreground: AtomicU64,
+    /// The file's writing, in operations, until the first tick takes it.
+    written: AtomicU64,
     /// Background (compaction, flush) read operations since the last tick.
     background: AtomicU64,
     /// The heat after the last tick, as `f64` bits.
     heat: AtomicU64,
+    /// The same of foreground reads alone (what a copy of the file can take off its
+    /// volume), as `f64` bits.
+    read_heat: AtomicU64,
     /// Operations of the last interval (foreground and background).
     last_ios: AtomicU64,
 }
@@ -52,9 +57,11 @@ impl FileHeat {
     fn new(volume: u32, written_ios: u64) -> Self {
         FileHeat {
             volume,
-            foreground: AtomicU64::new(written_ios),
+            foreground: AtomicU64::new(0),
+            written: AtomicU64::new(written_ios),
             background: AtomicU64::new(0),
             heat: AtomicU64::new(0f64.to_bits()),
+            read_heat: AtomicU64::new(0f64.to_bits()),
             last_ios: AtomicU64::new(0),
         }
     }
@@ -72,6 +79,11 @@ impl FileHeat {
     pub fn heat(&self) -> f64 {
         f64::from_bits(self.heat.load(Ordering::Relaxed))
     }
+
+    /// The heat of foreground reads alone after the last tick.
+    pub fn read_heat(&self) -> f64 {
+        f64::from_bits(self.read_heat.load(Ordering::Relaxed))
+    }
 }
 
 /// One file's heat, as statistics show it.
@@ -83,6 +95,9 @@ pub struct FileHeatStats {
     pub volume: u32,
     /// Its heat after the last interval.
     pub heat: f64,
+    /// The part of it made by foreground reads, cooled the same way (its writing left
+    /// out): what load migration ranks files by.
+    pub read_heat: f64,
     /// Operations it cost its volume in the last interval.
     pub last_ios: u64,
 }
@@ -170,9 +185,13 @@ impl Heat {
         let mut loads: Vec<VolumeLoad> = Vec::new();
         for f in self.files.read().values() {
             let fg = f.foreground.swap(0, Ordering::Relaxed);
+            let written = f.written.swap(0, Ordering::Relaxed);
             let bg = f.background.swap(0, Ordering::Relaxed);
-            let heat = self.alpha * f.heat() + fg as f64;
+            let heat = self.alpha * f.heat() + (fg + written) as f64;
             f.heat.store(heat.to_bits(), Ordering::Relaxed);
+            let read_heat = self.alpha * f.read_heat() + fg as f64;
+            f.read_heat.store(read_heat.to_bits(), Ordering::Relaxed);
+            let fg = fg + written;
             f.last_ios.store(fg + bg, Ordering::Relaxed);
             let v = f.volume as usize;
             if loads.len() <= v {
@@ -229,6 +248,7 @@ impl Heat {
                 number,
                 volume: f.volume,
                 heat: f.heat(),
+                read_heat: f.read_heat(),
                 last_ios: f.last_ios.load(Ordering::Relaxed),
             })
             .collect();
@@ -237,22 +257,39 @@ impl Heat {
     }
 }
 
-/// A table file's handle that counts its reads into its [`FileHeat`].
+/// A table file's handle that counts its reads into its [`FileHeat`]. Until it is
+/// armed (once the table is open), reads count as background: opening a table reads its
+/// footer and meta blocks once, which says nothing of how hot its keys are.
 pub struct CountingFile {
     inner: Arc<dyn ReadableFile>,
     heat: Arc<FileHeat>,
+    armed: std::sync::atomic::AtomicBool,
 }
 
 impl CountingFile {
-    /// `inner`, counting into `heat`.
+    /// `inner`, counting into `heat`, not armed.
     pub fn new(inner: Arc<dyn ReadableFile>, heat: Arc<FileHeat>) -> Self {
-        CountingFile { inner, heat }
+        CountingFile {
+            inner,
+            heat,
+            armed: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// From now on, reads count by their own class.
+    pub fn arm(&self) {
+        self.armed.store(true, Ordering::Release);
     }
 }
 
 impl ReadableFile for CountingFile {
     fn read_exact_at(&self, offset: u64, buf: &mut [u8], class: IoClass) -> Result<()> {
-        self.heat.record_read(buf.len() as u64, class);
+        let counted = if self.armed.load(Ordering::Acquire) {
+            class
+        } else {
+            IoClass::Compaction
+        };
+        self.heat.record_read(buf.len() as u64, counted);
         self.inner.read_exact_at(offset, buf, class)
     }
 

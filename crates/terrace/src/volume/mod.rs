@@ -8,6 +8,7 @@
 //! Concurrency: plain data, shared read-only.
 
 pub mod heat;
+pub mod migration;
 pub mod placement;
 pub mod replica;
 
@@ -90,7 +91,7 @@ pub struct VolumeStats {
     pub id: u32,
     /// Its directory.
     pub dir: PathBuf,
-    /// Live table files on it.
+    /// Live table files with a copy on it (their own, or a replica).
     pub files: u64,
     /// Their bytes.
     pub file_bytes: u64,
@@ -159,9 +160,11 @@ pub(crate) fn volume_stats(
         })
         .collect();
     for f in version.levels().iter().flatten() {
-        if let Some(v) = out.get_mut(f.volume as usize) {
-            v.files += 1;
-            v.file_bytes += f.size;
+        for copy in f.copies() {
+            if let Some(v) = out.get_mut(volumes.resolve(copy) as usize) {
+                v.files += 1;
+                v.file_bytes += f.size;
+            }
         }
     }
     if let Some((ids, stats)) = throttled {

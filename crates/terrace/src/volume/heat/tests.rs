@@ -51,6 +51,7 @@ fn heat_cools_by_alpha_and_adds_each_interval_s_foreground_reads() {
     f7.record_read(4096, IoClass::Compaction);
     heat.tick(&v, Duration::from_secs(1));
     assert_eq!(f7.heat(), 9.0);
+    assert_eq!(f7.read_heat(), 8.0, "reads only, its writing left out");
     // Interval 2: 2 reads; H = 0.5 * 9 + 2.
     f7.record_read(4096, IoClass::Foreground);
     f7.record_read(4096, IoClass::Foreground);
@@ -99,6 +100,10 @@ fn a_counting_file_counts_the_reads_that_reach_it() {
     let counters = heat.file(1, 0, 0);
     let file = CountingFile::new(inner, counters.clone());
     let mut buf = [0u8; 16];
+    // Before it is armed (the table's opening), a read is background.
+    file.read_exact_at(0, &mut buf, IoClass::Foreground)
+        .unwrap();
+    file.arm();
     file.read_exact_at(8, &mut buf, IoClass::Foreground)
         .unwrap();
     assert_eq!(buf, [7u8; 16]);
@@ -106,6 +111,7 @@ fn a_counting_file_counts_the_reads_that_reach_it() {
     heat.tick(&version(&[(1, 0, 0)]), Duration::from_secs(1));
     // The writing and one read.
     assert_eq!(counters.heat(), 2.0);
+    assert_eq!(counters.read_heat(), 1.0);
 }
 
 #[test]
