@@ -8,6 +8,7 @@
 
 use std::path::PathBuf;
 
+use terrace::volume::migration::MigrationPolicy;
 use terrace::volume::placement::PlacementPolicy;
 use terrace::{CompactionPri, Compression};
 
@@ -152,6 +153,9 @@ pub struct Flags {
     pub placement: Option<PlacementPolicy>,
     /// Milliseconds per heat interval of the volumes' heat statistics.
     pub heat_interval_ms: u64,
+    /// Load migration between the volumes (default `tango` with `--placement=tango`,
+    /// else `off`).
+    pub migration: Option<MigrationPolicy>,
     /// YCSB: fields per record.
     pub ycsb_field_count: usize,
     /// YCSB: bytes per field.
@@ -231,6 +235,7 @@ impl Default for Flags {
             volume_rate: 0,
             placement: None,
             heat_interval_ms: 1000,
+            migration: None,
             ycsb_field_count: 10,
             ycsb_field_length: 100,
             ycsb_max_scan_length: 100,
@@ -391,6 +396,7 @@ impl Flags {
             "volume_rate" => self.volume_rate = num(name, v)?,
             "placement" => self.placement = Some(v.parse().map_err(|e: String| bad(name, v, &e))?),
             "heat_interval_ms" => self.heat_interval_ms = num(name, v)?,
+            "migration" => self.migration = Some(v.parse().map_err(|e: String| bad(name, v, &e))?),
             "ycsb_field_count" => self.ycsb_field_count = num(name, v)?,
             "ycsb_field_length" => self.ycsb_field_length = num(name, v)?,
             "ycsb_max_scan_length" => self.ycsb_max_scan_length = num(name, v)?,
@@ -443,6 +449,7 @@ impl Flags {
                 ("volume_iops", self.volume_iops > 0),
                 ("volume_rate", self.volume_rate > 0),
                 ("placement", self.placement.is_some()),
+                ("migration", self.migration.is_some()),
             ];
             if let Some((name, _)) = volume_flags.iter().find(|(_, set)| *set) {
                 return Err(bad(name, "", "needs --volumes"));

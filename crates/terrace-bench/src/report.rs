@@ -173,6 +173,10 @@ pub struct BenchResult {
     /// `throttled_bytes_written` / user bytes: the write amplification of the slower tier
     /// (0 without a throttle).
     pub throttled_write_amplification: f64,
+    /// Table files load migration copied or moved during the benchmark.
+    pub migrations: u64,
+    /// Their bytes.
+    pub migrated_bytes: u64,
     /// Each throttled volume's work during the benchmark (`--volumes`).
     pub volumes: Vec<VolumeDelta>,
     /// How evenly the table volumes carried it (`None` without table volumes).
@@ -301,6 +305,8 @@ impl BenchResult {
             throttle_waits: a.throttle_waits.saturating_sub(b.throttle_waits),
             throttled_bytes_written: throttled,
             throttled_write_amplification: ratio(throttled),
+            migrations: a.migrations.saturating_sub(b.migrations),
+            migrated_bytes: a.migrated_bytes.saturating_sub(b.migrated_bytes),
             volumes: volume_deltas(b, a, seconds),
             volume_spread: volumes::spread(&volume_deltas(b, a, seconds)),
             tree_depth: Some(tree_depth(&a.levels)),

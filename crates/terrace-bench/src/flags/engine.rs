@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use terrace::offload::CompactionWorkers;
 use terrace::storage::{FsStorage, Storage, ThrottleLimits, ThrottledStorage};
+use terrace::volume::migration::MigrationPolicy;
 use terrace::volume::placement::PlacementPolicy;
 use terrace::Options;
 
@@ -103,7 +104,8 @@ impl Flags {
     }
 
     /// The table volumes of `--volumes`: `vol1` .. `volN` in `--db`, each limited by
-    /// `--volume_iops` and `--volume_rate`, placed by `--placement` (default `tango`);
+    /// `--volume_iops` and `--volume_rate`, placed by `--placement` (default `tango`),
+    /// balanced by `--migration` (default: TANGO's with TANGO's placement, else none);
     /// the database directory (log and MANIFEST) counted but not limited. Without
     /// `--volumes`, `--level0_dir` as volume 1 holding level 0.
     fn volume_options(&self) -> Options {
@@ -123,10 +125,19 @@ impl Flags {
         let volume_limits = std::iter::once(ThrottleLimits::default())
             .chain(std::iter::repeat_n(limits, self.volumes))
             .collect();
+        let placement_policy = self.placement.unwrap_or(PlacementPolicy::Tango);
+        let migration = self
+            .migration
+            .unwrap_or(if placement_policy == PlacementPolicy::Tango {
+                MigrationPolicy::Tango
+            } else {
+                MigrationPolicy::Off
+            });
         Options {
             volumes: self.volume_dirs(),
             volume_limits,
-            placement_policy: self.placement.unwrap_or(PlacementPolicy::Tango),
+            placement_policy,
+            migration,
             heat_interval: std::time::Duration::from_millis(self.heat_interval_ms),
             ..Options::default()
         }

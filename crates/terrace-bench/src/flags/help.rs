@@ -52,11 +52,13 @@ Usage: terrace bench [--name=value ...]   (db_bench's flag names and defaults)
                      one database directory that is the whole database, log included
                      unless --wal_dir moves it)
   --volumes=N --volume_iops=IOPS --volume_rate=BYTES_PER_SEC --placement=POLICY
-  --heat_interval_ms=MS
+  --heat_interval_ms=MS --migration=tango|iops_only|off
                      N table volumes (vol1 .. volN in --db), each a device of its own with
                      these limits (operations of --storage_io_unit bytes); the log and
                      MANIFEST stay in --db, unlimited. POLICY: tango (default), round_robin,
-                     hash, single, by_level
+                     hash, single, by_level. Migration copies (tango) or moves (iops_only)
+                     hot files off volumes at their IOPS limit; default tango with
+                     --placement=tango, else off
   --statistics --report_interval_seconds --report_file=CSV --json=FILE --plot=SVG
   --ycsb_field_count --ycsb_field_length --ycsb_max_scan_length --ycsb_zipfian_constant
   --progress (a progress bar when stdout is a terminal; --noprogress to hide it)

@@ -416,17 +416,33 @@ fn volumes_make_limited_table_volumes_in_the_database_directory() {
         terrace::volume::placement::PlacementPolicy::RoundRobin
     );
     assert_eq!(o.heat_interval, std::time::Duration::from_millis(250));
+    assert_eq!(
+        o.migration,
+        terrace::volume::migration::MigrationPolicy::Off,
+        "no migration by default beside another placement"
+    );
     // Tango by default.
     let d = Flags::parse(["--volumes=2"]).unwrap().engine_options();
     assert_eq!(
         d.placement_policy,
         terrace::volume::placement::PlacementPolicy::Tango
     );
+    assert_eq!(
+        d.migration,
+        terrace::volume::migration::MigrationPolicy::Tango
+    );
+    let m = Flags::parse(["--volumes=2", "--placement=hash", "--migration=iops_only"]).unwrap();
+    assert_eq!(
+        m.engine_options().migration,
+        terrace::volume::migration::MigrationPolicy::IopsOnly
+    );
     // Volume flags without volumes, an unknown policy, or one directory's throttle with
     // volumes are refused.
     for bad in [
         vec!["--volume_iops=5"],
         vec!["--placement=tango"],
+        vec!["--migration=tango"],
+        vec!["--volumes=2", "--migration=sometimes"],
         vec!["--volumes=2", "--placement=fastest"],
         vec!["--volumes=2", "--storage_rate_limit=1000"],
         vec!["--volumes=2", "--level0_dir=/x"],

@@ -115,6 +115,14 @@ impl BenchResult {
         if let Some(s) = &self.volume_spread {
             writeln!(out, "  {}", super::volumes::spread_line(s))?;
         }
+        if self.migrations > 0 {
+            writeln!(
+                out,
+                "  migration: {} files, {:.1} MB",
+                self.migrations,
+                mb(self.migrated_bytes)
+            )?;
+        }
         if self.throttled_bytes_written > 0 {
             writeln!(
                 out,
