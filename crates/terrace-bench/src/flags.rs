@@ -164,6 +164,9 @@ pub struct Flags {
     pub ycsb_max_scan_length: usize,
     /// YCSB: zipfian constant.
     pub ycsb_zipfian_constant: f64,
+    /// YCSB: the share of reads in workloads A, B and C, the rest updates (YCSB's
+    /// `readproportion`); `None`: the workload's own (0.5, 0.95, 1).
+    pub ycsb_read_proportion: Option<f64>,
     /// Draw a progress bar (only honoured when stdout is a terminal).
     pub progress: bool,
     /// Server mode: the Redis-protocol server to measure instead of an embedded database.
@@ -240,6 +243,7 @@ impl Default for Flags {
             ycsb_field_length: 100,
             ycsb_max_scan_length: 100,
             ycsb_zipfian_constant: 0.99,
+            ycsb_read_proportion: None,
             progress: true,
             target: None,
             pipeline: 1,
@@ -401,6 +405,7 @@ impl Flags {
             "ycsb_field_length" => self.ycsb_field_length = num(name, v)?,
             "ycsb_max_scan_length" => self.ycsb_max_scan_length = num(name, v)?,
             "ycsb_zipfian_constant" => self.ycsb_zipfian_constant = num(name, v)?,
+            "ycsb_read_proportion" => self.ycsb_read_proportion = Some(num(name, v)?),
             "target" => self.target = Some(Target::parse(v)?),
             "pipeline" => self.pipeline = num(name, v)?,
             _ => match self.matrix.set(name, v) {
@@ -444,6 +449,15 @@ impl Flags {
             ));
         }
         self.matrix.level0()?;
+        if let Some(r) = self.ycsb_read_proportion {
+            if !(0.0..=1.0).contains(&r) {
+                return Err(bad(
+                    "ycsb_read_proportion",
+                    &r.to_string(),
+                    "must be between 0 and 1",
+                ));
+            }
+        }
         if self.volumes == 0 {
             let volume_flags = [
                 ("volume_iops", self.volume_iops > 0),

@@ -238,7 +238,7 @@ fn worker(
     let mut rng = seed::rng(seed);
     let workload = Workload::from_name(name);
     let mut chooser = workload.map(|w| chooser(f, w));
-    let mix = workload.map(Workload::mix);
+    let mix = workload.map(|w| w.mix_with(f.ycsb_read_proportion));
     let mut todo = load_share(f, tid);
     let ops = match workload {
         Some(_) => f.reads_per_thread(),

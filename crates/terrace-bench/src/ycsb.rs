@@ -58,6 +58,17 @@ impl Workload {
         })
     }
 
+    /// Proportions of (read, update, insert, scan, read-modify-write), with the read
+    /// share of A, B and C replaced by `read` (the rest updates) when given.
+    pub fn mix_with(self, read: Option<f64>) -> [(OpKind, f64); 5] {
+        let mut mix = self.mix();
+        if let (Some(r), Workload::A | Workload::B | Workload::C) = (read, self) {
+            mix[0].1 = r;
+            mix[1].1 = 1.0 - r;
+        }
+        mix
+    }
+
     /// Proportions of (read, update, insert, scan, read-modify-write).
     pub fn mix(self) -> [(OpKind, f64); 5] {
         let p = match self {
@@ -174,7 +185,7 @@ pub fn run(ctx: Ctx<'_>, workload: Workload, counter: &InsertCounter) -> Result<
     let mut rng = ctx.rng();
     let ops = f.reads_per_thread();
     let mut chooser = chooser(f, workload);
-    let mix = workload.mix();
+    let mix = workload.mix_with(f.ycsb_read_proportion);
     let mut st = ThreadStats::new(ctx.shared)?;
     let budget = Budget::new(ops, f.duration_seconds);
     let opts = ReadOptions::default();
@@ -272,4 +283,19 @@ pub(crate) fn pick(mix: &[(OpKind, f64); 5], u: f64) -> OpKind {
         .rev()
         .find(|(_, p)| *p > 0.0)
         .map_or(OpKind::Read, |(k, _)| *k)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_read_proportion_replaces_the_read_share_of_a_b_and_c() {
+        let c = Workload::C.mix_with(Some(0.7));
+        assert_eq!((c[0].0, c[0].1), (OpKind::Read, 0.7));
+        assert_eq!((c[1].0, c[1].1), (OpKind::Update, 1.0 - 0.7));
+        assert_eq!(Workload::B.mix_with(None), Workload::B.mix());
+        // Other workloads keep their own mix.
+        assert_eq!(Workload::E.mix_with(Some(0.7)), Workload::E.mix());
+    }
 }

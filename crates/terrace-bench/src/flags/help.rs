@@ -61,6 +61,7 @@ Usage: terrace bench [--name=value ...]   (db_bench's flag names and defaults)
                      --placement=tango, else off
   --statistics --report_interval_seconds --report_file=CSV --json=FILE --plot=SVG
   --ycsb_field_count --ycsb_field_length --ycsb_max_scan_length --ycsb_zipfian_constant
+  --ycsb_read_proportion=SHARE (reads in ycsb_a/b/c, the rest updates)
   --progress (a progress bar when stdout is a terminal; --noprogress to hide it)
 Server mode: --target=redis://HOST:PORT runs ycsb_load, ycsb_a .. ycsb_f over RESP against
   any Redis-protocol server, one connection per --threads, --pipeline=N commands in flight
