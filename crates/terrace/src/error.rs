@@ -44,6 +44,17 @@ pub enum Error {
     /// A background flush or compaction failed; the database refuses writes until reopened.
     #[error("database is read-only after a background error: {0}")]
     Background(Arc<Error>),
+    /// I/O on one volume (a table directory, `Options::volumes`) failed: the volume is
+    /// named so that an operator knows which device to look at.
+    #[error("volume {volume} ({}) failed: {error}", .dir.display())]
+    Volume {
+        /// The volume's id (0: the database directory).
+        volume: u32,
+        /// Its directory.
+        dir: PathBuf,
+        /// What failed there.
+        error: Arc<Error>,
+    },
     /// The database was closed.
     #[error("database is closed")]
     Closed,
@@ -88,11 +99,21 @@ impl Error {
         }
     }
 
+    /// The file or directory the error is about, if it names one.
+    pub fn path(&self) -> Option<&std::path::Path> {
+        match self {
+            Error::Io { path, .. } => Some(path),
+            Error::Corruption { file, .. } => Some(file),
+            Error::Background(inner) | Error::Volume { error: inner, .. } => inner.path(),
+            _ => None,
+        }
+    }
+
     /// True for checksum and decoding failures.
     pub fn is_corruption(&self) -> bool {
         match self {
             Error::Corruption { .. } => true,
-            Error::Background(inner) => inner.is_corruption(),
+            Error::Background(inner) | Error::Volume { error: inner, .. } => inner.is_corruption(),
             _ => false,
         }
     }

@@ -493,9 +493,35 @@ impl DbInner {
         }
     }
 
+    /// `e` wrapped in `Error::Volume` when it is about a file on a table volume (with
+    /// several volumes configured; the deepest directory holding the path wins).
+    pub(crate) fn name_volume(&self, e: Error) -> Error {
+        let volumes = self.tables.volumes();
+        if volumes.len() < 2 || matches!(e, Error::Volume { .. }) {
+            return e;
+        }
+        let Some(path) = e.path() else {
+            return e;
+        };
+        let found = volumes
+            .iter()
+            .filter(|(_, dir)| path.starts_with(dir))
+            .max_by_key(|(_, dir)| dir.components().count())
+            .map(|(id, dir)| (id, dir.to_path_buf()));
+        match found {
+            Some((volume, dir)) => Error::Volume {
+                volume,
+                dir,
+                error: Arc::new(e),
+            },
+            None => e,
+        }
+    }
+
     /// Records a background failure: the database becomes read-only until `Db::resume`
     /// (or the automatic recovery, for a retryable error) succeeds, or it is reopened.
     pub(crate) fn set_bg_error(&self, st: &mut DbState, e: Error) {
+        let e = self.name_volume(e);
         if st.bg_error.is_none() {
             let retryable = resume::is_retryable(&e);
             tracing::error!(

@@ -35,7 +35,7 @@ pub(crate) fn is_retryable(e: &Error) -> bool {
             )
         }
         Error::NoSpace { .. } => true,
-        Error::Background(inner) => is_retryable(inner),
+        Error::Background(inner) | Error::Volume { error: inner, .. } => is_retryable(inner),
         _ => false,
     }
 }
@@ -45,7 +45,7 @@ pub(crate) fn is_retryable(e: &Error) -> bool {
 fn is_resumable(e: &Error) -> bool {
     match e {
         Error::Io { .. } | Error::NoSpace { .. } => true,
-        Error::Background(inner) => is_resumable(inner),
+        Error::Background(inner) | Error::Volume { error: inner, .. } => is_resumable(inner),
         _ => false,
     }
 }

@@ -1,6 +1,8 @@
 //! Table files spread over several volumes by a placement policy: where they land, and
 //! that the database reads them back, across a reopen.
 
+use std::sync::Arc;
+
 use terrace::volume::placement::PlacementPolicy;
 use terrace::{Db, Options};
 
@@ -146,6 +148,24 @@ fn hot_single_volume(
     n: usize,
     migration: terrace::volume::migration::MigrationPolicy,
 ) -> (Db, Options) {
+    hot_volumes(root, n, Options::default().storage, migration)
+}
+
+/// As [`hot_single_volume`] with two volumes on `storage`.
+fn hot_single_volume_on(
+    root: &std::path::Path,
+    storage: Arc<dyn terrace::storage::Storage>,
+    migration: terrace::volume::migration::MigrationPolicy,
+) -> (Db, Options) {
+    hot_volumes(root, 2, storage, migration)
+}
+
+fn hot_volumes(
+    root: &std::path::Path,
+    n: usize,
+    storage: Arc<dyn terrace::storage::Storage>,
+    migration: terrace::volume::migration::MigrationPolicy,
+) -> (Db, Options) {
     use terrace::storage::ThrottleLimits;
     let limits = ThrottleLimits::default()
         .with_iops(40, ThrottleLimits::CLOUD_IO_UNIT_BYTES)
@@ -159,6 +179,7 @@ fn hot_single_volume(
         heat_interval: std::time::Duration::from_millis(100),
         migration: terrace::volume::migration::MigrationPolicy::Off,
         block_cache_bytes: 0,
+        storage,
         ..small_options()
     };
     let dir = root.join("db");
@@ -278,4 +299,124 @@ fn migration_without_heat_statistics_is_refused() {
     };
     let err = Db::open(root.path().join("db"), opts).unwrap_err();
     assert!(err.to_string().contains("heat"), "{err}");
+}
+
+/// How a migration crash test cuts the power.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Cut {
+    /// At the `n`-th durability point of the heat thread (which makes the copies).
+    AtPoint(u64),
+    /// Negative control: the copies' syncs (data and directory) lie, the manifest's do
+    /// not, and the power goes after the first migration: the manifest names a copy
+    /// that is not there.
+    LyingCopies,
+}
+
+/// Loads two volumes (everything on volume 1, reads saturating it), migrates with TANGO
+/// until `cut` takes the power, crashes, and reopens. Returns whether the reopened
+/// database is whole: every key readable with its value, and every copy the manifest
+/// names present on its volume, with no other table file there.
+fn migration_survives(cut: Cut) -> bool {
+    use terrace::storage::{FaultStorage, FsStorage, IoClass, PointFilter, PointKind, PowerSupply};
+    let root = tempfile::tempdir().unwrap();
+    let power = Arc::new(PowerSupply::new());
+    let fault = FaultStorage::with_power(Arc::new(FsStorage::new()), power.clone());
+    let (db, opts) = {
+        let (db, opts) = hot_single_volume_on(
+            root.path(),
+            Arc::new(fault.clone()),
+            terrace::volume::migration::MigrationPolicy::Tango,
+        );
+        (db, opts)
+    };
+    let heat = || PointFilter::on_thread("terrace-heat");
+    match cut {
+        Cut::AtPoint(n) => power.cut_at(heat(), n),
+        Cut::LyingCopies => {
+            power.lie(heat().of_kinds(&[PointKind::Sync(IoClass::Migration), PointKind::DirSync]))
+        }
+    }
+    read_until(&db, |db| power.is_out() || db.stats().migrations >= 2);
+    power.cut_now();
+    drop(db);
+    fault.simulate_crash().unwrap();
+    power.restore();
+    let opts = Options {
+        migration: terrace::volume::migration::MigrationPolicy::Off,
+        ..opts
+    };
+    let db = Db::open(root.path().join("db"), opts).unwrap();
+    let whole = scan_all(&db).len() == 4000;
+    let stats = db.stats();
+    let named_present = (1..=2).all(|v| {
+        stats.volumes[v].files as usize == count_tables(&root.path().join(format!("v{v}")))
+    });
+    whole && named_present
+}
+
+#[test]
+fn a_power_cut_during_migration_leaves_no_copy_or_a_whole_one() {
+    // Points of one migration: the copy's sync, its directory's, the manifest's; the
+    // later ones fall in the next migrations.
+    for n in 0..4 {
+        assert!(migration_survives(Cut::AtPoint(n)), "cut at point {n}");
+    }
+    assert!(
+        !migration_survives(Cut::LyingCopies),
+        "the negative control was not detected"
+    );
+}
+
+#[test]
+fn a_failing_volume_makes_the_database_read_only_with_an_error_naming_it() {
+    use terrace::storage::{FaultOp, FaultRule, FaultStorage, FsStorage, InjectedError};
+    for disappear in [false, true] {
+        let root = tempfile::tempdir().unwrap();
+        let fault = FaultStorage::new(Arc::new(FsStorage::new()));
+        let v2 = root.path().join("v2");
+        let opts = Options {
+            volumes: vec![root.path().join("v1"), v2.clone()],
+            placement_policy: PlacementPolicy::RoundRobin,
+            storage: Arc::new(fault.clone()),
+            ..small_options()
+        };
+        let db = Db::open(root.path().join("db"), opts).unwrap();
+        db.put(b"before", b"1").unwrap();
+        db.flush().unwrap();
+        if disappear {
+            std::fs::remove_dir_all(&v2).unwrap();
+        } else {
+            fault.inject(
+                FaultRule::new(
+                    &[
+                        FaultOp::Create,
+                        FaultOp::Append,
+                        FaultOp::Sync,
+                        FaultOp::Read,
+                    ],
+                    InjectedError::Io,
+                )
+                .on_paths("v2"),
+            );
+        }
+        let mut failed = None;
+        for i in 0..20_000u32 {
+            if let Err(e) = db.put(format!("k{i:05}").as_bytes(), &[0u8; 64]) {
+                failed = Some(e);
+                break;
+            }
+        }
+        let err = failed.expect("writes kept succeeding with volume 2 gone");
+        let msg = err.to_string();
+        assert!(msg.contains("volume 2"), "{msg}");
+        assert!(msg.contains("read-only"), "{msg}");
+        let stats = db.stats();
+        assert!(
+            stats
+                .background_error
+                .is_some_and(|e| e.contains("volume 2")),
+            "{:?}",
+            db.stats().background_error
+        );
+    }
 }
