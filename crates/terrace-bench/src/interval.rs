@@ -87,13 +87,89 @@ pub struct IntervalRow {
     /// first whole second); the benchmark's last row carries its result's figure when the
     /// last partial interval saw operations.
     pub slow_second_share: Option<f64>,
+    /// Each throttled volume's I/O in the interval, as iostat shows a device (empty
+    /// without `--volumes`, and in server mode).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub volumes: Vec<VolumeInterval>,
 }
 
-/// The CSV report file.
+/// One volume's I/O in one interval.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct VolumeInterval {
+    /// The volume's id.
+    pub id: u32,
+    /// Operations per second.
+    pub iops: f64,
+    /// Megabytes (10^6) per second read and written.
+    pub mb_per_sec: f64,
+    /// Milliseconds of throttle wait per second, summed over the threads that waited.
+    pub wait_ms_per_sec: f64,
+}
+
+/// What the engine says at the end of an interval: the tree depth, and each throttled
+/// volume's cumulative counters.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EngineSample {
+    /// Non-empty levels below the memtables (`None` where unknown).
+    pub tree_depth: Option<usize>,
+    /// `(volume id, operations, bytes, wait microseconds)` since the database opened.
+    pub volumes: Vec<(u32, u64, u64, u64)>,
+}
+
+impl EngineSample {
+    /// The sample of `stats`.
+    pub fn of(stats: &terrace::DbStats) -> Self {
+        EngineSample {
+            tree_depth: Some(crate::report::tree_depth(&stats.levels)),
+            volumes: stats
+                .volumes
+                .iter()
+                .filter(|v| v.throttled)
+                .map(|v| (v.id, v.ios, v.bytes, v.wait_micros))
+                .collect(),
+        }
+    }
+}
+
+/// Each volume's I/O per second between samples `before` and `after`, `secs` apart.
+pub fn volume_intervals(
+    before: &EngineSample,
+    after: &EngineSample,
+    secs: f64,
+) -> Vec<VolumeInterval> {
+    let per_sec = |x: f64| if secs > 0.0 { x / secs } else { 0.0 };
+    after
+        .volumes
+        .iter()
+        .map(|&(id, ios, bytes, wait)| {
+            let (b_ios, b_bytes, b_wait) = before
+                .volumes
+                .iter()
+                .find(|v| v.0 == id)
+                .map_or((0, 0, 0), |v| (v.1, v.2, v.3));
+            VolumeInterval {
+                id,
+                iops: per_sec(ios.saturating_sub(b_ios) as f64),
+                mb_per_sec: per_sec(bytes.saturating_sub(b_bytes) as f64 / 1e6),
+                wait_ms_per_sec: per_sec(wait.saturating_sub(b_wait) as f64 / 1e3),
+            }
+        })
+        .collect()
+}
+
+/// The CSV report file, and beside it (created with the first row that has volumes)
+/// the per-volume series: `<report_file>` with `.volumes.csv` for its extension, one row
+/// per volume per interval.
 #[derive(Debug)]
 pub struct CsvReport {
     path: PathBuf,
     out: BufWriter<File>,
+    volumes: Option<(PathBuf, BufWriter<File>)>,
+}
+
+/// The per-volume series' file beside the report file `path`.
+pub fn volumes_path(path: &Path) -> PathBuf {
+    path.with_extension("volumes.csv")
 }
 
 impl CsvReport {
@@ -130,6 +206,7 @@ impl CsvReport {
         Ok(CsvReport {
             path: path.to_path_buf(),
             out,
+            volumes: None,
         })
     }
 
@@ -156,12 +233,50 @@ impl CsvReport {
             share
         )
         .map_err(io)?;
-        self.out.flush().map_err(io)
+        self.out.flush().map_err(io)?;
+        if !r.volumes.is_empty() {
+            self.append_volumes(r)?;
+        }
+        Ok(())
+    }
+
+    fn append_volumes(&mut self, r: &IntervalRow) -> Result<()> {
+        if self.volumes.is_none() {
+            let path = volumes_path(&self.path);
+            let io = |source| BenchError::Io {
+                path: path.clone(),
+                source,
+            };
+            let mut out = BufWriter::new(File::create(&path).map_err(io)?);
+            writeln!(
+                out,
+                "secs_elapsed,benchmark,volume,iops,mb_per_sec,wait_ms_per_sec"
+            )
+            .map_err(io)?;
+            self.volumes = Some((path, out));
+        }
+        let Some((path, out)) = self.volumes.as_mut() else {
+            return Ok(());
+        };
+        let io = |source| BenchError::Io {
+            path: path.clone(),
+            source,
+        };
+        for v in &r.volumes {
+            writeln!(
+                out,
+                "{:.3},{},{},{:.1},{:.3},{:.1}",
+                r.secs_elapsed, r.benchmark, v.id, v.iops, v.mb_per_sec, v.wait_ms_per_sec
+            )
+            .map_err(io)?;
+        }
+        out.flush().map_err(io)
     }
 }
 
 /// Takes a row every `every` until `done` is set, then one last row for the partial
-/// interval if it saw operations. `tree_depth` gives the tree depth for each row.
+/// interval if it saw operations. `engine` samples the engine for each row (the tree
+/// depth, and the volumes' counters, whose differences become the row's volumes).
 /// Returns the rows.
 ///
 /// # Errors
@@ -173,10 +288,11 @@ pub fn report_loop(
     run_start: Instant,
     done: &AtomicBool,
     csv: &Mutex<Option<CsvReport>>,
-    tree_depth: &(dyn Fn() -> Option<usize> + Sync),
+    engine: &(dyn Fn() -> EngineSample + Sync),
 ) -> Result<Vec<IntervalRow>> {
     let mut rows = Vec::new();
     let mut last = Instant::now();
+    let mut last_sample = engine();
     loop {
         let finished = done.load(Ordering::Acquire);
         let now = Instant::now();
@@ -185,6 +301,8 @@ pub fn report_loop(
             let secs = now.duration_since(last).as_secs_f64();
             last = now;
             if !finished || !h.is_empty() {
+                let sample = engine();
+                let volumes = volume_intervals(&last_sample, &sample, secs);
                 let us = |v: u64| v as f64 / 1000.0;
                 let row = IntervalRow {
                     secs_elapsed: now.duration_since(run_start).as_secs_f64(),
@@ -197,9 +315,11 @@ pub fn report_loop(
                     p99_micros: us(h.value_at_quantile(0.99)),
                     max_micros: us(h.max()),
                     benchmark: benchmark.to_string(),
-                    tree_depth: tree_depth(),
+                    tree_depth: sample.tree_depth,
                     slow_second_share: shared.slow_seconds(finished).map(|s| s.share),
+                    volumes,
                 };
+                last_sample = sample;
                 if let Some(c) = csv.lock().as_mut() {
                     c.append(&row)?;
                 }

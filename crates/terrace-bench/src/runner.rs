@@ -21,9 +21,9 @@ use terrace::{Db, WriteOptions};
 
 use crate::error::{BenchError, Result};
 use crate::flags::Flags;
-use crate::interval::{report_loop, CsvReport, IntervalRow};
+use crate::interval::{report_loop, CsvReport, EngineSample, IntervalRow};
 use crate::recorder::{Shared, ThreadStats};
-use crate::report::{print_statistics, tree_depth, write_json, BenchResult, EngineDelta};
+use crate::report::{print_statistics, write_json, BenchResult, EngineDelta};
 use crate::seed::{BenchSeeds, Seeds};
 use crate::workload::{self, Ctx, KeyOrder};
 use crate::ycsb::{self, InsertCounter, Workload};
@@ -143,7 +143,11 @@ pub(crate) fn write_reports(flags: &Flags, seeds: &Seeds, results: &[BenchResult
     if let Some(path) = &flags.plot {
         let rows: Vec<IntervalRow> = results.iter().flat_map(|r| r.intervals.clone()).collect();
         let names: Vec<&str> = results.iter().map(|r| r.name.as_str()).collect();
-        crate::plot::draw(path, &format!("terrace bench: {}", names.join(", ")), &rows)?;
+        let title = format!("terrace bench: {}", names.join(", "));
+        crate::plot::draw(path, &title, &rows)?;
+        if rows.iter().any(|r| !r.volumes.is_empty()) {
+            crate::plot::draw_volumes(&crate::plot::volumes_path(path), &title, &rows)?;
+        }
     }
     Ok(())
 }
@@ -312,8 +316,8 @@ fn run_one(
         let reporter = reporting.then(|| {
             let every = Duration::from_secs(flags.report_interval_seconds);
             let (shared, done) = (&shared, &done);
-            let depth = || Some(tree_depth(&db.stats().levels));
-            s.spawn(move || report_loop(shared, every, name, run_start, done, csv, &depth))
+            let sample = || EngineSample::of(&db.stats());
+            s.spawn(move || report_loop(shared, every, name, run_start, done, csv, &sample))
         });
         let readers: Vec<_> = (0..flags.threads)
             .map(|tid| {

@@ -28,7 +28,7 @@ use terrace::DbStats;
 
 use crate::error::{BenchError, Result};
 use crate::flags::Flags;
-use crate::interval::{report_loop, CsvReport};
+use crate::interval::{report_loop, CsvReport, EngineSample};
 use crate::keys::ValueGenerator;
 use crate::recorder::{Budget, OpKind, Shared, ThreadStats};
 use crate::report::{BenchResult, Counters, EngineDelta};
@@ -183,7 +183,17 @@ fn run_one(
         let reporter = reporting.then(|| {
             let every = Duration::from_secs(flags.report_interval_seconds);
             let (shared, done) = (&shared, &done);
-            s.spawn(move || report_loop(shared, every, name, run_start, done, csv, &|| None))
+            s.spawn(move || {
+                report_loop(
+                    shared,
+                    every,
+                    name,
+                    run_start,
+                    done,
+                    csv,
+                    &EngineSample::default,
+                )
+            })
         });
         let workers: Vec<_> = (0..flags.threads)
             .map(|tid| {

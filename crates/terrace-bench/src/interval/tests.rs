@@ -34,3 +34,58 @@ fn a_median_of_zero_makes_no_second_slow() {
     assert_eq!(s.median_ops_per_sec, 0.0);
     assert_eq!(s.slow_seconds, 0);
 }
+
+#[test]
+fn volume_intervals_are_per_second_differences_of_the_samples() {
+    let before = EngineSample {
+        tree_depth: None,
+        volumes: vec![(1, 100, 1_000_000, 0), (2, 50, 0, 1000)],
+    };
+    let after = EngineSample {
+        tree_depth: Some(2),
+        volumes: vec![(1, 300, 3_000_000, 4000), (2, 50, 0, 1000), (3, 10, 0, 0)],
+    };
+    let v = volume_intervals(&before, &after, 2.0);
+    assert_eq!(v.len(), 3);
+    assert_eq!((v[0].id, v[0].iops, v[0].mb_per_sec), (1, 100.0, 1.0));
+    assert_eq!(v[0].wait_ms_per_sec, 2.0);
+    assert_eq!((v[1].iops, v[1].wait_ms_per_sec), (0.0, 0.0));
+    // A volume the earlier sample lacks counts from zero.
+    assert_eq!(v[2].iops, 5.0);
+}
+
+#[test]
+fn rows_with_volumes_go_to_the_volumes_file_beside_the_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("report.csv");
+    let mut csv = CsvReport::create(&path).unwrap();
+    let row = |volumes| IntervalRow {
+        secs_elapsed: 1.0,
+        interval_qps: 10.0,
+        p50_micros: 1.0,
+        p99_micros: 2.0,
+        max_micros: 3.0,
+        benchmark: "ycsb_c".into(),
+        tree_depth: None,
+        slow_second_share: None,
+        volumes,
+    };
+    csv.append(&row(Vec::new())).unwrap();
+    assert!(!volumes_path(&path).exists(), "no volumes, no file");
+    let v = |id| VolumeInterval {
+        id,
+        iops: 500.0,
+        mb_per_sec: 2.5,
+        wait_ms_per_sec: 10.0,
+    };
+    csv.append(&row(vec![v(1), v(2)])).unwrap();
+    let text = std::fs::read_to_string(volumes_path(&path)).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0],
+        "secs_elapsed,benchmark,volume,iops,mb_per_sec,wait_ms_per_sec"
+    );
+    assert_eq!(lines[1], "1.000,ycsb_c,1,500.0,2.500,10.0");
+    assert_eq!(lines.len(), 3);
+    assert!(volumes_path(&path).ends_with("report.volumes.csv"));
+}
