@@ -97,17 +97,18 @@ impl Tables {
             return self.cache.get_with(f.number, path);
         }
         let mut opened: Option<Arc<CountingFile>> = None;
-        let reader = self.cache.get_wrapped(f.number, path, |file| {
-            let file = self.with_replicas(f, file);
-            match &self.heat {
+        let reader = self.cache.get_opened(f.number, || {
+            let (path, file) = self.open_copies(f)?;
+            let file = match &self.heat {
                 Some(heat) => {
                     let counters = heat.file(f.number, f.volume, f.size);
                     let counting = Arc::new(CountingFile::new(file, counters));
                     opened = Some(counting.clone());
-                    counting
+                    counting as Arc<dyn ReadableFile>
                 }
                 None => file,
-            }
+            };
+            Ok((path, file))
         })?;
         if let Some(counting) = opened {
             counting.arm();
@@ -115,39 +116,64 @@ impl Tables {
         Ok(reader)
     }
 
-    /// `file` (the copy on `f.volume`) joined by `f`'s replicas, when it has any: a
-    /// replica that cannot be opened (its volume failed, say) is left out, and the reads
-    /// go to the copies that remain.
-    fn with_replicas(&self, f: &FileMeta, file: Arc<dyn ReadableFile>) -> Arc<dyn ReadableFile> {
+    /// Opens every copy of `f` (its own, then its replicas'): one copy is read as it is,
+    /// several through a [`ReplicatedFile`]. A copy that cannot be opened or has the wrong
+    /// size (its volume failed, say) is left out while another copy opens; with none, the
+    /// first copy's error. Returns the path of the first copy opened, for errors.
+    fn open_copies(&self, f: &FileMeta) -> Result<(PathBuf, Arc<dyn ReadableFile>)> {
+        let storage = self.cache.storage();
         if f.replicas.is_empty() {
-            return file;
+            let path = self.path(f.volume, f.number);
+            let file = storage.open(&path)?;
+            return Ok((path, file));
         }
-        let mut volumes = vec![f.volume];
-        let mut copies = vec![file];
-        for &v in &f.replicas {
+        let mut volumes = Vec::new();
+        let mut copies: Vec<Arc<dyn ReadableFile>> = Vec::new();
+        let mut first: Option<PathBuf> = None;
+        let mut failure = None;
+        for v in f.copies() {
             let path = self.path(v, f.number);
-            match self.cache.storage().open(&path) {
+            match storage.open(&path) {
                 Ok(copy) if copy.len() == f.size => {
                     volumes.push(v);
                     copies.push(copy);
+                    first.get_or_insert(path);
                 }
-                Ok(copy) => tracing::warn!(
-                    path = %path.display(),
-                    len = copy.len(),
-                    size = f.size,
-                    "replica has the wrong size; reading the other copies"
-                ),
-                Err(e) => tracing::warn!(
-                    path = %path.display(),
-                    error = %e,
-                    "replica cannot be opened; reading the other copies"
-                ),
+                Ok(copy) => {
+                    tracing::warn!(
+                        path = %path.display(),
+                        len = copy.len(),
+                        size = f.size,
+                        "table copy has the wrong size; reading the other copies"
+                    );
+                    failure.get_or_insert_with(|| {
+                        crate::error::Error::corruption(
+                            &path,
+                            0,
+                            format!("copy is {} bytes, the manifest says {}", copy.len(), f.size),
+                        )
+                    });
+                }
+                Err(e) => {
+                    tracing::warn!(
+                        path = %path.display(),
+                        error = %e,
+                        "table copy cannot be opened; reading the other copies"
+                    );
+                    failure.get_or_insert(e);
+                }
             }
         }
+        let (Some(path), false) = (first, copies.is_empty()) else {
+            return Err(failure.unwrap_or_else(|| {
+                crate::error::Error::Internal(format!("table {} has no copy", f.number))
+            }));
+        };
         if copies.len() == 1 {
-            return copies.swap_remove(0);
+            return Ok((path, copies.swap_remove(0)));
         }
-        Arc::new(ReplicatedFile::new(volumes, copies, self.chooser.clone()))
+        let file = Arc::new(ReplicatedFile::new(volumes, copies, self.chooser.clone()));
+        Ok((path, file))
     }
 
     /// Forgets an open table (after its file was deleted).

@@ -74,6 +74,41 @@ impl DbInner {
         Ok(done)
     }
 
+    /// Adds a copy of live table `number` on `volume` (`Db::copy_table_to`).
+    pub(crate) fn copy_table_to(&self, number: u64, volume: u32) -> Result<bool> {
+        if !self.placer.allows(volume) {
+            return Err(Error::InvalidArgument(format!(
+                "volume {volume} is not a table volume of this database"
+            )));
+        }
+        let version = self.state.lock().versions.current();
+        let found = version
+            .levels()
+            .iter()
+            .enumerate()
+            .find_map(|(level, files)| {
+                files
+                    .iter()
+                    .find(|f| f.number == number)
+                    .map(|f| (level, f.clone()))
+            });
+        let Some((level, meta)) = found else {
+            return Err(Error::InvalidArgument(format!(
+                "table {number} is not live"
+            )));
+        };
+        if meta.copies().any(|v| v == volume) {
+            return Ok(false);
+        }
+        let m = Migration {
+            number,
+            level,
+            to: volume,
+            moved_from: None,
+        };
+        self.migrate(&meta, m)
+    }
+
     /// Copies `f` to `m.to` and installs the copy; false if the file was gone (or its
     /// copies changed) by the time the copy was made.
     fn migrate(&self, f: &FileMeta, m: Migration) -> Result<bool> {

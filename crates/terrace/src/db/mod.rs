@@ -42,7 +42,7 @@ use crate::options::{Options, ReadOptions, WriteOptions};
 use crate::sst::BlockCache;
 use crate::storage::{FileLock, Storage};
 use crate::tables::Tables;
-use crate::version::{Version, VersionSet};
+use crate::version::{FileMeta, Version, VersionSet};
 use crate::wal::LogWriter;
 
 pub use crate::listener::{CompactionInfo, EventListener, FlushInfo};
@@ -157,6 +157,31 @@ impl Db {
     /// docs/formats/wal.md, "Where logs live"), I/O errors.
     pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
         open::open(path.as_ref(), opts)
+    }
+
+    /// Every live table file, with its level: number, volume, replicas, size and keys.
+    pub fn live_files(&self) -> Vec<(usize, FileMeta)> {
+        let version = self.inner.super_version.read().version.clone();
+        version
+            .levels()
+            .iter()
+            .enumerate()
+            .flat_map(|(level, files)| files.iter().map(move |f| (level, f.as_ref().clone())))
+            .collect()
+    }
+
+    /// Adds a copy of live table `number` on table volume `volume`, as load migration
+    /// does (docs/techniques/tango.md): written, checked against the file's checksum and
+    /// synced before the manifest names it; reads then go to whichever copy's volume has
+    /// the most budget left. Returns false if the file already has a copy there, or
+    /// stopped being live while the copy was made.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a volume that is not a table volume (with a spreading
+    /// placement policy: `Options::volumes`) or a file that is not live; I/O errors of
+    /// the copy; manifest errors.
+    pub fn copy_table_to(&self, number: u64, volume: u32) -> Result<bool> {
+        self.inner.copy_table_to(number, volume)
     }
 
     /// Every live table file's heat (reads per heat interval, cooled; see

@@ -81,9 +81,25 @@ impl TableCache {
         path: impl FnOnce() -> PathBuf,
         wrap: impl FnOnce(Arc<dyn ReadableFile>) -> Arc<dyn ReadableFile>,
     ) -> Result<Arc<SstReader>> {
-        self.readers.get_or_insert_with(&file_number, || {
+        self.get_opened(file_number, || {
             let path = path();
             let file = wrap(self.storage.open(&path)?);
+            Ok((path, file))
+        })
+    }
+
+    /// As [`TableCache::get`], with `open` opening the file on a miss (returning the
+    /// path that names it in errors, and the handle to read).
+    ///
+    /// # Errors
+    /// `open`'s errors; `Corruption` from [`SstReader::open`].
+    pub fn get_opened(
+        &self,
+        file_number: u64,
+        open: impl FnOnce() -> Result<(PathBuf, Arc<dyn ReadableFile>)>,
+    ) -> Result<Arc<SstReader>> {
+        self.readers.get_or_insert_with(&file_number, || {
+            let (path, file) = open()?;
             let reader = SstReader::open(file, path, file_number, self.block_cache.clone())?;
             Ok(Arc::new(reader))
         })

@@ -22,6 +22,9 @@ enum Op {
     /// `multi_get_pinned` of the keys, now or at a snapshot.
     MultiGet(Vec<u16>, Option<usize>),
     TakeSnapshot,
+    /// Copies the live table at this index (modulo the live count) to this table volume
+    /// (modulo the volumes), when the run has volumes.
+    Replicate(usize, u32),
     ReadSnapshot(usize, u16),
     Scan {
         lo: Option<u16>,
@@ -65,6 +68,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::Compact),
         1 => Just(Op::Reopen),
         2 => (0u16..400).prop_map(Op::Fill),
+        2 => (any::<usize>(), 0u32..3).prop_map(|(i, v)| Op::Replicate(i, v)),
     ]
 }
 
@@ -87,9 +91,28 @@ fn run(
     separate_wal_dir: bool,
     offload: bool,
 ) -> Result<(), TestCaseError> {
+    run_on(ops, matrix, separate_wal_dir, offload, None)
+}
+
+/// As `run`, with tables spread over three volumes by `placement` when it is given
+/// (and `Op::Replicate` copying tables between them).
+fn run_on(
+    ops: Vec<Op>,
+    matrix: bool,
+    separate_wal_dir: bool,
+    offload: bool,
+    placement: Option<terrace::volume::placement::PlacementPolicy>,
+) -> Result<(), TestCaseError> {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("db");
     let mut opts = small_options();
+    if let Some(p) = placement {
+        opts.volumes = (1..=3)
+            .map(|i| tmp.path().join(format!("vol{i}")))
+            .collect();
+        opts.placement_policy = p;
+        opts.heat_interval = std::time::Duration::from_millis(5);
+    }
     if separate_wal_dir {
         opts.wal_dir = Some(tmp.path().join("wal"));
     }
@@ -166,6 +189,18 @@ fn run(
                     .collect();
                 let want: Vec<Option<Vec<u8>>> = names.iter().map(|k| m.get(k).cloned()).collect();
                 prop_assert_eq!(got, want);
+            }
+            Op::Replicate(i, v) => {
+                if placement.is_some() {
+                    let files = d.live_files();
+                    if !files.is_empty() {
+                        let number = files[i % files.len()].1.number;
+                        // A compaction may replace the file meanwhile: then it is not live.
+                        if let Err(e) = d.copy_table_to(number, 1 + v % 3) {
+                            prop_assert!(matches!(e, terrace::Error::InvalidArgument(_)), "{}", e);
+                        }
+                    }
+                }
             }
             Op::TakeSnapshot => snaps.push((d.snapshot(), model.clone())),
             Op::ReadSnapshot(i, k) => {
@@ -296,6 +331,17 @@ proptest! {
         separate_wal_dir in any::<bool>(),
     ) {
         run(ops, true, separate_wal_dir, false)?;
+    }
+
+    /// Tables spread over three volumes, and copied between them at random.
+    #[test]
+    fn engine_over_several_volumes_with_replicas_matches_btreemap_model(
+        ops in prop::collection::vec(op(), 1..120),
+        policy in 0usize..3,
+    ) {
+        use terrace::volume::placement::PlacementPolicy;
+        let p = [PlacementPolicy::Tango, PlacementPolicy::RoundRobin, PlacementPolicy::Hash][policy];
+        run_on(ops, false, false, false, Some(p))?;
     }
 
     /// Every compaction split between the host and an untrusted device, checked in full.

@@ -420,3 +420,52 @@ fn a_failing_volume_makes_the_database_read_only_with_an_error_naming_it() {
         );
     }
 }
+
+#[test]
+fn copy_table_to_adds_a_replica_that_reads_and_reopens_use() {
+    let root = tempfile::tempdir().unwrap();
+    let opts = Options {
+        volumes: vec![root.path().join("v1"), root.path().join("v2")],
+        placement_policy: PlacementPolicy::Single,
+        ..small_options()
+    };
+    let dir = root.path().join("db");
+    let db = Db::open(&dir, opts.clone()).unwrap();
+    for i in 0..2000u32 {
+        db.put(format!("k{i:05}").as_bytes(), &[b'v'; 60]).unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    let files = db.live_files();
+    let (_, first) = files.first().unwrap().clone();
+    assert_eq!(first.volume, 1);
+    assert!(db.copy_table_to(first.number, 2).unwrap());
+    assert!(!db.copy_table_to(first.number, 2).unwrap(), "already there");
+    assert!(
+        !db.copy_table_to(first.number, 1).unwrap(),
+        "its own volume"
+    );
+    assert!(
+        db.copy_table_to(first.number, 0).is_err(),
+        "not a table volume"
+    );
+    assert!(db.copy_table_to(first.number, 9).is_err());
+    assert!(db.copy_table_to(999_999, 2).is_err(), "not live");
+    let replicated = db
+        .live_files()
+        .into_iter()
+        .find(|(_, f)| f.number == first.number)
+        .unwrap()
+        .1;
+    assert_eq!(replicated.replicas, vec![2]);
+    assert_eq!(count_tables(&root.path().join("v2")), 1);
+    // Deleting the original copy: reads fall over to the replica.
+    std::fs::remove_file(
+        root.path()
+            .join("v1")
+            .join(format!("{:06}.sst", first.number)),
+    )
+    .unwrap();
+    db.close().unwrap();
+    let db = Db::open(&dir, opts).unwrap();
+    assert_eq!(scan_all(&db).len(), 2000);
+}
