@@ -89,6 +89,11 @@ pub struct Config {
     /// Engine: further volumes for table files (volume `i` is the `i`-th entry; volume 0 is
     /// `dir`), each with the limits of its device.
     pub volumes: Vec<VolumeConfig>,
+    /// Engine: how new table files are spread over `volumes` (`by_level` follows
+    /// `level_volumes`; `tango`, `round_robin`, `hash` and `single` place each file).
+    pub placement: terrace::volume::placement::PlacementPolicy,
+    /// Engine: load migration between `volumes` (`off`, `tango`, `iops_only`).
+    pub migration: terrace::volume::migration::MigrationPolicy,
 }
 
 /// One volume of the server's `volumes` list.
@@ -154,6 +159,8 @@ impl Default for Config {
             compaction_workers: None,
             level_volumes: Vec::new(),
             volumes: Vec::new(),
+            placement: terrace::volume::placement::PlacementPolicy::ByLevel,
+            migration: terrace::volume::migration::MigrationPolicy::Off,
         }
     }
 }

@@ -252,6 +252,8 @@ impl Engine {
                 .collect();
         }
         opts.level_volumes.clone_from(&config.level_volumes);
+        opts.placement_policy = config.placement;
+        opts.migration = config.migration;
         let fault = config
             .internal_fault_storage
             .then(|| FaultStorage::new(Arc::new(FsStorage::new())));

@@ -308,6 +308,44 @@ fn metrics_text_has_the_engine_and_latency() {
 
 /// Volumes in the config: level 1 on a limited volume of its own, counted and shown.
 #[test]
+fn a_placement_policy_in_the_config_spreads_tables_over_the_volumes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = format!(
+        "dir = {:?}\nplacement = \"round_robin\"\nmigration = \"tango\"\n\
+         [[volumes]]\npath = {:?}\niops = 5000\n[[volumes]]\npath = {:?}\niops = 5000\n",
+        tmp.path().join("db"),
+        tmp.path().join("v1"),
+        tmp.path().join("v2"),
+    );
+    let config: Config = toml::from_str(&text).unwrap();
+    assert_eq!(
+        config.placement,
+        terrace::volume::placement::PlacementPolicy::RoundRobin
+    );
+    assert_eq!(
+        toml::from_str::<Config>(&config.to_toml().unwrap()).unwrap(),
+        config
+    );
+    let e = Engine::open(&config).unwrap();
+    let mut s = e.connect("t".into()).unwrap();
+    for round in 0..4 {
+        for i in 0..100 {
+            run(&mut s, &format!("SET k{i:04} v{round}"));
+        }
+        e.db().flush().unwrap();
+    }
+    let stats = e.db().stats();
+    assert_eq!(
+        stats.volumes[0].files, 0,
+        "tables only on the table volumes"
+    );
+    assert!(stats.volumes[1].files > 0 && stats.volumes[2].files > 0);
+    // An unknown policy is refused by name.
+    let err = toml::from_str::<Config>("placement = \"fastest\"\n").unwrap_err();
+    assert!(err.to_string().contains("fastest"), "{err}");
+}
+
+#[test]
 fn configured_volumes_hold_their_levels_and_show_in_info() {
     let tmp = tempfile::tempdir().unwrap();
     let v1 = tmp.path().join("v1");
