@@ -53,13 +53,7 @@ impl FromStr for MigrationPolicy {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let s = s.trim().to_ascii_lowercase().replace('-', "_");
-        MigrationPolicy::ALL
-            .into_iter()
-            .find(|p| p.name() == s)
-            .ok_or_else(|| {
-                format!("unknown migration policy {s:?} (expected off, tango or iops_only)")
-            })
+        super::parse_name(s, &MigrationPolicy::ALL, |p| p.name(), "migration policy")
     }
 }
 

@@ -83,6 +83,24 @@ impl Volumes {
     }
 }
 
+/// The one of `all` whose `name` is `s` (case and `-` for `_` aside), or an error
+/// listing the names, for `what` (a policy's kind).
+pub(crate) fn parse_name<T: Copy>(
+    s: &str,
+    all: &[T],
+    name: impl Fn(T) -> &'static str,
+    what: &str,
+) -> Result<T, String> {
+    let s = s.trim().to_ascii_lowercase().replace('-', "_");
+    all.iter().copied().find(|&p| name(p) == s).ok_or_else(|| {
+        let names: Vec<&str> = all.iter().map(|&p| name(p)).collect();
+        format!(
+            "unknown {what} {s:?} (expected one of {})",
+            names.join(", ")
+        )
+    })
+}
+
 /// One volume: its live table files, its device limits, what it was charged since
 /// the database opened, and its heat.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]

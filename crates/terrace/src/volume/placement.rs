@@ -77,17 +77,7 @@ impl FromStr for PlacementPolicy {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let s = s.trim().to_ascii_lowercase().replace('-', "_");
-        PlacementPolicy::ALL
-            .into_iter()
-            .find(|p| p.name() == s)
-            .ok_or_else(|| {
-                let names: Vec<&str> = PlacementPolicy::ALL.iter().map(|p| p.name()).collect();
-                format!(
-                    "unknown placement policy {s:?} (expected one of {})",
-                    names.join(", ")
-                )
-            })
+        super::parse_name(s, &PlacementPolicy::ALL, |p| p.name(), "placement policy")
     }
 }
 
