@@ -97,11 +97,17 @@ pub fn database(out: &mut impl Write, dir: &Path, verify: bool) -> anyhow::Resul
         let bytes: u64 = files.iter().map(|f| f.size).sum();
         writeln!(out, "\nlevel {level}: {} files, {bytes} bytes", files.len())?;
         for f in files {
+            let vol = if f.replicas.is_empty() {
+                f.volume.to_string()
+            } else {
+                let copies: Vec<String> = f.copies().map(|v| v.to_string()).collect();
+                copies.join("+")
+            };
             writeln!(
                 out,
                 "  {:06}.sst vol {} {:>10} bytes  seq {}..{}  [{} .. {}]",
                 f.number,
-                f.volume,
+                vol,
                 f.size,
                 f.smallest_seq,
                 f.largest_seq,

@@ -262,3 +262,28 @@ fn a_compactd_process_runs_compactions_and_its_death_loses_nothing() {
         assert_eq!(got.as_deref(), Some(value(i, 2).as_bytes()), "k{i:05}");
     }
 }
+
+#[test]
+fn inspect_shows_each_table_s_volume_and_replicas() {
+    let root = tempfile::tempdir().unwrap();
+    let opts = Options {
+        volumes: vec![root.path().join("v1"), root.path().join("v2")],
+        placement_policy: terrace::volume::placement::PlacementPolicy::Single,
+        ..small()
+    };
+    let dir = root.path().join("db");
+    let db = Db::open(&dir, opts).unwrap();
+    for i in 0..3000u32 {
+        db.put(format!("key{i:05}").as_bytes(), b"value").unwrap();
+    }
+    db.flush().unwrap();
+    let number = db.live_files()[0].1.number;
+    assert!(db.copy_table_to(number, 2).unwrap());
+    let out = terrace().arg("inspect").arg(&dir).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains(&format!("{number:06}.sst vol 1+2 ")),
+        "{text}"
+    );
+}
