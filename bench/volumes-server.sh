@@ -34,6 +34,7 @@ config() {
     echo "port = 0"
     echo "block_cache_bytes = 0"
     echo "write_buffer_size = 8388608"
+    echo "target_file_size_base = 4194304"
     echo "placement = \"$1\""
     echo "migration = \"$2\""
     for i in 1 2 3 4 5 6; do

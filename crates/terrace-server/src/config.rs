@@ -73,6 +73,9 @@ pub struct Config {
     pub write_buffer_size: usize,
     /// Engine: bytes of the block cache.
     pub block_cache_bytes: usize,
+    /// Engine: the size at which compaction outputs are cut (RocksDB's
+    /// `target_file_size_base`): smaller files spread more evenly over `volumes`.
+    pub target_file_size_base: u64,
     /// Internal, for crash tests only: run the engine on fault-injection storage, which
     /// keeps unsynced bytes in process memory so SIGKILL loses them as a power cut would.
     pub internal_fault_storage: bool,
@@ -153,6 +156,7 @@ impl Default for Config {
             timeout: 0,
             write_buffer_size: engine.write_buffer_size,
             block_cache_bytes: engine.block_cache_bytes,
+            target_file_size_base: engine.target_file_size_base,
             internal_fault_storage: false,
             compaction_mode: CompactionMode::Linear,
             compaction_decision: terrace::compaction::DecisionConfig::default(),

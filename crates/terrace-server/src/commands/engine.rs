@@ -228,6 +228,7 @@ impl Engine {
         let mut opts = Options {
             write_buffer_size: config.write_buffer_size,
             block_cache_bytes: config.block_cache_bytes,
+            target_file_size_base: config.target_file_size_base,
             compaction_filter: Some(FilterSpec {
                 name: EXPIRY_FILTER.to_string(),
                 params: String::new(),

@@ -312,6 +312,7 @@ fn a_placement_policy_in_the_config_spreads_tables_over_the_volumes() {
     let tmp = tempfile::tempdir().unwrap();
     let text = format!(
         "dir = {:?}\nplacement = \"round_robin\"\nmigration = \"tango\"\n\
+         target_file_size_base = 4194304\n\
          [[volumes]]\npath = {:?}\niops = 5000\n[[volumes]]\npath = {:?}\niops = 5000\n",
         tmp.path().join("db"),
         tmp.path().join("v1"),
