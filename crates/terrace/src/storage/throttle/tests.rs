@@ -279,3 +279,45 @@ fn the_backlog_is_the_debt_in_seconds_or_the_saved_rate_as_a_negative() {
     let free = DeviceBudget::new(ThrottleLimits::default(), Duration::ZERO);
     assert_eq!(free.backlog(Duration::ZERO), None);
 }
+
+// Case count: proptest's default, or PROPTEST_CASES from the environment.
+proptest::proptest! {
+    /// Whatever the arrivals, the operations a bucket lets through in any window of
+    /// admission times are at most its rate times the window, plus its burst, plus the one
+    /// I/O that may take the bucket into debt.
+    #[test]
+    fn a_bucket_never_lets_more_than_its_rate_and_burst_through_any_window(
+        arrivals in proptest::collection::vec((0u64..50, 1u64..20), 1..200),
+        iops in 10u64..2000,
+        burst_ms in 0u64..500,
+    ) {
+        let limits = ThrottleLimits::default()
+            .with_iops(iops, UNIT)
+            .with_burst(ms(burst_ms));
+        let b = DeviceBudget::new(limits, Duration::ZERO);
+        let mut now = Duration::ZERO;
+        let mut admitted: Vec<(f64, u64)> = Vec::new();
+        for (gap_ms, cost) in arrivals {
+            now += ms(gap_ms);
+            let wait = b.charge(now, 1, cost);
+            admitted.push(((now + wait).as_secs_f64(), cost));
+        }
+        admitted.sort_by(|x, y| x.0.total_cmp(&y.0));
+        let rate = iops as f64;
+        let burst = rate * burst_ms as f64 / 1000.0;
+        let max_cost = admitted.iter().map(|a| a.1).max().unwrap_or(0) as f64;
+        for i in 0..admitted.len() {
+            let mut sum = 0.0;
+            for k in i..admitted.len() {
+                sum += admitted[k].1 as f64;
+                let window = admitted[k].0 - admitted[i].0;
+                // Waits are rounded to the microsecond.
+                let allowed = rate * (window + 1e-6) + burst + max_cost;
+                proptest::prop_assert!(
+                    sum <= allowed + 1e-9,
+                    "{sum} operations in {window} s at {rate}/s, burst {burst}"
+                );
+            }
+        }
+    }
+}
