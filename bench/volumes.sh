@@ -10,6 +10,8 @@
 #   single           every table on volume 1
 #   round_robin      tables in turn over the six volumes
 #   hash             by a hash of the file number
+#   raid0            the six volumes as one array striped in 64 KiB (every table in the
+#                    first volume's directory, each I/O charged to its stripe's volume)
 #   tango_nomig      TANGO's placement, no migration (the control: placement alone)
 #   tango            TANGO's placement and migration (copies of hot files)
 #   tango_iops_only  TANGO's placement, the IOPS-only migration (moves the hottest file
@@ -28,7 +30,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 . "$ROOT/bench/common.sh"
 WORK="${WORK:-$(mktemp -d)}"
-CONFIGS="${CONFIGS:-single round_robin hash tango_nomig tango tango_iops_only one_volume}"
+CONFIGS="${CONFIGS:-single round_robin hash raid0 tango_nomig tango tango_iops_only one_volume}"
 READS="${READS:-1.0 0.9 0.7 0.5}"
 NUM="${NUM:-1000000}"
 SECONDS_PER_RUN="${SECONDS_PER_RUN:-30}"
@@ -50,6 +52,7 @@ volume_flags() {
     single) echo "--volumes=6 --placement=single --migration=off" ;;
     round_robin) echo "--volumes=6 --placement=round_robin --migration=off" ;;
     hash) echo "--volumes=6 --placement=hash --migration=off" ;;
+    raid0) echo "--volumes=6 --placement=raid0 --migration=off" ;;
     tango_nomig) echo "--volumes=6 --placement=tango --migration=off" ;;
     tango) echo "--volumes=6 --placement=tango --migration=tango" ;;
     tango_iops_only) echo "--volumes=6 --placement=tango --migration=iops_only" ;;

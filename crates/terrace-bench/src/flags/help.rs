@@ -56,7 +56,7 @@ Usage: terrace bench [--name=value ...]   (db_bench's flag names and defaults)
                      N table volumes (vol1 .. volN in --db), each a device of its own with
                      these limits (operations of --storage_io_unit bytes); the log and
                      MANIFEST stay in --db, unlimited. POLICY: tango (default), round_robin,
-                     hash, single, by_level. Migration copies (tango) or moves (iops_only)
+                     hash, raid0, single, by_level. Migration copies (tango) or moves (iops_only)
                      hot files off volumes at their IOPS limit; default tango with
                      --placement=tango, else off
   --statistics --report_interval_seconds --report_file=CSV --json=FILE --plot=SVG

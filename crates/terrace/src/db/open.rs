@@ -27,7 +27,7 @@ use crate::storage::{IoClass, Storage, ThrottledStorage};
 use crate::tables::Tables;
 use crate::version::{parse_file_name, FileKind, FileMeta, Level0Record, VersionEdit, VersionSet};
 use crate::volume::heat::Heat;
-use crate::volume::placement::Placer;
+use crate::volume::placement::{PlacementPolicy, Placer, RAID0_STRIPE_BYTES};
 use crate::volume::replica::BacklogChooser;
 use crate::volume::Volumes;
 use crate::wal::{FileLogWriter, LogReader, LogWriter, ReadOutcome};
@@ -42,7 +42,17 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Db> {
     let (throttled_ids, rules) =
         crate::volume::throttle_rules(&Volumes::new(dir, &opts.volumes), &opts.volume_limits);
     let volume_throttle = (!rules.is_empty()).then(|| {
-        let t = Arc::new(ThrottledStorage::new(opts.storage.clone(), rules));
+        let mut t = ThrottledStorage::new(opts.storage.clone(), rules);
+        if opts.placement_policy == PlacementPolicy::Raid0 {
+            // The table volumes as one array in the first one's directory.
+            let members: Vec<usize> = (0..throttled_ids.len())
+                .filter(|&i| throttled_ids[i] >= 1)
+                .collect();
+            if let Some(first) = opts.volumes.first() {
+                t = t.striped(first.clone(), &members, RAID0_STRIPE_BYTES);
+            }
+        }
+        let t = Arc::new(t);
         opts.storage = t.clone();
         (throttled_ids, t)
     });

@@ -126,12 +126,24 @@ struct Rule {
     budget: Arc<DeviceBudget>,
 }
 
+/// A directory whose files are striped over several rules' devices (RAID 0).
+#[derive(Debug)]
+struct Stripes {
+    dir: PathBuf,
+    /// The member devices, in stripe order.
+    members: Vec<Arc<DeviceBudget>>,
+    /// Bytes per stripe.
+    stripe_bytes: u64,
+}
+
 /// A storage whose files under given directories are throttled. See the module docs.
 #[derive(Debug)]
 pub struct ThrottledStorage {
     inner: Arc<dyn Storage>,
     /// In the caller's order (for `stats`).
     rules: Vec<Rule>,
+    /// Striped directories, checked before the rules.
+    stripes: Vec<Stripes>,
     clock: Arc<dyn Clock>,
 }
 
@@ -161,8 +173,32 @@ impl ThrottledStorage {
         ThrottledStorage {
             inner,
             rules,
+            stripes: Vec::new(),
             clock,
         }
+    }
+
+    /// These rules, with every file under `dir` striped over the devices of the rules at
+    /// `members` (indexes into the rules, in stripe order) in stripes of `stripe_bytes`:
+    /// a RAID 0 array of those devices. The stripe of a file's offset `o` is
+    /// `(h + o / stripe_bytes) % members`, with `h` a hash of the file's path (so files
+    /// do not all start on the first member, as a file system does not place them all at
+    /// the array's start). Each piece of an I/O within one stripe is an I/O of that
+    /// member's device. Unknown indexes are left out; with none left, `dir` is not
+    /// striped.
+    pub fn striped(mut self, dir: PathBuf, members: &[usize], stripe_bytes: u64) -> Self {
+        let members: Vec<Arc<DeviceBudget>> = members
+            .iter()
+            .filter_map(|&i| self.rules.get(i).map(|r| r.budget.clone()))
+            .collect();
+        if !members.is_empty() {
+            self.stripes.push(Stripes {
+                dir,
+                members,
+                stripe_bytes: stripe_bytes.max(1),
+            });
+        }
+        self
     }
 
     /// What each rule's device was charged and waited, in the order the rules were given.
@@ -179,8 +215,25 @@ impl ThrottledStorage {
         self.rules.iter().map(|r| r.budget.backlog(now)).collect()
     }
 
-    /// The throttle of the deepest rule whose directory holds `path`.
+    /// The throttle of `path`: its striped directory's, else the deepest rule's whose
+    /// directory holds it.
     fn route(&self, path: &Path) -> Option<Throttle> {
+        if let Some(st) = self.stripes.iter().find(|st| path.starts_with(&st.dir)) {
+            let salt = path
+                .as_os_str()
+                .as_encoded_bytes()
+                .iter()
+                .fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+                    (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+                });
+            return Some(Throttle {
+                members: st.members.clone(),
+                stripe_bytes: st.stripe_bytes,
+                salt,
+                clock: self.clock.clone(),
+                storage: self.inner.clone(),
+            });
+        }
         let mut best: Option<&Rule> = None;
         for r in &self.rules {
             if path.starts_with(&r.dir) && best.is_none_or(|b| r.depth > b.depth) {
@@ -188,53 +241,99 @@ impl ThrottledStorage {
             }
         }
         best.map(|r| Throttle {
-            budget: r.budget.clone(),
+            members: vec![r.budget.clone()],
+            stripe_bytes: 0,
+            salt: 0,
             clock: self.clock.clone(),
             storage: self.inner.clone(),
         })
     }
 }
 
-/// One device's budget as a file handle uses it.
+/// One file's devices as its handle uses them: one, or the members of a striped array.
 #[derive(Debug, Clone)]
 struct Throttle {
-    budget: Arc<DeviceBudget>,
+    /// One device, or the array's members in stripe order.
+    members: Vec<Arc<DeviceBudget>>,
+    /// Bytes per stripe; 0: one device.
+    stripe_bytes: u64,
+    /// The member of the file's first stripe.
+    salt: u64,
     clock: Arc<dyn Clock>,
     /// The inner storage, whose `IoStats` count the waits.
     storage: Arc<dyn Storage>,
 }
 
 impl Throttle {
-    fn unit(&self) -> u64 {
-        self.budget.limits().io_unit_bytes
+    /// The I/O of `len` bytes at `offset`, as `(member, offset, len)` pieces: the whole
+    /// I/O on the one device, or one piece per stripe it touches.
+    fn pieces(&self, offset: u64, len: u64) -> Vec<(usize, u64, u64)> {
+        let n = self.members.len().max(1) as u64;
+        if self.stripe_bytes == 0 || n == 1 {
+            return vec![(0, offset, len)];
+        }
+        let mut out = Vec::new();
+        let (mut at, end) = (offset, offset.saturating_add(len));
+        while at < end {
+            let stripe = at / self.stripe_bytes;
+            let stop = ((stripe + 1) * self.stripe_bytes).min(end);
+            let member = (self.salt.wrapping_add(stripe) % n) as usize;
+            out.push((member, at, stop - at));
+            at = stop;
+        }
+        out
     }
 
-    /// Charges an I/O (a write when `write`) and sleeps until it may run.
-    fn admit(&self, class: IoClass, bytes: u64, ios: u64, write: bool) {
-        self.storage
-            .io_stats()
-            .record_throttled(class, bytes, write);
-        // The time actually slept: the waiting thread is held for all of it.
-        let slept = self.budget.admit(&*self.clock, bytes, ios);
-        if !slept.is_zero() {
-            let micros = u64::try_from(slept.as_micros()).unwrap_or(u64::MAX);
-            self.storage.io_stats().record_throttle_wait(class, micros);
+    /// What an I/O of `len` bytes at `offset` costs each member it touches, as
+    /// `(member, bytes, operations)`, its operations counted by `runs` (one per member).
+    fn costs(&self, runs: &mut Vec<IoRun>, offset: u64, len: u64) -> Vec<(usize, u64, u64)> {
+        if runs.len() < self.members.len() {
+            runs.resize(self.members.len(), IoRun::default());
         }
+        self.pieces(offset, len)
+            .into_iter()
+            .filter_map(|(member, at, bytes)| {
+                let unit = self.members.get(member)?.limits().io_unit_bytes;
+                let ios = runs.get_mut(member)?.ios(at, bytes, unit);
+                Some((member, bytes, ios))
+            })
+            .collect()
+    }
+
+    /// Charges `costs` (from [`Throttle::costs`]) for an I/O of `len` bytes (a write when
+    /// `write`) and sleeps until every device it touches may run it.
+    fn admit(&self, class: IoClass, len: u64, write: bool, costs: &[(usize, u64, u64)]) {
+        self.storage.io_stats().record_throttled(class, len, write);
+        let now = self.clock.now();
+        let mut wait = Duration::ZERO;
+        for &(member, bytes, ios) in costs {
+            if let Some(budget) = self.members.get(member) {
+                wait = wait.max(budget.charge(now, bytes, ios));
+            }
+        }
+        if wait.is_zero() {
+            return;
+        }
+        self.clock.sleep(wait);
+        // The time actually slept: the waiting thread is held for all of it.
+        let slept = self.clock.now().saturating_sub(now).max(wait);
+        let micros = u64::try_from(slept.as_micros()).unwrap_or(u64::MAX);
+        self.storage.io_stats().record_throttle_wait(class, micros);
     }
 }
 
 struct ThrottledWritable {
     inner: Box<dyn WritableFile>,
     class: IoClass,
-    run: IoRun,
+    runs: Vec<IoRun>,
     throttle: Throttle,
 }
 
 impl WritableFile for ThrottledWritable {
     fn append(&mut self, data: &[u8]) -> Result<()> {
-        let bytes = data.len() as u64;
-        let ios = self.run.ios(self.inner.len(), bytes, self.throttle.unit());
-        self.throttle.admit(self.class, bytes, ios, true);
+        let (at, len) = (self.inner.len(), data.len() as u64);
+        let costs = self.throttle.costs(&mut self.runs, at, len);
+        self.throttle.admit(self.class, len, true, &costs);
         self.inner.append(data)
     }
 
@@ -243,7 +342,9 @@ impl WritableFile for ThrottledWritable {
     }
 
     fn sync(&mut self) -> Result<()> {
-        self.run.close();
+        for run in &mut self.runs {
+            run.close();
+        }
         self.inner.sync()
     }
 
@@ -254,15 +355,16 @@ impl WritableFile for ThrottledWritable {
 
 struct ThrottledReadable {
     inner: Arc<dyn ReadableFile>,
-    run: Mutex<IoRun>,
+    runs: Mutex<Vec<IoRun>>,
     throttle: Throttle,
 }
 
 impl ReadableFile for ThrottledReadable {
     fn read_exact_at(&self, offset: u64, buf: &mut [u8], class: IoClass) -> Result<()> {
-        let bytes = buf.len() as u64;
-        let ios = self.run.lock().ios(offset, bytes, self.throttle.unit());
-        self.throttle.admit(class, bytes, ios, false);
+        let len = buf.len() as u64;
+        // The runs' lock is held while counting, never while waiting.
+        let costs = self.throttle.costs(&mut self.runs.lock(), offset, len);
+        self.throttle.admit(class, len, false, &costs);
         self.inner.read_exact_at(offset, buf, class)
     }
 
@@ -282,7 +384,7 @@ impl Storage for ThrottledStorage {
             Some(throttle) => Box::new(ThrottledWritable {
                 inner,
                 class,
-                run: IoRun::default(),
+                runs: Vec::new(),
                 throttle,
             }),
             None => inner,
@@ -294,7 +396,7 @@ impl Storage for ThrottledStorage {
         Ok(match self.route(path) {
             Some(throttle) => Arc::new(ThrottledReadable {
                 inner,
-                run: Mutex::new(IoRun::default()),
+                runs: Mutex::new(Vec::new()),
                 throttle,
             }),
             None => inner,

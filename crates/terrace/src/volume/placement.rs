@@ -32,16 +32,25 @@ pub enum PlacementPolicy {
     /// overlap the new file's key range, then the lowest weight (heat), then at random
     /// (a hash of the file number, so that a worker and the host agree).
     Tango,
+    /// RAID 0: the table volumes as one striped array. Every table is written to the
+    /// first table volume's directory, and each I/O is charged to the volume whose
+    /// stripe ([`RAID0_STRIPE_BYTES`]) it falls in (with `Options::volume_limits` on
+    /// the table volumes; docs/techniques/tango.md says what this emulates).
+    Raid0,
 }
+
+/// Bytes per stripe of the `raid0` policy's array.
+pub const RAID0_STRIPE_BYTES: u64 = 64 << 10;
 
 impl PlacementPolicy {
     /// Every policy with its name, in the order the docs list them.
-    pub const ALL: [PlacementPolicy; 5] = [
+    pub const ALL: [PlacementPolicy; 6] = [
         PlacementPolicy::ByLevel,
         PlacementPolicy::Single,
         PlacementPolicy::RoundRobin,
         PlacementPolicy::Hash,
         PlacementPolicy::Tango,
+        PlacementPolicy::Raid0,
     ];
 
     /// The policy's name as configuration spells it.
@@ -52,6 +61,7 @@ impl PlacementPolicy {
             PlacementPolicy::RoundRobin => "round_robin",
             PlacementPolicy::Hash => "hash",
             PlacementPolicy::Tango => "tango",
+            PlacementPolicy::Raid0 => "raid0",
         }
     }
 
@@ -146,7 +156,7 @@ impl PlacementPlan {
         }
         let at = |i: u64| self.candidates[(i % n) as usize];
         match self.policy {
-            PlacementPolicy::ByLevel | PlacementPolicy::Single => at(0),
+            PlacementPolicy::ByLevel | PlacementPolicy::Single | PlacementPolicy::Raid0 => at(0),
             PlacementPolicy::RoundRobin => at(self.first_turn.wrapping_add(index as u64)),
             PlacementPolicy::Hash => at(mix64(number)),
             PlacementPolicy::Tango => self.tango(placed, number, smallest, largest),

@@ -469,3 +469,35 @@ fn copy_table_to_adds_a_replica_that_reads_and_reopens_use() {
     let db = Db::open(&dir, opts).unwrap();
     assert_eq!(scan_all(&db).len(), 2000);
 }
+
+#[test]
+fn raid0_keeps_tables_in_one_directory_and_charges_every_volume_by_stripe() {
+    use terrace::storage::ThrottleLimits;
+    let root = tempfile::tempdir().unwrap();
+    let limits = ThrottleLimits::default().with_iops(100_000, ThrottleLimits::CLOUD_IO_UNIT_BYTES);
+    let opts = Options {
+        volumes: (1..=3).map(|i| root.path().join(format!("v{i}"))).collect(),
+        volume_limits: vec![ThrottleLimits::default(), limits, limits, limits],
+        placement_policy: PlacementPolicy::Raid0,
+        target_file_size_base: 256 << 10,
+        block_cache_bytes: 0,
+        ..small_options()
+    };
+    let db = Db::open(root.path().join("db"), opts).unwrap();
+    for i in 0..6000u32 {
+        db.put(format!("k{i:05}").as_bytes(), &[b'v'; 100]).unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    for i in 0..6000u32 {
+        assert!(db.get(format!("k{i:05}").as_bytes()).unwrap().is_some());
+    }
+    let stats = db.stats();
+    // Every table in the array's directory (volume 1) ...
+    assert!(stats.volumes[1].files > 0);
+    assert_eq!(stats.volumes[2].files + stats.volumes[3].files, 0);
+    assert_eq!(count_tables(&root.path().join("v2")), 0);
+    // ... and every member volume charged for its stripes.
+    for v in 1..=3 {
+        assert!(stats.volumes[v].ios > 0, "{:?}", stats.volumes[v]);
+    }
+}

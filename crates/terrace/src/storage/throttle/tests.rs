@@ -321,3 +321,50 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn a_striped_directory_charges_each_stripe_to_its_member() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b, arr) = (
+        dir.path().join("a"),
+        dir.path().join("b"),
+        dir.path().join("arr"),
+    );
+    let limits = ThrottleLimits::default().with_iops(1000, UNIT);
+    let storage = ThrottledStorage::new(
+        Arc::new(FsStorage::new()),
+        vec![(a.clone(), limits), (b.clone(), limits)],
+    )
+    .striped(arr.clone(), &[0, 1], 4 * KIB);
+    for d in [&a, &arr] {
+        storage.create_dir_all(d).unwrap();
+    }
+    let mut w = storage.create(&arr.join("f"), IoClass::Compaction).unwrap();
+    // 16 KiB in one append: four stripes, two on each member, each its own operation.
+    w.append(&[1u8; 16 * KIB as usize]).unwrap();
+    w.sync().unwrap();
+    let ios = |s: &ThrottledStorage| s.stats().iter().map(|x| x.ios).collect::<Vec<_>>();
+    let bytes = |s: &ThrottledStorage| s.stats().iter().map(|x| x.bytes).collect::<Vec<_>>();
+    assert_eq!(ios(&storage), vec![2, 2]);
+    assert_eq!(bytes(&storage), vec![8 * KIB, 8 * KIB]);
+    // A read within one stripe costs one member one operation; one across a stripe
+    // boundary costs both.
+    let r = storage.open(&arr.join("f")).unwrap();
+    let mut buf = vec![0u8; 1024];
+    r.read_exact_at(0, &mut buf, IoClass::Foreground).unwrap();
+    assert_eq!(ios(&storage).iter().sum::<u64>(), 5);
+    let mut buf = vec![0u8; 2 * KIB as usize];
+    r.read_exact_at(3 * KIB, &mut buf, IoClass::Foreground)
+        .unwrap();
+    assert_eq!(ios(&storage).iter().sum::<u64>(), 7);
+    // Files outside the array keep their own device.
+    let mut w = storage.create(&a.join("g"), IoClass::Compaction).unwrap();
+    w.append(&[1u8; 100]).unwrap();
+    assert_eq!(ios(&storage).iter().sum::<u64>(), 8);
+    // An array of no known member is no array.
+    let plain = ThrottledStorage::new(Arc::new(FsStorage::new()), vec![(a.clone(), limits)])
+        .striped(arr.clone(), &[7], 4 * KIB);
+    let mut w = plain.create(&arr.join("h"), IoClass::Compaction).unwrap();
+    w.append(&[1u8; 100]).unwrap();
+    assert_eq!(ios(&plain), vec![0]);
+}
