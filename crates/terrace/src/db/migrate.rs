@@ -112,13 +112,26 @@ impl DbInner {
     /// Copies `f` to `m.to` and installs the copy; false if the file was gone (or its
     /// copies changed) by the time the copy was made.
     fn migrate(&self, f: &FileMeta, m: Migration) -> Result<bool> {
-        {
+        // One copy at a time: two copies of one file to one volume would write the same
+        // path, and the second could truncate a copy the first installed.
+        let _one_at_a_time = self.migration_lock.lock();
+        let f = {
             let mut st = self.state.lock();
             if st.shutting_down || st.bg_error.is_some() {
                 return Ok(false);
             }
+            // What the file is now: `f` may be from before another copy was installed.
+            let current = st.versions.current();
+            let Some(now) = current.files(m.level).iter().find(|g| g.number == f.number) else {
+                return Ok(false);
+            };
+            if now.copies().any(|v| v == m.to) {
+                return Ok(false);
+            }
             st.pending_outputs.insert(f.number);
-        }
+            now.as_ref().clone()
+        };
+        let f = &f;
         let started = Instant::now();
         let copied = self.copy_table(f, m.to);
         let mut st = self.state.lock();

@@ -127,6 +127,8 @@ pub(crate) struct DbInner {
     pub(crate) volume_throttle: Option<(Vec<u32>, Arc<crate::storage::ThrottledStorage>)>,
     /// Where new table files go under a placement policy.
     pub(crate) placer: crate::volume::placement::Placer,
+    /// Held for the whole of each load-migration copy (`db::migrate`).
+    pub(crate) migration_lock: Mutex<()>,
     pub(crate) _lock: Box<dyn FileLock>,
 }
 

@@ -270,6 +270,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Db> {
         listeners,
         volume_throttle,
         placer,
+        migration_lock: Mutex::new(()),
         opts,
         _lock: lock,
     });

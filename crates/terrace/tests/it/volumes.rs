@@ -501,3 +501,32 @@ fn raid0_keeps_tables_in_one_directory_and_charges_every_volume_by_stripe() {
         assert!(stats.volumes[v].ios > 0, "{:?}", stats.volumes[v]);
     }
 }
+
+#[test]
+fn concurrent_copies_of_one_table_to_one_volume_make_one_whole_copy() {
+    let root = tempfile::tempdir().unwrap();
+    let opts = Options {
+        volumes: vec![root.path().join("v1"), root.path().join("v2")],
+        placement_policy: PlacementPolicy::Single,
+        ..small_options()
+    };
+    let dir = root.path().join("db");
+    let db = Db::open(&dir, opts.clone()).unwrap();
+    for i in 0..2000u32 {
+        db.put(format!("k{i:05}").as_bytes(), &[b'v'; 60]).unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    let number = db.live_files()[0].1.number;
+    let made: Vec<bool> = std::thread::scope(|s| {
+        let copies: Vec<_> = (0..4)
+            .map(|_| s.spawn(|| db.copy_table_to(number, 2).unwrap()))
+            .collect();
+        copies.into_iter().map(|c| c.join().unwrap()).collect()
+    });
+    assert_eq!(made.iter().filter(|&&m| m).count(), 1, "{made:?}");
+    db.close().unwrap();
+    // The copy is whole: with the original gone, every key reads from it.
+    std::fs::remove_file(root.path().join("v1").join(format!("{number:06}.sst"))).unwrap();
+    let db = Db::open(&dir, opts).unwrap();
+    assert_eq!(scan_all(&db).len(), 2000);
+}
