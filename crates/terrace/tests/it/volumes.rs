@@ -421,20 +421,27 @@ fn a_failing_volume_makes_the_database_read_only_with_an_error_naming_it() {
     }
 }
 
-#[test]
-fn copy_table_to_adds_a_replica_that_reads_and_reopens_use() {
-    let root = tempfile::tempdir().unwrap();
+/// A database with two table volumes, every table on volume 1, holding 2000 keys compacted
+/// below level 0; with its options and directory.
+fn two_volumes_on_the_first(root: &std::path::Path) -> (Db, Options, std::path::PathBuf) {
     let opts = Options {
-        volumes: vec![root.path().join("v1"), root.path().join("v2")],
+        volumes: vec![root.join("v1"), root.join("v2")],
         placement_policy: PlacementPolicy::Single,
         ..small_options()
     };
-    let dir = root.path().join("db");
+    let dir = root.join("db");
     let db = Db::open(&dir, opts.clone()).unwrap();
     for i in 0..2000u32 {
         db.put(format!("k{i:05}").as_bytes(), &[b'v'; 60]).unwrap();
     }
     db.compact_range(None, None).unwrap();
+    (db, opts, dir)
+}
+
+#[test]
+fn copy_table_to_adds_a_replica_that_reads_and_reopens_use() {
+    let root = tempfile::tempdir().unwrap();
+    let (db, opts, dir) = two_volumes_on_the_first(root.path());
     let files = db.live_files();
     let (_, first) = files.first().unwrap().clone();
     assert_eq!(first.volume, 1);
@@ -505,17 +512,7 @@ fn raid0_keeps_tables_in_one_directory_and_charges_every_volume_by_stripe() {
 #[test]
 fn concurrent_copies_of_one_table_to_one_volume_make_one_whole_copy() {
     let root = tempfile::tempdir().unwrap();
-    let opts = Options {
-        volumes: vec![root.path().join("v1"), root.path().join("v2")],
-        placement_policy: PlacementPolicy::Single,
-        ..small_options()
-    };
-    let dir = root.path().join("db");
-    let db = Db::open(&dir, opts.clone()).unwrap();
-    for i in 0..2000u32 {
-        db.put(format!("k{i:05}").as_bytes(), &[b'v'; 60]).unwrap();
-    }
-    db.compact_range(None, None).unwrap();
+    let (db, opts, dir) = two_volumes_on_the_first(root.path());
     let number = db.live_files()[0].1.number;
     let made: Vec<bool> = std::thread::scope(|s| {
         let copies: Vec<_> = (0..4)
