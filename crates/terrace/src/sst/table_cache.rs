@@ -67,23 +67,9 @@ impl TableCache {
         file_number: u64,
         path: impl FnOnce() -> PathBuf,
     ) -> Result<Arc<SstReader>> {
-        self.get_wrapped(file_number, path, |file| file)
-    }
-
-    /// As [`TableCache::get_with`], reading through the handle `wrap` makes of the file's
-    /// on a miss (a handle that counts reads, say).
-    ///
-    /// # Errors
-    /// As [`TableCache::get`].
-    pub fn get_wrapped(
-        &self,
-        file_number: u64,
-        path: impl FnOnce() -> PathBuf,
-        wrap: impl FnOnce(Arc<dyn ReadableFile>) -> Arc<dyn ReadableFile>,
-    ) -> Result<Arc<SstReader>> {
         self.get_opened(file_number, || {
             let path = path();
-            let file = wrap(self.storage.open(&path)?);
+            let file = self.storage.open(&path)?;
             Ok((path, file))
         })
     }

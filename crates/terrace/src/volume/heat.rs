@@ -27,7 +27,7 @@ use crate::storage::{IoClass, ReadableFile};
 use crate::version::Version;
 
 /// Bytes per billed I/O operation (cloud SSD volumes count one per 256 KiB).
-pub const IO_UNIT_BYTES: u64 = 256 << 10;
+pub const IO_UNIT_BYTES: u64 = crate::storage::ThrottleLimits::CLOUD_IO_UNIT_BYTES;
 
 /// Operations an I/O of `bytes` is billed as: ceil(bytes / [`IO_UNIT_BYTES`]), at least 1.
 pub fn billed_ios(bytes: u64) -> u64 {
