@@ -16,6 +16,9 @@
 #   tango            TANGO's placement and migration (copies of hot files)
 #   tango_iops_only  TANGO's placement, the IOPS-only migration (moves the hottest file
 #                    from the busiest volume to the idlest)
+#   demand_nomig     the demand placement (predicted reads and compaction reads against
+#                    each volume's IOPS), no migration
+#   demand           the demand placement and TANGO's migration
 #   one_volume       one volume with six times the limits (what the six cost together)
 # Prints per run: ops/s, the table volumes' summed IOPS and its share of their summed
 # limit, the standard deviation of per-volume IOPS, files and MB migrated; then ratios
@@ -30,7 +33,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 . "$ROOT/bench/common.sh"
 WORK="${WORK:-$(mktemp -d)}"
-CONFIGS="${CONFIGS:-single round_robin hash raid0 tango_nomig tango tango_iops_only one_volume}"
+CONFIGS="${CONFIGS:-single round_robin hash raid0 tango_nomig tango tango_iops_only demand_nomig demand one_volume}"
 READS="${READS:-1.0 0.9 0.7 0.5}"
 NUM="${NUM:-1000000}"
 SECONDS_PER_RUN="${SECONDS_PER_RUN:-30}"
@@ -56,6 +59,8 @@ volume_flags() {
     tango_nomig) echo "--volumes=6 --placement=tango --migration=off" ;;
     tango) echo "--volumes=6 --placement=tango --migration=tango" ;;
     tango_iops_only) echo "--volumes=6 --placement=tango --migration=iops_only" ;;
+    demand_nomig) echo "--volumes=6 --placement=demand --migration=off" ;;
+    demand) echo "--volumes=6 --placement=demand --migration=tango" ;;
     one_volume) echo "--volumes=1 --placement=single --migration=off" ;;
     *) echo "unknown configuration $1" >&2; exit 1 ;;
   esac

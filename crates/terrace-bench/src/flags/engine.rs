@@ -105,8 +105,8 @@ impl Flags {
 
     /// The table volumes of `--volumes`: `vol1` .. `volN` in `--db`, each limited by
     /// `--volume_iops` and `--volume_rate`, placed by `--placement` (default `tango`),
-    /// balanced by `--migration` (default: TANGO's with TANGO's placement, else none);
-    /// the database directory (log and MANIFEST) counted but not limited. Without
+    /// balanced by `--migration` (default: TANGO's with `tango` or `demand` placement,
+    /// else none); the database directory (log and MANIFEST) counted but not limited. Without
     /// `--volumes`, `--level0_dir` as volume 1 holding level 0.
     fn volume_options(&self) -> Options {
         if self.volumes == 0 {
@@ -128,7 +128,7 @@ impl Flags {
         let placement_policy = self.placement.unwrap_or(PlacementPolicy::Tango);
         let migration = self
             .migration
-            .unwrap_or(if placement_policy == PlacementPolicy::Tango {
+            .unwrap_or(if placement_policy.balances_load() {
                 MigrationPolicy::Tango
             } else {
                 MigrationPolicy::Off

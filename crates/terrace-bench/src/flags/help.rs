@@ -55,10 +55,10 @@ Usage: terrace bench [--name=value ...]   (db_bench's flag names and defaults)
   --heat_interval_ms=MS --migration=tango|iops_only|off
                      N table volumes (vol1 .. volN in --db), each a device of its own with
                      these limits (operations of --storage_io_unit bytes); the log and
-                     MANIFEST stay in --db, unlimited. POLICY: tango (default), round_robin,
-                     hash, raid0, single, by_level. Migration copies (tango) or moves (iops_only)
-                     hot files off volumes at their IOPS limit; default tango with
-                     --placement=tango, else off
+                     MANIFEST stay in --db, unlimited. POLICY: tango (default), demand,
+                     round_robin, hash, raid0, single, by_level. Migration copies (tango) or
+                     moves (iops_only) hot files off volumes at their IOPS limit; default
+                     tango with --placement=tango or demand, else off
   --statistics --report_interval_seconds --report_file=CSV --json=FILE --plot=SVG
   --ycsb_field_count --ycsb_field_length --ycsb_max_scan_length --ycsb_zipfian_constant
   --ycsb_read_proportion=SHARE (reads in ycsb_a/b/c, the rest updates)

@@ -26,7 +26,11 @@ impl DbInner {
     /// Runs `pick` on the picker's view of the current state (levels, compact pointers,
     /// files being compacted). The version is dropped before this returns, so that garbage
     /// collection after the picked compaction can delete its inputs.
-    fn with_level_state<T>(&self, st: &DbState, pick: impl FnOnce(&LevelState<'_>) -> T) -> T {
+    pub(super) fn with_level_state<T>(
+        &self,
+        st: &DbState,
+        pick: impl FnOnce(&LevelState<'_>) -> T,
+    ) -> T {
         let v = st.versions.current();
         let pointers: Vec<_> = (0..v.num_levels())
             .map(|l| st.versions.compact_pointer(l).cloned())
@@ -237,10 +241,9 @@ impl DbInner {
         let lo = all_inputs().map(|(s, _)| s).min();
         let hi = all_inputs().map(|(_, l)| l).max();
         let placement = self.placement_plan(
-            &st.versions.current(),
+            st,
             picked.output_level,
-            lo,
-            hi,
+            (lo, hi),
             &picked
                 .inputs
                 .iter()

@@ -43,7 +43,7 @@ impl DbInner {
         let number = st.versions.new_file_number();
         st.pending_outputs.insert(number);
         let bytes = mem.approximate_memory_usage() as u64;
-        let plan = self.placement_plan(&st.versions.current(), 0, None, None, &[], bytes);
+        let plan = self.placement_plan(st, 0, (None, None), &[], bytes);
         let env = Level0Env {
             placement: plan.as_ref(),
             ..self.level0_env()

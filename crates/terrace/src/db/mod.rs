@@ -475,13 +475,13 @@ impl DbInner {
     /// replace `inputs` (none for a flush) and hold about `bytes` bytes in all.
     pub(crate) fn placement_plan(
         &self,
-        version: &Version,
+        st: &DbState,
         level: usize,
-        lo: Option<&[u8]>,
-        hi: Option<&[u8]>,
+        range: (Option<&[u8]>, Option<&[u8]>),
         inputs: &[u64],
         bytes: u64,
     ) -> Option<crate::volume::placement::PlacementPlan> {
+        let version = st.versions.current();
         // A volume's weight: its files' summed heat, in thousandths; without heat
         // statistics, its live table files.
         let weight = |v: u32| match self.tables.heat() {
@@ -504,8 +504,67 @@ impl DbInner {
             .map_or(0.0, |h| h.heat_of(inputs.iter().copied()));
         let new_file_weight = crate::volume::heat::billed_ios(per_file) * 1000
             + (inherited * 1000.0 / files as f64) as u64;
-        self.placer
-            .plan(version, level, lo, hi, weight, new_file_weight)
+        let (lo, hi) = range;
+        let mut plan = self
+            .placer
+            .plan(&version, level, lo, hi, weight, new_file_weight)?;
+        if plan.policy.needs_demand() {
+            self.add_demand(st, &mut plan, level, inputs, files, per_file);
+        }
+        Some(plan)
+    }
+
+    /// Fills in `plan`'s predicted demand (`volume::demand`) for `files` new files of
+    /// about `per_file` bytes on `level` replacing `inputs`: the layout without the
+    /// inputs, the foreground read rates and compaction read rate the heat statistics
+    /// measured (until compactions are measured, a nominal rate, so that the layout
+    /// still balances), and each new file's share of its inputs' read rates plus
+    /// the compaction reads a file of its size on its level is expected to cost.
+    fn add_demand(
+        &self,
+        st: &DbState,
+        plan: &mut crate::volume::placement::PlacementPlan,
+        level: usize,
+        inputs: &[u64],
+        files: u64,
+        per_file: u64,
+    ) {
+        let scores = self.with_level_state(st, |state| {
+            crate::compaction::picker::scores(state, &self.opts)
+        });
+        let version = st.versions.current();
+        let layout: Vec<Vec<Arc<crate::version::FileMeta>>> = version
+            .levels()
+            .iter()
+            .map(|files| {
+                files
+                    .iter()
+                    .filter(|f| !inputs.contains(&f.number))
+                    .cloned()
+                    .collect()
+            })
+            .collect();
+        // Until compaction reads are measured, a nominal one operation per second.
+        let (read_rates, compaction_rate) = match self.tables.heat() {
+            Some(h) => (h.read_rates(), h.compaction_rate()),
+            None => (Default::default(), 0.0),
+        };
+        let compaction_rate = if compaction_rate > 0.0 {
+            compaction_rate
+        } else {
+            1.0
+        };
+        let read_rate = |n: u64| read_rates.get(&n).copied().unwrap_or(0.0);
+        let demand = crate::volume::demand::predict(&layout, &scores, read_rate, compaction_rate);
+        let inherited: f64 = inputs.iter().map(|&n| read_rate(n)).sum();
+        let new_file = inherited / files as f64 + demand.compaction_cost(level, per_file);
+        let rate = |v: u32| {
+            self.opts
+                .volume_limits
+                .get(v as usize)
+                .map_or(0, |l| l.iops)
+        };
+        plan.set_demand(&demand, rate, new_file);
     }
 
     /// What a level 0 needs to do I/O.

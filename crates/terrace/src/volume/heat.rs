@@ -121,6 +121,11 @@ pub struct Heat {
     /// Per volume id, the writing of the files registered since the last tick, in
     /// operations: part of the volume's weight until the tick folds it into the heats.
     pending: parking_lot::Mutex<Vec<u64>>,
+    /// Compaction (background) read operations per second over every file, smoothed by
+    /// `alpha` across intervals, as `f64` bits.
+    compaction_rate: AtomicU64,
+    /// The length of the last interval in seconds, as `f64` bits (0 before the first).
+    interval_secs: AtomicU64,
 }
 
 impl Heat {
@@ -131,6 +136,8 @@ impl Heat {
             files: RwLock::new(HashMap::new()),
             loads: RwLock::new(Vec::new()),
             pending: parking_lot::Mutex::new(Vec::new()),
+            compaction_rate: AtomicU64::new(0f64.to_bits()),
+            interval_secs: AtomicU64::new(0f64.to_bits()),
         }
     }
 
@@ -169,10 +176,18 @@ impl Heat {
             .flatten()
             .map(|f| (f.number, f.volume, f.size))
             .collect();
+        let mut compaction_ios = 0u64;
         {
             let mut files = self.files.write();
             let keep: std::collections::HashSet<u64> = live.iter().map(|l| l.0).collect();
-            files.retain(|n, _| keep.contains(n));
+            // A file compacted away was read by that compaction: count it before it goes.
+            files.retain(|n, f| {
+                let kept = keep.contains(n);
+                if !kept {
+                    compaction_ios += f.background.swap(0, Ordering::Relaxed);
+                }
+                kept
+            });
             for &(number, volume, size) in &live {
                 files
                     .entry(number)
@@ -187,6 +202,7 @@ impl Heat {
             let fg = f.foreground.swap(0, Ordering::Relaxed);
             let written = f.written.swap(0, Ordering::Relaxed);
             let bg = f.background.swap(0, Ordering::Relaxed);
+            compaction_ios += bg;
             let heat = self.alpha * f.heat() + (fg + written) as f64;
             f.heat.store(heat.to_bits(), Ordering::Relaxed);
             let read_heat = self.alpha * f.read_heat() + fg as f64;
@@ -201,6 +217,31 @@ impl Heat {
             loads[v].iops += (fg + bg) as f64 / secs;
         }
         *self.loads.write() = loads;
+        let rate =
+            self.alpha * self.compaction_rate() + (1.0 - self.alpha) * compaction_ios as f64 / secs;
+        self.compaction_rate
+            .store(rate.to_bits(), Ordering::Relaxed);
+        self.interval_secs.store(secs.to_bits(), Ordering::Relaxed);
+    }
+
+    /// Compaction read operations per second over every file, smoothed over intervals.
+    pub fn compaction_rate(&self) -> f64 {
+        f64::from_bits(self.compaction_rate.load(Ordering::Relaxed))
+    }
+
+    /// Each known file's foreground read operations per second, by number: its read heat
+    /// in steady state is N / (1 - alpha) for N operations per interval.
+    pub fn read_rates(&self) -> HashMap<u64, f64> {
+        let secs = f64::from_bits(self.interval_secs.load(Ordering::Relaxed));
+        if secs <= 0.0 {
+            return HashMap::new();
+        }
+        let per_heat = (1.0 - self.alpha) / secs;
+        self.files
+            .read()
+            .iter()
+            .map(|(&n, f)| (n, f.read_heat() * per_heat))
+            .collect()
     }
 
     /// The load of `volume` after the last tick; its weight includes the writing of the

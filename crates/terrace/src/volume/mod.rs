@@ -7,6 +7,7 @@
 //! `FileMeta` names its volume).
 //! Concurrency: plain data, shared read-only.
 
+pub mod demand;
 pub mod heat;
 pub mod migration;
 pub mod placement;

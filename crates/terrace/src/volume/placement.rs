@@ -11,6 +11,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::demand::Demand;
 use crate::version::Version;
 
 /// A placement policy by name (`Options::placement_policy`, the server's `placement`,
@@ -37,6 +38,12 @@ pub enum PlacementPolicy {
     /// stripe ([`RAID0_STRIPE_BYTES`]) it falls in (with `Options::volume_limits` on
     /// the table volumes; docs/techniques/tango.md says what this emulates).
     Raid0,
+    /// Beyond TANGO: the volume whose predicted demand (its files' foreground read rates
+    /// plus the compaction reads they are expected to cause, `volume::demand`) against
+    /// its provisioned IOPS is lowest once the new file's own demand is added, so that
+    /// the highest ratio over all volumes stays as low as it can; ties by a hash of the
+    /// file number.
+    Demand,
 }
 
 /// Bytes per stripe of the `raid0` policy's array.
@@ -44,13 +51,14 @@ pub const RAID0_STRIPE_BYTES: u64 = 64 << 10;
 
 impl PlacementPolicy {
     /// Every policy with its name, in the order the docs list them.
-    pub const ALL: [PlacementPolicy; 6] = [
+    pub const ALL: [PlacementPolicy; 7] = [
         PlacementPolicy::ByLevel,
         PlacementPolicy::Single,
         PlacementPolicy::RoundRobin,
         PlacementPolicy::Hash,
         PlacementPolicy::Tango,
         PlacementPolicy::Raid0,
+        PlacementPolicy::Demand,
     ];
 
     /// The policy's name as configuration spells it.
@@ -62,6 +70,7 @@ impl PlacementPolicy {
             PlacementPolicy::Hash => "hash",
             PlacementPolicy::Tango => "tango",
             PlacementPolicy::Raid0 => "raid0",
+            PlacementPolicy::Demand => "demand",
         }
     }
 
@@ -74,6 +83,17 @@ impl PlacementPolicy {
     /// True if the policy reads the next level's layout (what a plan must carry).
     pub fn needs_layout(self) -> bool {
         self == PlacementPolicy::Tango
+    }
+
+    /// True if the policy weighs the volumes' load (`tango`, `demand`): the policies
+    /// load migration goes with by default.
+    pub fn balances_load(self) -> bool {
+        matches!(self, PlacementPolicy::Tango | PlacementPolicy::Demand)
+    }
+
+    /// True if the policy places by predicted demand (what a plan must carry).
+    pub fn needs_demand(self) -> bool {
+        self == PlacementPolicy::Demand
     }
 }
 
@@ -125,6 +145,17 @@ pub struct PlacementPlan {
     /// the files of one compaction spread instead of all going to the lightest volume.
     #[serde(default)]
     pub new_file_weight: u64,
+    /// Demand: each candidate's predicted operations per second, in thousandths, in
+    /// `candidates` order.
+    #[serde(default)]
+    pub demands: Vec<u64>,
+    /// Demand: each candidate's provisioned IOPS, in `candidates` order; 0: unlimited.
+    #[serde(default)]
+    pub rates: Vec<u64>,
+    /// Demand: the operations per second, in thousandths, each file placed with this
+    /// plan is expected to add to its volume.
+    #[serde(default)]
+    pub new_file_demand: u64,
 }
 
 impl PlacementPlan {
@@ -137,7 +168,26 @@ impl PlacementPlan {
             next_level: Vec::new(),
             weights: Vec::new(),
             new_file_weight: 0,
+            demands: Vec::new(),
+            rates: Vec::new(),
+            new_file_demand: 0,
         }
+    }
+
+    /// Fills in what the `demand` policy needs: each candidate's predicted demand, its
+    /// provisioned IOPS (`rate`, 0 unlimited) and the operations per second each new
+    /// file is expected to add.
+    pub fn set_demand(&mut self, demand: &Demand, rate: impl Fn(u32) -> u64, new_file: f64) {
+        let milli = |x: f64| (x.max(0.0) * 1000.0).min(u64::MAX as f64) as u64;
+        self.demands = self
+            .candidates
+            .iter()
+            .map(|&v| milli(demand.of(v)))
+            .collect();
+        self.rates = self.candidates.iter().map(|&v| rate(v)).collect();
+        // At least a thousandth: every new file adds something, so that the files of one
+        // compaction spread even where nothing predicts their reads.
+        self.new_file_demand = milli(new_file).max(1);
     }
 
     /// True if `volume` is one this plan may choose.
@@ -160,7 +210,55 @@ impl PlacementPlan {
             PlacementPolicy::RoundRobin => at(self.first_turn.wrapping_add(index as u64)),
             PlacementPolicy::Hash => at(mix64(number)),
             PlacementPolicy::Tango => self.tango(placed, number, smallest, largest),
+            PlacementPolicy::Demand => self.demand(placed, number),
         }
+    }
+
+    /// The candidate that keeps the highest demand-to-rate ratio over all candidates
+    /// lowest once the new file's demand is on it, then the one whose own ratio is
+    /// lowest, then a hash of `number` among the ties.
+    fn demand(&self, placed: &[u32], number: u64) -> u32 {
+        let unlimited = self.rates.iter().all(|&r| r == 0);
+        // A volume without a limit counts as one of rate 1 when none has a limit (the
+        // demands alone balance), and as never loaded when others have limits.
+        let rate = |i: usize| match self.rates.get(i).copied().unwrap_or(0) {
+            0 if unlimited => 1.0,
+            0 => f64::INFINITY,
+            r => r as f64,
+        };
+        let load = |i: usize, v: u32| {
+            let added = placed.iter().filter(|&&p| p == v).count() as f64;
+            self.demands.get(i).copied().unwrap_or(0) as f64 + added * self.new_file_demand as f64
+        };
+        let ratios: Vec<f64> = (0..self.candidates.len())
+            .map(|i| load(i, self.candidates[i]) / rate(i))
+            .collect();
+        let with_new =
+            |i: usize| (load(i, self.candidates[i]) + self.new_file_demand as f64) / rate(i);
+        let score = |i: usize| {
+            let others = ratios
+                .iter()
+                .enumerate()
+                .filter(|&(j, _)| j != i)
+                .map(|(_, &r)| r)
+                .fold(0.0, f64::max);
+            (others.max(with_new(i)), with_new(i))
+        };
+        let scored: Vec<(f64, f64)> = (0..self.candidates.len()).map(score).collect();
+        let Some(best) = scored
+            .iter()
+            .copied()
+            .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)))
+        else {
+            return 0;
+        };
+        let ties: Vec<u32> = scored
+            .iter()
+            .zip(&self.candidates)
+            .filter(|(s, _)| **s == best)
+            .map(|(_, &v)| v)
+            .collect();
+        ties[(mix64(number) % ties.len() as u64) as usize]
     }
 
     /// Fewest overlapping next-level files, then lowest weight, then a hash of `number`

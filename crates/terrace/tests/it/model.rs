@@ -337,10 +337,15 @@ proptest! {
     #[test]
     fn engine_over_several_volumes_with_replicas_matches_btreemap_model(
         ops in prop::collection::vec(op(), 1..120),
-        policy in 0usize..3,
+        policy in 0usize..4,
     ) {
         use terrace::volume::placement::PlacementPolicy;
-        let p = [PlacementPolicy::Tango, PlacementPolicy::RoundRobin, PlacementPolicy::Hash][policy];
+        let p = [
+            PlacementPolicy::Tango,
+            PlacementPolicy::RoundRobin,
+            PlacementPolicy::Hash,
+            PlacementPolicy::Demand,
+        ][policy];
         run_on(ops, false, false, false, Some(p))?;
     }
 

@@ -12,11 +12,20 @@ use crate::{scan_all, small_options};
 /// returns the live files per volume (from `stats().volumes`, checked against the
 /// directories) after a reopen that reads every key back.
 fn spread(policy: PlacementPolicy) -> Vec<u64> {
+    spread_limited(policy, Vec::new())
+}
+
+/// [`spread`] with `volume_limits`.
+fn spread_limited(
+    policy: PlacementPolicy,
+    volume_limits: Vec<terrace::storage::ThrottleLimits>,
+) -> Vec<u64> {
     let root = tempfile::tempdir().unwrap();
     let vols: Vec<_> = (1..=3).map(|i| root.path().join(format!("v{i}"))).collect();
     let opts = Options {
         volumes: vols.clone(),
         placement_policy: policy,
+        volume_limits,
         ..small_options()
     };
     let dir = root.path().join("db");
@@ -59,7 +68,11 @@ fn count_tables(dir: &std::path::Path) -> usize {
 
 #[test]
 fn spreading_policies_use_every_table_volume_and_leave_the_database_directory_to_the_logs() {
-    for policy in [PlacementPolicy::RoundRobin, PlacementPolicy::Hash] {
+    for policy in [
+        PlacementPolicy::RoundRobin,
+        PlacementPolicy::Hash,
+        PlacementPolicy::Demand,
+    ] {
         let files = spread(policy);
         assert_eq!(files[0], 0, "{policy}: a table in the database directory");
         assert!(
@@ -74,6 +87,21 @@ fn spreading_policies_use_every_table_volume_and_leave_the_database_directory_to
     assert!(
         files[1..].iter().filter(|&&n| n > 0).count() >= 2,
         "tango: {files:?}"
+    );
+}
+
+#[test]
+fn demand_puts_far_fewer_files_on_a_volume_provisioned_for_far_less() {
+    // Limits high enough never to throttle the test, but volume 1 has a hundredth of the
+    // IOPS of the others: it takes a file only while the demand predicted for it is
+    // under a hundredth of theirs.
+    let limits = [100_000_000, 100_000, 10_000_000, 10_000_000]
+        .map(|iops| terrace::storage::ThrottleLimits::default().with_iops(iops, 4096));
+    let files = spread_limited(PlacementPolicy::Demand, limits.to_vec());
+    assert_eq!(files[0], 0, "a table in the database directory");
+    assert!(
+        files[1] * 4 <= files[2].min(files[3]),
+        "the slow volume got a fair share: {files:?}"
     );
 }
 

@@ -130,3 +130,30 @@ fn new_files_weigh_on_their_volume_until_the_tick_takes_their_writing_into_heat(
     assert_eq!(heat.volume_load(3).weight, 4.0);
     assert_eq!(heat.heat_of([1, 2, 99]), 4.0);
 }
+
+#[test]
+fn read_rates_and_the_compaction_rate_come_out_per_second() {
+    let heat = Heat::new(0.5);
+    assert!(heat.read_rates().is_empty(), "no interval closed yet");
+    let v = version(&[(4, 1, 100), (5, 2, 100)]);
+    let (f4, f5) = (heat.file(4, 1, 100), heat.file(5, 2, 100));
+    for _ in 0..20 {
+        f4.record_read(100, IoClass::Foreground);
+    }
+    for _ in 0..6 {
+        f5.record_read(100, IoClass::Compaction);
+    }
+    heat.tick(&v, Duration::from_secs(2));
+    // Read heat 20 after one interval; at alpha 0.5 that is 10 per interval, 5 per second.
+    let rates = heat.read_rates();
+    assert_eq!(rates[&4], 5.0);
+    assert_eq!(rates[&5], 0.0);
+    // 6 compaction reads in 2 s, smoothed from 0 by alpha: 0.5 * 3.
+    assert_eq!(heat.compaction_rate(), 1.5);
+    // A file compacted away still counts the reads its compaction made.
+    for _ in 0..8 {
+        f5.record_read(100, IoClass::Compaction);
+    }
+    heat.tick(&version(&[(4, 1, 100)]), Duration::from_secs(1));
+    assert_eq!(heat.compaction_rate(), 0.5 * 1.5 + 0.5 * 8.0);
+}

@@ -127,3 +127,81 @@ fn tango_spreads_the_files_of_one_plan_by_the_weight_each_adds() {
     assert_eq!(on(1) + on(2) + on(3), 6);
     assert!(on(2) >= on(3) && on(3) >= on(1), "{placed:?}");
 }
+
+fn demand_plan(demands: &[u64], rates: &[u64], new_file: u64) -> PlacementPlan {
+    let mut plan = PlacementPlan::new(
+        PlacementPolicy::Demand,
+        (1..=demands.len() as u32).collect(),
+    );
+    plan.demands = demands.to_vec();
+    plan.rates = rates.to_vec();
+    plan.new_file_demand = new_file;
+    plan
+}
+
+#[test]
+fn demand_places_where_the_highest_ratio_stays_lowest() {
+    // Volume 2 carries the least demand but has a fifth of the others' rate: 200/100 is
+    // already its ratio, so the file goes to volume 3 (400/1000 + 100/1000).
+    let plan = demand_plan(&[600, 200, 400], &[1000, 100, 1000], 100);
+    assert_eq!(plan.choose(&[], 7, b"a", b"b"), 3);
+    // Each file placed adds its demand: the second lands on volume 3 again (0.6 against
+    // 0.7 on volume 1); for the third, volumes 1 and 3 tie (volume 2's 2.0 stays the
+    // highest ratio either way, and both would reach 0.7): the hash decides.
+    assert_eq!(plan.choose(&[3], 8, b"a", b"b"), 3);
+    let third = plan.choose(&[3, 3], 9, b"a", b"b");
+    assert!(third == 1 || third == 3, "{third}");
+}
+
+#[test]
+fn demand_without_limits_balances_the_demands_and_spreads_a_compaction_s_files() {
+    let plan = demand_plan(&[300, 100, 100, 100], &[0, 0, 0, 0], 100);
+    let mut placed = Vec::new();
+    for n in 0..6 {
+        let v = plan.choose(&placed, 50 + n, b"a", b"z");
+        placed.push(v);
+    }
+    let count = |v: u32| placed.iter().filter(|&&p| p == v).count();
+    assert_eq!(
+        count(1),
+        0,
+        "volume 1 starts 200 above the others: {placed:?}"
+    );
+    assert_eq!((count(2), count(3), count(4)), (2, 2, 2), "{placed:?}");
+}
+
+#[test]
+fn demand_ignores_unlimited_volumes_beside_limited_ones_and_ties_go_by_hash() {
+    let plan = demand_plan(&[9000, 0], &[0, 100], 10);
+    assert_eq!(
+        plan.choose(&[], 1, b"a", b"b"),
+        1,
+        "an unlimited volume is never loaded"
+    );
+    let even = demand_plan(&[0, 0, 0], &[500, 500, 500], 0);
+    let mut seen = [false; 4];
+    for n in 0..64 {
+        let v = plan_choice(&even, n);
+        assert_eq!(v, plan_choice(&even, n), "stable for one number");
+        seen[v as usize] = true;
+    }
+    assert_eq!(seen, [false, true, true, true]);
+}
+
+fn plan_choice(plan: &PlacementPlan, number: u64) -> u32 {
+    plan.choose(&[], number, b"", b"")
+}
+
+#[test]
+fn set_demand_reads_candidates_in_order_in_thousandths() {
+    let mut demand = crate::volume::demand::Demand::default();
+    demand.by_volume.insert(2, 1.5);
+    demand.by_volume.insert(9, 7.0);
+    let mut plan = PlacementPlan::new(PlacementPolicy::Demand, vec![1, 2]);
+    plan.set_demand(&demand, |v| u64::from(v) * 100, 0.25);
+    assert_eq!(plan.demands, vec![0, 1500]);
+    assert_eq!(plan.rates, vec![100, 200]);
+    assert_eq!(plan.new_file_demand, 250);
+    plan.set_demand(&demand, |_| 0, 0.0);
+    assert_eq!(plan.new_file_demand, 1, "never nothing");
+}
