@@ -93,7 +93,8 @@ pub struct Config {
     /// `dir`), each with the limits of its device.
     pub volumes: Vec<VolumeConfig>,
     /// Engine: how new table files are spread over `volumes` (`by_level` follows
-    /// `level_volumes`; `tango`, `round_robin`, `hash` and `single` place each file).
+    /// `level_volumes`; `tango`, `demand`, `round_robin`, `hash`, `raid0` and `single`
+    /// place each file).
     pub placement: terrace::volume::placement::PlacementPolicy,
     /// Engine: load migration between `volumes` (`off`, `tango`, `iops_only`).
     pub migration: terrace::volume::migration::MigrationPolicy,
