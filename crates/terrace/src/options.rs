@@ -157,6 +157,11 @@ pub struct Options {
     pub compaction_filter_factories: Vec<Arc<dyn crate::compaction::CompactionFilterFactory>>,
     /// Receivers of flush, compaction and background-error events.
     pub listeners: Vec<Arc<dyn crate::listener::EventListener>>,
+    /// A log kept outside the engine (`wal::ExternalLog`), for writes made durable
+    /// elsewhere before they reach the engine (`Db::write_external`): replayed at open
+    /// from the last sequence number the manifest says its tables hold, and told after
+    /// each flush how far it may drop records. `None`: `Db::write_external` is refused.
+    pub external_log: Option<Arc<dyn crate::wal::ExternalLog>>,
     /// The kind of level 0 (classic level-0 table files by default).
     pub level0: Arc<dyn Level0>,
     /// What runs compaction tasks ([`LinearExecutor`](crate::compaction::LinearExecutor),
@@ -211,6 +216,7 @@ impl Default for Options {
             compaction_filter: None,
             compaction_filter_factories: Vec::new(),
             listeners: Vec::new(),
+            external_log: None,
             level0: Arc::new(crate::level0::ClassicLevel0),
             compaction_executor: Arc::new(crate::compaction::LinearExecutor),
             compaction_workers: None,
@@ -228,6 +234,7 @@ impl std::fmt::Debug for Options {
             .field("compression", &self.compression)
             .field("num_levels", &self.num_levels)
             .field("wal_dir", &self.wal_dir)
+            .field("external_log", &self.external_log)
             .field("target_file_size_base", &self.target_file_size_base)
             .field("max_bytes_for_level_base", &self.max_bytes_for_level_base)
             .field(

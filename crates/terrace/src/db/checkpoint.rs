@@ -24,7 +24,7 @@ use std::path::Path;
 use super::DbInner;
 use crate::error::{Error, Result};
 use crate::storage::{IoClass, Storage};
-use crate::version::{manifest_file_name, parse_file_name, table_file_name, FileKind};
+use crate::version::{manifest_file_name, table_file_name};
 
 /// Bytes of a log copied per read.
 const COPY_CHUNK_BYTES: usize = 1 << 20;
@@ -75,12 +75,11 @@ impl DbInner {
         out.sync()?;
         drop(out);
         let log_number = st.versions.log_number();
-        for name in self.storage.list(&self.wal_dir.path)? {
-            if let Some((FileKind::Wal, n)) = parse_file_name(&name) {
-                if n >= log_number {
-                    self.copy_log(&self.wal_dir.path.join(&name), &tmp.join(&name))?;
-                }
-            }
+        for log in self.logs.live(self.storage.as_ref(), log_number)? {
+            self.copy_log(
+                &log.path,
+                &tmp.join(crate::version::wal_file_name(log.number)),
+            )?;
         }
         self.storage.write_atomic(
             &tmp.join("CURRENT"),

@@ -75,6 +75,12 @@ impl DbInner {
         };
         let next_log = st.imms.get(1).map_or(st.mem_wal_number, |i| i.wal_number);
         edit.log_number = Some(next_log);
+        // Memtables hold consecutive sequence numbers and flush oldest first: every
+        // external write up to this one's last is in tables now.
+        let external = self.opts.external_log.clone();
+        if external.is_some() {
+            edit.external_flushed = Some(mem.largest_seq());
+        }
         if let Err(e) = self.apply_edit(st, edit) {
             if let Some(f) = st.imms.front_mut() {
                 f.flushing = false;
@@ -102,7 +108,13 @@ impl DbInner {
         // The flushed memtable is freed here, with the lock released, unless a reader
         // still holds it: freeing a memtable's entries one by one takes milliseconds,
         // which under the lock a writer would wait out.
-        MutexGuard::unlocked(st, move || drop(mem));
+        let flushed_through = st.versions.external_flushed();
+        MutexGuard::unlocked(st, move || {
+            drop(mem);
+            if let Some(log) = external {
+                log.release_through(flushed_through);
+            }
+        });
         Ok(true)
     }
 

@@ -2,10 +2,9 @@
 //!
 //! A table file is deleted only when no installed version that is still alive (held by a
 //! reader, an iterator or a snapshot's view) references it on its volume (its own or one
-//! of its replicas') and no unfinished job is writing a file of that number; WAL files older than the manifest's log number (in the log directory and,
-//! when `wal_dir` is another directory, in the database directory, where an open without
-//! `wal_dir` left them) and manifests older than the live one go too (temporary files only
-//! on open, where no rename can be in flight). Run after every install and on open, where
+//! of its replicas') and no unfinished job is writing a file of that number. Logs older
+//! than the manifest's log number (`wal::LogSet::obsolete`) and manifests older than the
+//! live one go too (temporary files only on open, where no rename can be in flight). Run after every install and on open, where
 //! it also removes the outputs of jobs abandoned by a crash.
 
 use std::path::PathBuf;
@@ -66,10 +65,6 @@ impl DbInner {
                 };
                 let obsolete = match kind {
                     FileKind::Table => !pending.contains(&number) && !live.contains(&(i, number)),
-                    // Logs in the database directory: all of them without a separate
-                    // wal_dir, else those an open without it left; a separate log
-                    // directory is listed below.
-                    FileKind::Wal => i == 0 && number < log_number,
                     // A newer manifest is left by a switch that failed after CURRENT
                     // may have been renamed onto it: it may be the one CURRENT names. The
                     // next successful switch (every open makes one) removes it.
@@ -82,17 +77,14 @@ impl DbInner {
                 }
             }
         }
-        if self.wal_dir.db_dir.is_some() {
-            if let Ok(names) = self.storage.list(&self.wal_dir.path) {
-                for name in names {
-                    if let Some((FileKind::Wal, n)) = parse_file_name(&name) {
-                        if n < log_number {
-                            out.push((self.wal_dir.path.join(name), None));
-                        }
-                    }
-                }
-            }
-        }
+        // Logs, in the log directory and the database directory (where an open without
+        // wal_dir left them).
+        out.extend(
+            self.logs
+                .obsolete(self.storage.as_ref(), log_number)
+                .into_iter()
+                .map(|p| (p, None)),
+        );
         out
     }
 }

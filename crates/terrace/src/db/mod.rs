@@ -20,7 +20,6 @@ mod resume;
 mod rewrite;
 mod snapshot;
 mod stats;
-mod wal_dir;
 mod write;
 mod write_delay;
 
@@ -100,7 +99,7 @@ pub(crate) struct WalState {
 pub(crate) struct DbInner {
     pub(crate) dir: PathBuf,
     /// Where the write-ahead logs are created and found.
-    pub(crate) wal_dir: wal_dir::WalDir,
+    pub(crate) logs: crate::wal::LogSet,
     pub(crate) opts: Options,
     pub(crate) storage: Arc<dyn Storage>,
     pub(crate) state: Mutex<DbState>,
@@ -237,6 +236,30 @@ impl Db {
     /// As [`Db::put`].
     pub fn write(&self, batch: WriteBatch, opts: WriteOptions) -> Result<()> {
         self.inner.write(batch, opts)
+    }
+
+    /// Applies `batch`, made durable by `Options::external_log` instead of the engine's
+    /// own log: the batch gets its sequence numbers, `persist` makes it durable in the
+    /// external log with them (the first is its argument), and only then is the batch
+    /// inserted and visible, as a logged write is after its log record. Returns the
+    /// batch's first sequence number. The external log keeps the write until
+    /// `ExternalLog::release_through` passes it, and replays it at open until then.
+    ///
+    /// # Errors
+    /// `InvalidArgument` without an external log; what `persist` returns (the write is
+    /// then not applied, and the database goes on); as [`Db::write`] otherwise.
+    pub fn write_external(
+        &self,
+        batch: WriteBatch,
+        persist: impl FnOnce(SeqNo) -> Result<()> + Send + 'static,
+    ) -> Result<SeqNo> {
+        if self.inner.opts.external_log.is_none() {
+            return Err(Error::InvalidArgument(
+                "write_external needs Options::external_log, which replays such writes at open"
+                    .into(),
+            ));
+        }
+        self.inner.write_external(batch, Box::new(persist))
     }
 
     /// The value of `key`, or `None`.
@@ -518,8 +541,8 @@ impl DbInner {
     /// about `per_file` bytes on `level` replacing `inputs`: the layout without the
     /// inputs, the foreground read rates and compaction read rate the heat statistics
     /// measured (until compactions are measured, a nominal rate, so that the layout
-    /// still balances), and each new file's share of its inputs' read rates plus
-    /// the compaction reads a file of its size on its level is expected to cost.
+    /// still balances), and each new file's share of its inputs' read rates plus what a
+    /// file of its size on its level is expected to cost (`Demand::new_file_cost`).
     fn add_demand(
         &self,
         st: &DbState,
@@ -557,7 +580,7 @@ impl DbInner {
         let read_rate = |n: u64| read_rates.get(&n).copied().unwrap_or(0.0);
         let demand = crate::volume::demand::predict(&layout, &scores, read_rate, compaction_rate);
         let inherited: f64 = inputs.iter().map(|&n| read_rate(n)).sum();
-        let new_file = inherited / files as f64 + demand.compaction_cost(level, per_file);
+        let new_file = inherited / files as f64 + demand.new_file_cost(level, per_file);
         let rate = |v: u32| {
             self.opts
                 .volume_limits

@@ -1,7 +1,7 @@
 //! Opening a database: lock, manifest recovery, WAL replay, a fresh WAL, and the
 //! background threads.
 //!
-//! Logs are found and created through [`WalDir`] (the `wal_dir` option): recovery replays
+//! Logs are found and created through [`LogSet`] (the `wal_dir` option): recovery replays
 //! the logs it finds there and in the database directory, and the fresh log goes into the
 //! log directory, whose entry is synced before the manifest names it.
 
@@ -12,7 +12,6 @@ use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
-use super::wal_dir::{FoundLog, WalDir};
 use super::{background, stats, write, Db, DbInner, DbState, ImmMemTable, SuperVersion, WalState};
 use crate::batch::WriteBatch;
 use crate::compaction::FilterRegistry;
@@ -21,16 +20,16 @@ use crate::iter::InternalIterator;
 use crate::key::{SeqNo, ValueType};
 use crate::level0::{Level0, Level0Env};
 use crate::memtable::MemTable;
-use crate::options::{Options, WalRecoveryMode};
+use crate::options::Options;
 use crate::sst::BlockCache;
-use crate::storage::{IoClass, Storage, ThrottledStorage};
+use crate::storage::{Storage, ThrottledStorage};
 use crate::tables::Tables;
 use crate::version::{parse_file_name, FileKind, FileMeta, Level0Record, VersionEdit, VersionSet};
 use crate::volume::heat::Heat;
 use crate::volume::placement::{PlacementPolicy, Placer, RAID0_STRIPE_BYTES};
 use crate::volume::replica::BacklogChooser;
 use crate::volume::Volumes;
-use crate::wal::{FileLogWriter, LogReader, LogWriter, ReadOutcome};
+use crate::wal::{FoundLog, LogSet, LogWriter};
 
 pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Db> {
     opts.validate()?;
@@ -69,7 +68,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Db> {
     for v in &opts.volumes {
         storage.create_dir_all(v)?;
     }
-    let wal_dir = WalDir::open(storage.as_ref(), dir, &opts)?;
+    let logs = LogSet::open(storage.as_ref(), dir, &opts)?;
     let has_db = storage.exists(&dir.join("CURRENT"))?;
     if has_db && opts.error_if_exists {
         return Err(Error::InvalidArgument(format!(
@@ -78,7 +77,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Db> {
         )));
     }
     if !has_db {
-        wal_dir.refuse_foreign_logs(storage.as_ref())?;
+        logs.refuse_foreign_logs(storage.as_ref())?;
     }
     let mut versions = if has_db {
         VersionSet::recover_with_level0(
@@ -115,7 +114,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Db> {
     let dirs = volumes
         .iter()
         .map(|(_, d)| d.to_path_buf())
-        .chain(wal_dir.db_dir.is_some().then(|| wal_dir.path.clone()));
+        .chain(logs.db_dir.is_some().then(|| logs.path.clone()));
     for volume_dir in dirs {
         for name in storage.list(&volume_dir)? {
             if let Some((_, number)) = parse_file_name(&name) {
@@ -163,7 +162,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Db> {
         placement: replay_plan.as_ref(),
     };
     level0.recover(&env, &versions.current())?;
-    let logs = wal_dir.logs_to_replay(storage.as_ref(), versions.log_number())?;
+    let to_replay = logs.logs_to_replay(storage.as_ref(), versions.log_number())?;
     let mut recovered = Recovery {
         storage: storage.as_ref(),
         opts: &opts,
@@ -176,7 +175,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Db> {
         max_seq: 0,
         dropped: 0,
     };
-    recovered.replay(&logs)?;
+    recovered.replay(&logs, &to_replay)?;
     let Recovery {
         new_files,
         records,
@@ -188,8 +187,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Db> {
     stats::add(&counters.wal_records_dropped, dropped);
 
     let wal_number = versions.new_file_number();
-    let wal_file = storage.create(&wal_dir.log_path(wal_number), IoClass::Wal)?;
-    let mut wal_log = FileLogWriter::new(wal_file);
+    let mut wal_log = logs.create(storage.as_ref(), wal_number)?;
     let mut deferred: Vec<(Arc<MemTable>, u64)> = deferred
         .into_iter()
         .map(|(m, n)| (Arc::new(m), n))
@@ -203,7 +201,6 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Db> {
             *n = wal_number;
         }
     }
-    storage.sync_dir(&wal_dir.path)?;
     let last_seq = versions.last_sequence().max(max_seq);
     versions.set_last_sequence(last_seq);
     // Logs holding the data of memtables kept unflushed stay until those are flushed.
@@ -212,9 +209,16 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Db> {
         log_number: Some(oldest_kept.unwrap_or(wal_number)),
         ..VersionEdit::default()
     };
+    // Everything replayed is in tables unless a memtable was kept unflushed.
+    if opts.external_log.is_some() && deferred.is_empty() {
+        edit.external_flushed = Some(last_seq);
+    }
     edit.new_files = new_files.into_iter().map(|f| (0, f)).collect();
     edit.level0 = records;
     versions.log_and_apply(edit)?;
+    if let Some(external) = &opts.external_log {
+        external.release_through(versions.external_flushed());
+    }
 
     let version = versions.current();
     let imms: VecDeque<ImmMemTable> = deferred
@@ -247,7 +251,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Db> {
     };
     let inner = Arc::new(DbInner {
         dir: dir.to_path_buf(),
-        wal_dir,
+        logs,
         storage,
         state: Mutex::new(state),
         bg_done: Condvar::new(),
@@ -335,84 +339,68 @@ struct Recovery<'a> {
 }
 
 impl Recovery<'_> {
-    /// Replays `logs` (oldest first) into level 0.
-    fn replay(&mut self, logs: &[FoundLog]) -> Result<()> {
-        for log in logs {
+    /// Replays the external log's writes not yet in tables (`Options::external_log`),
+    /// then `found` (oldest first, of `logs`), into level 0.
+    fn replay(&mut self, logs: &LogSet, found: &[FoundLog]) -> Result<()> {
+        for log in found {
             self.versions.mark_file_number_used(log.number);
         }
         let mut mem = MemTable::new();
-        // The first log holding an entry of `mem`.
+        // The first log holding an entry of `mem` (external writes count as the first
+        // log replayed, or the live log number when there is none).
         let mut mem_log = None;
-        let files = logs
-            .iter()
-            .map(|l| self.storage.open(&l.path))
-            .collect::<Result<Vec<_>>>()?;
-        for (i, (log, file)) in logs.iter().zip(files.iter()).enumerate() {
-            // The newest log holding anything: a log started after a failed write (whose
-            // torn record ends the log before it) stays empty until a flush has made the
-            // older log obsolete, so a crash in between leaves the tear at the end of
-            // the newest non-empty log.
-            let newest = files
-                .get(i + 1..)
-                .unwrap_or_default()
-                .iter()
-                .all(|f| f.is_empty());
-            let path = &log.path;
-            let mut reader = LogReader::new(file.clone(), path.clone());
-            let stop = loop {
-                match reader.read_record()? {
-                    ReadOutcome::Record { data, offset } => {
-                        let batch = WriteBatch::from_record(data, path, offset)?;
-                        let seq = batch.sequence();
-                        mem_log.get_or_insert(log.number);
-                        write::insert_into_memtable(&mem, &batch, seq)?;
-                        let last = seq + u64::from(batch.count()).saturating_sub(1);
-                        self.max_seq = self.max_seq.max(last);
-                        if mem.approximate_memory_usage() >= self.opts.write_buffer_size {
-                            let first_log = mem_log.take().unwrap_or(log.number);
-                            self.flush(std::mem::take(&mut mem), first_log)?;
-                        }
-                    }
-                    ReadOutcome::Eof => break false,
-                    ReadOutcome::Corrupt {
-                        offset,
-                        reason,
-                        tail,
-                    } => {
-                        // Writes move to a new log only once the old one is synced, so a
-                        // later log holding anything proves this damage is in synced data:
-                        // dropping from here would lose acknowledged writes. Only the
-                        // newest log that holds anything can end in an unsynced tail,
-                        // which a power cut may tear anywhere (docs/formats/wal.md,
-                        // "Recovery modes").
-                        if !newest {
-                            return Err(Error::corruption(
-                                path,
-                                offset,
-                                format!("{reason} (a later log holds writes: the damage is in synced data)"),
-                            ));
-                        }
-                        let tolerated = match self.opts.wal_recovery_mode {
-                            WalRecoveryMode::PointInTime => true,
-                            WalRecoveryMode::TolerateCorruptedTailRecords => tail,
-                        };
-                        if !tolerated {
-                            return Err(Error::corruption(path, offset, reason));
-                        }
-                        tracing::warn!(path = %path.display(), offset, %reason, "dropping damaged write-ahead-log records");
-                        self.dropped += 1;
-                        break true;
-                    }
-                }
-            };
-            if stop {
-                break;
-            }
+        let first_log = found
+            .first()
+            .map_or(self.versions.log_number(), |l| l.number);
+        // The sequence numbers the external log replayed, as (first, last): a memtable
+        // kept at an open that dropped damaged records was rewritten into the log here,
+        // external writes included, and those must not be applied twice.
+        let mut external_seqs: Vec<(u64, u64)> = Vec::new();
+        if let Some(external) = self.opts.external_log.clone() {
+            let after = self.versions.external_flushed();
+            external.replay(after, &mut |batch| {
+                let first = batch.sequence();
+                external_seqs.push((first, first + u64::from(batch.count()).saturating_sub(1)));
+                self.apply(&mut mem, &mut mem_log, batch, first_log)
+            })?;
         }
+        external_seqs.sort_unstable();
+        let replayed_externally = |seq: u64| {
+            let i = external_seqs.partition_point(|&(first, _)| first <= seq);
+            i > 0 && external_seqs[i - 1].1 >= seq
+        };
+        let mode = self.opts.wal_recovery_mode;
+        self.dropped = logs.replay(self.storage, found, mode, |log, data, offset| {
+            let batch = WriteBatch::from_record(data, &log.path, offset)?;
+            if replayed_externally(batch.sequence()) {
+                return Ok(());
+            }
+            self.apply(&mut mem, &mut mem_log, &batch, log.number)
+        })?;
         match mem_log {
             Some(first_log) => self.flush(mem, first_log),
             None => Ok(()),
         }
+    }
+
+    /// Inserts a replayed `batch` (from log `log`) into `mem`, flushing it when full.
+    fn apply(
+        &mut self,
+        mem: &mut MemTable,
+        mem_log: &mut Option<u64>,
+        batch: &WriteBatch,
+        log: u64,
+    ) -> Result<()> {
+        let seq = batch.sequence();
+        mem_log.get_or_insert(log);
+        write::insert_into_memtable(mem, batch, seq)?;
+        let last = seq + u64::from(batch.count()).saturating_sub(1);
+        self.max_seq = self.max_seq.max(last);
+        if mem.approximate_memory_usage() >= self.opts.write_buffer_size {
+            let first_log = mem_log.take().unwrap_or(log);
+            self.flush(std::mem::take(mem), first_log)?;
+        }
+        Ok(())
     }
 
     /// Flushes `mem` (whose oldest entry came from log `first_log`) into level 0, or keeps

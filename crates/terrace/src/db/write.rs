@@ -3,7 +3,9 @@
 //! Writers queue up; the writer at the front becomes the leader, takes the queued batches
 //! (up to a size limit, never mixing WAL and no-WAL writes or pulling a sync write into a
 //! non-sync group), writes them to the WAL as one record with at most one sync, inserts
-//! them into the memtable and wakes the followers with the shared result.
+//! them into the memtable and wakes the followers with the shared result. A write made
+//! durable by an external log (`Db::write_external`) is a group of its own: instead of
+//! the WAL record, its own `persist` runs with its sequence numbers.
 
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
@@ -22,17 +24,22 @@ use crate::level0::Backpressure;
 const LONG_STOP: Duration = Duration::from_secs(1);
 use crate::memtable::MemTable;
 use crate::options::WriteOptions;
-use crate::storage::IoClass;
-use crate::wal::FileLogWriter;
 
 /// Largest group a leader assembles, in batch bytes.
 const MAX_GROUP_BYTES: usize = 1 << 20;
+
+/// What makes an external write durable, given its first sequence number.
+pub(crate) type Persist = Box<dyn FnOnce(u64) -> Result<()> + Send>;
 
 struct Writer {
     /// Locked only by the group's leader (never contended): it lets the leader stamp a
     /// lone batch's sequence number in place instead of copying it.
     batch: Mutex<WriteBatch>,
     opts: WriteOptions,
+    /// An external write's persist step (taken by its leader, itself).
+    persist: Mutex<Option<Persist>>,
+    /// True for an external write: never grouped with others.
+    external: bool,
     result: Mutex<Option<Result<()>>>,
 }
 
@@ -45,10 +52,30 @@ pub(crate) struct WriteQueue {
 
 impl DbInner {
     pub(crate) fn write(&self, batch: WriteBatch, opts: WriteOptions) -> Result<()> {
+        self.write_as(batch, opts, None).map(|_| ())
+    }
+
+    /// A write made durable by `persist` (`Db::write_external`); returns its first
+    /// sequence number.
+    pub(crate) fn write_external(&self, batch: WriteBatch, persist: Persist) -> Result<u64> {
+        self.write_as(batch, WriteOptions::default(), Some(persist))
+    }
+
+    /// Queues a write, leads its group when it reaches the front, and returns the
+    /// group's result; with the write's first sequence number when it led a group of its
+    /// own (an external write always does), else 0.
+    fn write_as(
+        &self,
+        batch: WriteBatch,
+        opts: WriteOptions,
+        persist: Option<Persist>,
+    ) -> Result<u64> {
         let start = Instant::now();
         let me = Arc::new(Writer {
             batch: Mutex::new(batch),
             opts,
+            external: persist.is_some(),
+            persist: Mutex::new(persist),
             result: Mutex::new(None),
         });
         let mut q = self.writers.queue.lock();
@@ -58,7 +85,7 @@ impl DbInner {
                 drop(q);
                 self.counters
                     .record_write(start.elapsed().as_micros() as u64);
-                return r;
+                return r.map(|_| 0);
             }
             if q.front().is_some_and(|f| Arc::ptr_eq(f, &me)) {
                 break;
@@ -69,7 +96,9 @@ impl DbInner {
         let mut followers: Vec<Arc<Writer>> = Vec::new();
         let mut bytes = me.batch.lock().approximate_size();
         for w in q.iter().skip(1) {
-            if bytes >= MAX_GROUP_BYTES
+            if me.external
+                || w.external
+                || bytes >= MAX_GROUP_BYTES
                 || w.opts.disable_wal != me.opts.disable_wal
                 || (w.opts.sync && !me.opts.sync)
             {
@@ -91,7 +120,7 @@ impl DbInner {
         q.pop_front();
         for w in followers.iter().skip(1) {
             q.pop_front();
-            *w.result.lock() = Some(r.clone());
+            *w.result.lock() = Some(r.clone().map(|_| ()));
         }
         self.writers.cv.notify_all();
         drop(q);
@@ -100,7 +129,8 @@ impl DbInner {
         r
     }
 
-    fn write_group(&self, group: &[Arc<Writer>], opts: WriteOptions, bytes: usize) -> Result<()> {
+    /// Commits `group` (led by its first writer); returns its first sequence number.
+    fn write_group(&self, group: &[Arc<Writer>], opts: WriteOptions, bytes: usize) -> Result<u64> {
         let mut wal = self.wal.lock();
         self.make_room_for_write(&mut wal, bytes)?;
         let sv = self.super_version();
@@ -124,9 +154,17 @@ impl DbInner {
         };
         let count = u64::from(batch.count());
         if count == 0 {
-            return Ok(());
+            return Ok(first_seq);
         }
-        if !opts.disable_wal {
+        let persist = match group {
+            [single] => single.persist.lock().take(),
+            _ => None,
+        };
+        if let Some(persist) = persist {
+            // Durable in the external log, with its sequence numbers, before it is
+            // visible. A failure there is the writer's alone: nothing was applied.
+            persist(first_seq)?;
+        } else if !opts.disable_wal {
             let r = wal.log.add_record(batch.data()).and_then(|()| {
                 if opts.sync {
                     wal.log.sync()
@@ -145,7 +183,7 @@ impl DbInner {
         super::stats::add(&self.counters.user_bytes, user_bytes);
         self.last_seq
             .store(first_seq + count - 1, Ordering::Release);
-        Ok(())
+        Ok(first_seq)
     }
 
     /// Waits out stalls and switches a full memtable. Called by the leader with the WAL lock.
@@ -261,11 +299,7 @@ impl DbInner {
     /// number. The current log is left as it is (synced or abandoned by the caller).
     pub(crate) fn open_new_log(&self, st: &mut DbState, wal: &mut WalState) -> Result<u64> {
         let number = st.versions.new_file_number();
-        let file = self
-            .storage
-            .create(&self.wal_dir.log_path(number), IoClass::Wal)?;
-        self.storage.sync_dir(&self.wal_dir.path)?;
-        wal.log = Box::new(FileLogWriter::new(file));
+        wal.log = Box::new(self.logs.create(self.storage.as_ref(), number)?);
         wal.number = number;
         Ok(number)
     }

@@ -23,6 +23,9 @@ const TAG_LAST_SEQUENCE: u32 = 3;
 const TAG_DELETED_FILE: u32 = 4;
 const TAG_NEW_FILE: u32 = 5;
 const TAG_COMPACT_POINTER: u32 = 6;
+/// Not safe to ignore: a release that skipped it would not replay the external log's
+/// writes that are not in tables yet, and lose them.
+const TAG_EXTERNAL_FLUSHED: u32 = 11;
 // Tags 7 to 10 and 64 to 127 carry level-0 records (`level0_state::is_level0_tag`).
 
 // Sub-fields of a new file.
@@ -59,6 +62,9 @@ pub struct VersionEdit {
     pub new_files: Vec<(u32, FileMeta)>,
     /// Where the next compaction of a level starts: `(level, internal key)`.
     pub compact_pointers: Vec<(u32, InternalKey)>,
+    /// Every write of the external log (`wal::ExternalLog`) with sequence numbers at or
+    /// below this is in table files.
+    pub external_flushed: Option<SeqNo>,
     /// Level-0 records, in order: opaque here, the level 0 that wrote them applies them
     /// to its state (the matrix level 0's rows).
     pub level0: Vec<Level0Record>,
@@ -97,6 +103,9 @@ impl VersionEdit {
             p.extend_from_slice(&k.0);
             put_field(&mut buf, TAG_COMPACT_POINTER, &p);
         }
+        if let Some(s) = self.external_flushed {
+            put_varint_field(&mut buf, TAG_EXTERNAL_FLUSHED, s);
+        }
         for r in &self.level0 {
             put_field(&mut buf, r.tag, &r.payload);
         }
@@ -124,6 +133,9 @@ impl VersionEdit {
                 }
                 TAG_LAST_SEQUENCE => {
                     edit.last_sequence = Some(p.only_varint64("last sequence")?);
+                }
+                TAG_EXTERNAL_FLUSHED => {
+                    edit.external_flushed = Some(p.only_varint64("external flushed sequence")?);
                 }
                 TAG_DELETED_FILE => {
                     let level = p.varint32()?;

@@ -32,6 +32,8 @@ pub(crate) struct Replayed {
     pub(crate) next_file_number: u64,
     pub(crate) last_sequence: SeqNo,
     pub(crate) log_number: u64,
+    /// `VersionEdit::external_flushed`, the largest recorded (0: none).
+    pub(crate) external_flushed: SeqNo,
     /// One slot per level.
     pub(crate) compact_pointers: Vec<Option<InternalKey>>,
 }
@@ -67,6 +69,7 @@ pub(crate) fn replay_manifest(
         next_file_number: 0,
         last_sequence: 0,
         log_number: 0,
+        external_flushed: 0,
         compact_pointers: vec![None; num_levels],
     };
     let mut next_file_number = None;
@@ -93,6 +96,9 @@ pub(crate) fn replay_manifest(
         }
         if let Some(s) = edit.last_sequence {
             out.last_sequence = s;
+        }
+        if let Some(s) = edit.external_flushed {
+            out.external_flushed = out.external_flushed.max(s);
         }
         for (level, k) in &edit.compact_pointers {
             if let Some(slot) = usize::try_from(*level)

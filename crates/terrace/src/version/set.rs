@@ -39,6 +39,8 @@ pub struct VersionSet {
     next_file_number: u64,
     last_sequence: SeqNo,
     log_number: u64,
+    /// `VersionEdit::external_flushed` so far (0: none).
+    external_flushed: SeqNo,
     compact_pointers: Vec<Option<InternalKey>>,
 }
 
@@ -70,6 +72,7 @@ impl VersionSet {
             next_file_number: 1,
             last_sequence: 0,
             log_number: 0,
+            external_flushed: 0,
             compact_pointers: vec![None; num_levels],
         })
     }
@@ -162,6 +165,7 @@ impl VersionSet {
         set.next_file_number = r.next_file_number;
         set.last_sequence = r.last_sequence;
         set.log_number = r.log_number;
+        set.external_flushed = r.external_flushed;
         set.compact_pointers = r.compact_pointers;
         set.manifest_number = r.manifest_number;
         set.mark_file_number_used(r.manifest_number);
@@ -216,6 +220,10 @@ impl VersionSet {
         }
         let log_number = edit.log_number.unwrap_or(self.log_number);
         let last_sequence = edit.last_sequence.unwrap_or(0).max(self.last_sequence);
+        let external_flushed = edit
+            .external_flushed
+            .unwrap_or(0)
+            .max(self.external_flushed);
         let mut cps = self.compact_pointers.clone();
         for (level, k) in &edit.compact_pointers {
             if let Some(slot) = usize::try_from(*level).ok().and_then(|l| cps.get_mut(l)) {
@@ -227,8 +235,13 @@ impl VersionSet {
             .as_ref()
             .is_none_or(|m| m.len() > self.max_manifest_bytes);
         if roll {
-            self.start_manifest(&version, log_number, last_sequence, &cps)?;
+            let previous = std::mem::replace(&mut self.external_flushed, external_flushed);
+            if let Err(e) = self.start_manifest(&version, log_number, last_sequence, &cps) {
+                self.external_flushed = previous;
+                return Err(e);
+            }
         } else {
+            edit.external_flushed = (external_flushed > 0).then_some(external_flushed);
             edit.log_number = Some(log_number);
             edit.last_sequence = Some(last_sequence);
             edit.next_file_number = Some(self.next_file_number);
@@ -245,6 +258,7 @@ impl VersionSet {
         }
         self.log_number = log_number;
         self.last_sequence = last_sequence;
+        self.external_flushed = external_flushed;
         self.compact_pointers = cps;
         self.install(version);
         Ok(())
@@ -277,6 +291,12 @@ impl VersionSet {
     /// Write-ahead logs numbered below this are obsolete.
     pub fn log_number(&self) -> u64 {
         self.log_number
+    }
+
+    /// Every write of the external log with sequence numbers at or below this is in
+    /// table files (0: none, or no external log).
+    pub fn external_flushed(&self) -> SeqNo {
+        self.external_flushed
     }
 
     /// The number of the manifest CURRENT names.
@@ -336,6 +356,7 @@ impl VersionSet {
             log_number: Some(log_number),
             next_file_number: Some(self.next_file_number),
             last_sequence: Some(last_sequence),
+            external_flushed: (self.external_flushed > 0).then_some(self.external_flushed),
             deleted_files: Vec::new(),
             new_files: version
                 .levels()

@@ -1,8 +1,13 @@
 //! Predicted demand: how many billed I/O operations per second each volume's files are
 //! expected to cost, for the `demand` placement policy (docs/techniques/tango.md).
 //!
-//! A file costs its volume two kinds of reads: foreground reads (its measured read heat,
-//! as a rate) and compaction reads, which have not happened yet. A compaction that picks
+//! A file costs its volume two kinds of reads: foreground reads and compaction reads.
+//! Foreground reads are its measured read heat, as a rate, plus the reads not measured
+//! yet: the tree is expected to be read at least as often as compactions read it (at
+//! least one operation per second), and what the measured rates fall short of that is
+//! spread over the files by their bytes, as reads of keys spread in a key space nobody
+//! has read yet. So a load that only writes places files as much by their size as by
+//! their compactions, and once reads are measured they decide. A compaction that picks
 //! file `f` of level `L` reads `f` and every file of level `L + 1` overlapping it, each
 //! from its own volume; so the compaction reads a file will cause are spread over the
 //! volumes of its next-level overlaps, weighted by how likely `f` is to be picked next:
@@ -26,6 +31,9 @@ pub struct Demand {
     /// Per level, the compaction operations per second one byte of a file there is
     /// expected to cost (as an input and as a next-level overlap).
     pub per_byte: Vec<f64>,
+    /// The foreground operations per second one byte of a file is expected to cost
+    /// beyond the measured reads (see the module docs).
+    pub unmeasured_per_byte: f64,
 }
 
 impl Demand {
@@ -34,10 +42,11 @@ impl Demand {
         self.by_volume.get(&volume).copied().unwrap_or(0.0)
     }
 
-    /// The compaction operations per second a file of `bytes` bytes on `level` is
-    /// expected to cost its volume.
-    pub fn compaction_cost(&self, level: usize, bytes: u64) -> f64 {
-        self.per_byte.get(level).copied().unwrap_or(0.0) * bytes as f64
+    /// The operations per second a new file of `bytes` bytes on `level` is expected to
+    /// cost its volume, beyond the reads it takes over from its inputs: its compaction
+    /// reads and its share of the reads not measured yet.
+    pub fn new_file_cost(&self, level: usize, bytes: u64) -> f64 {
+        (self.per_byte.get(level).copied().unwrap_or(0.0) + self.unmeasured_per_byte) * bytes as f64
     }
 }
 
@@ -55,7 +64,16 @@ pub fn predict(
     let mut demand = Demand {
         by_volume: BTreeMap::new(),
         per_byte: vec![0.0; levels.len()],
+        unmeasured_per_byte: 0.0,
     };
+    let compaction_rate = compaction_rate.max(0.0);
+    let all = || levels.iter().flatten();
+    let measured: f64 = all().map(|f| read_rate(f.number).max(0.0)).sum();
+    let total_bytes: u64 = all().map(|f| f.size).sum();
+    let unmeasured = compaction_rate.max(1.0) - measured;
+    if unmeasured > 0.0 && total_bytes > 0 {
+        demand.unmeasured_per_byte = unmeasured / total_bytes as f64;
+    }
     // Expected bytes read from each volume (and by files of each level) by the next
     // compaction.
     let mut bytes_by_volume: BTreeMap<u32, f64> = BTreeMap::new();
@@ -69,7 +87,8 @@ pub fn predict(
     let chances = pick_chances(levels, scores);
     for (level, files) in levels.iter().enumerate() {
         for f in files {
-            spread(&mut demand.by_volume, f, read_rate(f.number).max(0.0));
+            let reads = read_rate(f.number).max(0.0) + demand.unmeasured_per_byte * f.size as f64;
+            spread(&mut demand.by_volume, f, reads);
         }
         let chance = chances[level];
         if chance <= 0.0 || files.is_empty() {
@@ -91,7 +110,7 @@ pub fn predict(
     if total <= 0.0 {
         return demand;
     }
-    let per_expected_byte = compaction_rate.max(0.0) / total;
+    let per_expected_byte = compaction_rate / total;
     for (v, bytes) in bytes_by_volume {
         *demand.by_volume.entry(v).or_insert(0.0) += bytes * per_expected_byte;
     }

@@ -1,21 +1,28 @@
-//! Write-ahead log: frames write batches into checksummed records and reads them back.
+//! Write-ahead log: frames write batches into checksummed records, keeps the set of log
+//! files (rotation, replay, obsolescence) and reads them back.
 //!
 //! Owns: the log format (docs/formats/wal.md): 32 KiB blocks, fragment headers, record
 //! checksums; the [`LogWriter`] seam and the file implementation [`FileLogWriter`];
-//! the [`LogReader`] that classifies damage as a torn tail or mid-log corruption.
+//! the [`LogReader`] that classifies damage as a torn tail or mid-log corruption; the
+//! `LogSet` of a database's log files, which applies `WalRecoveryMode` to that damage;
+//! the [`ExternalLog`] seam for writes kept durable outside the engine.
 //! Must not touch: the memtable, the manifest or batch contents; a record is opaque
-//! bytes here, and recovery policy (`WalRecoveryMode`) belongs to the caller.
+//! bytes here (the caller parses it and says which logs are live).
 //! Concurrency: a writer has one owner (the write path's leader); a reader is used by
 //! one thread, during recovery.
 
+mod external;
 mod reader;
 mod record;
+mod set;
 mod writer;
 
+pub use external::ExternalLog;
 pub use reader::{LogReader, ReadOutcome};
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) use record::fragment_crc;
 pub use record::{RecordType, BLOCK_SIZE, HEADER_SIZE};
+pub(crate) use set::{FoundLog, LogSet};
 pub use writer::FileLogWriter;
 
 use crate::error::Result;

@@ -9,6 +9,7 @@ mod concurrency;
 mod corruption;
 mod crash;
 mod crash_inproc;
+mod external_log;
 mod format_fixtures;
 mod io_errors;
 mod level_stats;

@@ -222,9 +222,15 @@ fn a_checkpoint_holds_the_rows_of_level_0() {
     let db = Db::open(&dir, options(tmp.path(), PmemMode::Mapped)).unwrap();
     churn(&db, &mut model, &mut rng, 3000);
     let cp = tmp.path().join("checkpoint");
+    // Background flushes and column compactions may change the rows just before or
+    // after the checkpoint: it holds one of the two counts.
+    let rows_before = db.stats().levels[0].rows;
     db.checkpoint(&cp).unwrap();
-    let rows = db.stats().levels[0].rows;
-    assert!(rows > 0, "the checkpoint was taken with no row in level 0");
+    let rows_after = db.stats().levels[0].rows;
+    assert!(
+        rows_before > 0 || rows_after > 0,
+        "the checkpoint was taken with no row in level 0"
+    );
     assert!(cp.join(terrace::level0::DEFAULT_REGION_FILE).exists());
     // The original goes on changing; the checkpoint must not follow it.
     let at_checkpoint = model.clone();
@@ -239,7 +245,11 @@ fn a_checkpoint_holds_the_rows_of_level_0() {
     }
     // The matrix level 0 at its default place (the checkpoint's own region) holds them.
     let copy = Db::open(&cp, checkpoint_options(tmp.path())).unwrap();
-    assert_eq!(copy.stats().levels[0].rows, rows);
+    let rows = copy.stats().levels[0].rows;
+    assert!(
+        rows == rows_before || rows == rows_after,
+        "{rows} rows, not {rows_before} or {rows_after}"
+    );
     check(&copy, &at_checkpoint);
     // And it is a working database: writes, flushes and compactions go on in it.
     let mut copy_model = at_checkpoint;

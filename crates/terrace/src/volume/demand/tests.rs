@@ -65,17 +65,19 @@ fn compaction_reads_fall_on_the_inputs_and_their_next_level_overlaps() {
     ];
     let d = predict(&levels, &[0.0, 2.0, 0.0], |_| 0.0, 120.0);
     // Expected bytes per compaction: volume 1: 0.5*100 + 0.5*100 = 100; volume 2:
-    // 0.5*200 = 100; volume 3: 0.5*200 + 0.5*400 = 300. 120 ops/s split 100:100:300.
-    assert!(close(d.of(1), 24.0), "{d:?}");
-    assert!(close(d.of(2), 24.0), "{d:?}");
-    assert!(close(d.of(3), 72.0), "{d:?}");
+    // 0.5*200 = 100; volume 3: 0.5*200 + 0.5*400 = 300. 120 ops/s split 100:100:300, so
+    // 24, 24 and 72; no reads measured, so as many again are expected by bytes (120 over
+    // 1000 bytes: 200, 200 and 600 bytes).
+    assert!(close(d.of(1), 48.0), "{d:?}");
+    assert!(close(d.of(2), 48.0), "{d:?}");
+    assert!(close(d.of(3), 144.0), "{d:?}");
     let total: f64 = d.by_volume.values().sum();
-    assert!(close(total, 120.0));
+    assert!(close(total, 240.0));
     // Per byte: level 1 expects 100 of its 200 bytes read, level 2 400 of its 800, at
-    // 120 / 500 operations per expected byte.
-    assert!(close(d.compaction_cost(1, 200), 24.0), "{d:?}");
-    assert!(close(d.compaction_cost(2, 800), 96.0), "{d:?}");
-    assert_eq!(d.compaction_cost(0, 100), 0.0);
+    // 120 / 500 operations per expected byte; plus 0.12 per byte of unmeasured reads.
+    assert!(close(d.new_file_cost(1, 200), 48.0), "{d:?}");
+    assert!(close(d.new_file_cost(2, 800), 192.0), "{d:?}");
+    assert!(close(d.new_file_cost(0, 100), 12.0), "{d:?}");
 }
 
 #[test]
@@ -88,13 +90,39 @@ fn only_urgent_levels_count_when_any_is_urgent() {
     // Level 0 below its trigger, level 1 above: only level 1's compaction is expected
     // (reading volumes 2 and 3), whatever the last level's score says.
     let d = predict(&levels, &[0.5, 1.5, 7.0], |_| 0.0, 10.0);
-    assert_eq!(d.of(1), 0.0);
-    assert!(close(d.of(2), 5.0) && close(d.of(3), 5.0), "{d:?}");
+    let unmeasured = 10.0 / 3.0;
+    assert!(close(d.of(1), unmeasured), "{d:?}");
+    assert!(close(d.of(2), 5.0 + unmeasured), "{d:?}");
+    assert!(close(d.of(3), 5.0 + unmeasured), "{d:?}");
     // Nothing urgent: chances follow the scores (level 0 at 0.5, level 1 at 0.25).
     let d = predict(&levels, &[0.5, 0.25, 0.0], |_| 0.0, 12.0);
-    assert!(close(d.of(1), 4.0), "{d:?}");
-    assert!(close(d.of(2), 6.0), "{d:?}");
-    assert!(close(d.of(3), 2.0), "{d:?}");
+    assert!(close(d.of(1), 4.0 + 4.0), "{d:?}");
+    assert!(close(d.of(2), 6.0 + 4.0), "{d:?}");
+    assert!(close(d.of(3), 2.0 + 4.0), "{d:?}");
+}
+
+#[test]
+fn reads_not_measured_yet_are_expected_by_bytes_up_to_the_compaction_rate() {
+    let levels = vec![
+        vec![],
+        vec![
+            file(1, 1, &[], "a", "c", 300),
+            file(2, 2, &[], "d", "f", 100),
+        ],
+        vec![],
+    ];
+    // Nothing measured at all: one operation per second, by bytes.
+    let d = predict(&levels, &[0.0; 3], |_| 0.0, 0.0);
+    assert!(close(d.of(1), 0.75) && close(d.of(2), 0.25), "{d:?}");
+    assert!(close(d.new_file_cost(2, 400), 1.0), "{d:?}");
+    // 20 compaction reads a second, 8 foreground reads measured on file 2: 12 more are
+    // expected, by bytes.
+    let d = predict(&levels, &[0.0; 3], |n| if n == 2 { 8.0 } else { 0.0 }, 20.0);
+    assert!(close(d.of(1), 9.0) && close(d.of(2), 8.0 + 3.0), "{d:?}");
+    // Measured reads beyond the compaction rate: nothing more is expected.
+    let d = predict(&levels, &[0.0; 3], |n| n as f64 * 30.0, 20.0);
+    assert!(close(d.of(1), 30.0) && close(d.of(2), 60.0), "{d:?}");
+    assert_eq!(d.unmeasured_per_byte, 0.0);
 }
 
 #[test]

@@ -19,7 +19,7 @@ fn without_wal_dir_logs_live_in_the_database_directory() {
     let tmp = tempfile::tempdir().unwrap();
     let fs = FsStorage::new();
     for o in [opts(None), opts(Some(tmp.path()))] {
-        let w = WalDir::open(&fs, tmp.path(), &o).unwrap();
+        let w = LogSet::open(&fs, tmp.path(), &o).unwrap();
         assert_eq!(w.path, tmp.path());
         assert_eq!(w.db_dir, None);
         assert_eq!(w.log_path(7), tmp.path().join("000007.log"));
@@ -32,7 +32,7 @@ fn a_separate_wal_dir_is_created_and_the_database_directory_also_searched() {
     let db = tmp.path().join("db");
     let wal = tmp.path().join("fast").join("wal");
     std::fs::create_dir(&db).unwrap();
-    let w = WalDir::open(&FsStorage::new(), &db, &opts(Some(&wal))).unwrap();
+    let w = LogSet::open(&FsStorage::new(), &db, &opts(Some(&wal))).unwrap();
     assert!(wal.is_dir());
     assert_eq!(w.path, wal);
     assert_eq!(w.db_dir.as_deref(), Some(db.as_path()));
@@ -49,19 +49,19 @@ fn another_name_of_the_database_directory_is_the_database_directory() {
     touch(&db.join(LOCK_FILE_NAME));
     let alias = tmp.path().join("alias");
     std::os::unix::fs::symlink(&db, &alias).unwrap();
-    let w = WalDir::open(&FsStorage::new(), &db, &opts(Some(&alias))).unwrap();
+    let w = LogSet::open(&FsStorage::new(), &db, &opts(Some(&alias))).unwrap();
     assert_eq!(
         w.db_dir, None,
         "the same directory must not be searched twice"
     );
 }
 
-fn two_dirs() -> (tempfile::TempDir, WalDir) {
+fn two_dirs() -> (tempfile::TempDir, LogSet) {
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("db");
     let wal = tmp.path().join("wal");
     std::fs::create_dir(&db).unwrap();
-    let w = WalDir::open(&FsStorage::new(), &db, &opts(Some(&wal))).unwrap();
+    let w = LogSet::open(&FsStorage::new(), &db, &opts(Some(&wal))).unwrap();
     (tmp, w)
 }
 

@@ -1,0 +1,210 @@
+//! Writes made durable by an external log (`Db::write_external`, `Options::external_log`):
+//! applied with their sequence numbers after the log has them, replayed at open until
+//! the manifest says tables hold them, released after flushes, and kept across a power
+//! cut of the engine's own files.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use terrace::storage::{FaultStorage, FsStorage, PowerSupply};
+use terrace::wal::ExternalLog;
+use terrace::{Db, Error, Options, WriteBatch};
+
+use crate::small_options;
+
+/// An external log kept in memory (it outlives the databases that use it, as a
+/// persistent-memory region outlives a crash): the records it holds, as the engine
+/// stamped them.
+#[derive(Debug, Default)]
+struct MemLog {
+    records: Mutex<Vec<Vec<u8>>>,
+    /// Negative control: drops every record whenever told to drop any.
+    releases_everything: AtomicBool,
+    /// The highest `release_through` seen.
+    released: Mutex<u64>,
+}
+
+impl MemLog {
+    fn len(&self) -> usize {
+        self.records.lock().len()
+    }
+}
+
+fn last_seq(record: &[u8]) -> u64 {
+    let b = WriteBatch::from_record(record.to_vec(), std::path::Path::new("mem"), 0).unwrap();
+    b.sequence() + u64::from(b.count()) - 1
+}
+
+impl ExternalLog for MemLog {
+    fn replay(
+        &self,
+        after: u64,
+        apply: &mut dyn FnMut(&WriteBatch) -> terrace::Result<()>,
+    ) -> terrace::Result<()> {
+        let records = self.records.lock().clone();
+        for r in records.iter().filter(|r| last_seq(r) > after) {
+            apply(&WriteBatch::from_record(
+                r.clone(),
+                std::path::Path::new("mem"),
+                0,
+            )?)?;
+        }
+        Ok(())
+    }
+
+    fn release_through(&self, seq: u64) {
+        let mut released = self.released.lock();
+        assert!(
+            seq >= *released,
+            "release went back from {released} to {seq}"
+        );
+        *released = seq;
+        if self.releases_everything.load(Ordering::Relaxed) {
+            self.records.lock().clear();
+        } else {
+            self.records.lock().retain(|r| last_seq(r) > seq);
+        }
+    }
+}
+
+/// Writes `key = value` through `db` and `log`.
+fn put_external(db: &Db, log: &Arc<MemLog>, key: &[u8], value: &[u8]) -> terrace::Result<u64> {
+    let mut batch = WriteBatch::new();
+    batch.put(key, value);
+    let data = batch.data().to_vec();
+    let log = log.clone();
+    db.write_external(batch, move |seq| {
+        let mut stamped = WriteBatch::from_record(data, std::path::Path::new("mem"), 0)?;
+        stamped.set_sequence(seq);
+        log.records.lock().push(stamped.data().to_vec());
+        Ok(())
+    })
+}
+
+fn options_with(log: &Arc<MemLog>) -> Options {
+    Options {
+        external_log: Some(log.clone()),
+        ..small_options()
+    }
+}
+
+#[test]
+fn write_external_is_refused_without_an_external_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small_options()).unwrap();
+    let err = db
+        .write_external(WriteBatch::new(), |_| Ok(()))
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+}
+
+#[test]
+fn external_writes_are_read_replayed_at_open_and_released_after_a_flush() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Arc::new(MemLog::default());
+    let db = Db::open(dir.path(), options_with(&log)).unwrap();
+    let mut seqs = Vec::new();
+    for i in 0..50u32 {
+        db.put(format!("n{i:03}").as_bytes(), b"logged").unwrap();
+        let seq = put_external(&db, &log, format!("e{i:03}").as_bytes(), b"external").unwrap();
+        seqs.push(seq);
+    }
+    assert!(seqs.windows(2).all(|w| w[1] == w[0] + 2), "{seqs:?}");
+    assert_eq!(db.get(b"e007").unwrap().as_deref(), Some(&b"external"[..]));
+    assert_eq!(log.len(), 50);
+    // Closed without a flush: the engine's log holds the n keys, the external log the e
+    // keys, and both come back.
+    db.close().unwrap();
+    let db = Db::open(dir.path(), options_with(&log)).unwrap();
+    for i in 0..50u32 {
+        let e = db.get(format!("e{i:03}").as_bytes()).unwrap();
+        assert_eq!(e.as_deref(), Some(&b"external"[..]), "e{i:03}");
+        let n = db.get(format!("n{i:03}").as_bytes()).unwrap();
+        assert_eq!(n.as_deref(), Some(&b"logged"[..]), "n{i:03}");
+    }
+    // Open flushed what it replayed: the log was told it may drop everything.
+    assert_eq!(log.len(), 0);
+    assert!(*log.released.lock() >= *seqs.last().unwrap());
+    // New writes after it, sequence numbers going on from the replayed ones.
+    let seq = put_external(&db, &log, b"e999", b"later").unwrap();
+    assert!(seq > *seqs.last().unwrap());
+    db.flush().unwrap();
+    // The release comes from the flushing thread, just after the flush is installed.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while log.len() > 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert_eq!(log.len(), 0, "a flush releases what it wrote");
+    db.close().unwrap();
+    let db = Db::open(dir.path(), options_with(&log)).unwrap();
+    assert_eq!(db.get(b"e999").unwrap().as_deref(), Some(&b"later"[..]));
+}
+
+#[test]
+fn a_failed_persist_applies_nothing_and_the_database_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Arc::new(MemLog::default());
+    let db = Db::open(dir.path(), options_with(&log)).unwrap();
+    let mut batch = WriteBatch::new();
+    batch.put(b"k", b"never");
+    let err = db
+        .write_external(batch, |_| {
+            Err(Error::InvalidArgument("the segment is full".into()))
+        })
+        .unwrap_err();
+    assert!(err.to_string().contains("segment is full"), "{err}");
+    assert_eq!(db.get(b"k").unwrap(), None);
+    let seq = put_external(&db, &log, b"k", b"v").unwrap();
+    assert_eq!(seq, 1, "the failed write took no sequence number");
+    db.put(b"x", b"y").unwrap();
+    assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+}
+
+/// Writes external and logged (unsynced) keys with flushes and compactions under way,
+/// cuts the power, and reopens: returns the external keys whose last value is missing.
+fn external_writes_lost_in_a_power_cut(releases_everything: bool) -> usize {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Arc::new(MemLog::default());
+    log.releases_everything
+        .store(releases_everything, Ordering::Relaxed);
+    let power = Arc::new(PowerSupply::new());
+    let fault = FaultStorage::with_power(Arc::new(FsStorage::new()), power.clone());
+    let opts = Options {
+        storage: Arc::new(fault.clone()),
+        ..options_with(&log)
+    };
+    let db = Db::open(dir.path(), opts.clone()).unwrap();
+    let mut expected = BTreeMap::new();
+    for i in 0..6000u32 {
+        let k = format!("e{:04}", (i * 7919) % 1500);
+        let v = format!("{i:06}{}", "x".repeat(40));
+        put_external(&db, &log, k.as_bytes(), v.as_bytes()).unwrap();
+        expected.insert(k, v);
+        db.put(format!("n{i:05}").as_bytes(), &[b'n'; 40]).unwrap();
+    }
+    assert!(
+        db.stats().flushes > 0,
+        "the test needs flushes before the cut"
+    );
+    power.cut_now();
+    drop(db);
+    power.restore();
+    fault.simulate_crash().unwrap();
+    let db = Db::open(dir.path(), opts).unwrap();
+    expected
+        .iter()
+        .filter(|(k, v)| db.get(k.as_bytes()).unwrap().as_deref() != Some(v.as_bytes()))
+        .count()
+}
+
+#[test]
+fn a_power_cut_loses_no_external_write() {
+    assert_eq!(external_writes_lost_in_a_power_cut(false), 0);
+}
+
+#[test]
+fn negative_control_a_log_that_drops_too_much_loses_writes() {
+    assert!(external_writes_lost_in_a_power_cut(true) > 0);
+}
