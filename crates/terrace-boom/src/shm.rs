@@ -1,0 +1,181 @@
+//! A file mapped into memory and shared with other processes (`MAP_SHARED`): the BOOM
+//! region clients write their entries into, and the server's metadata file.
+//!
+//! Owns: the mapping and every access to it, bounds-checked and by copy, and persisting
+//! ranges (`msync`). Must not touch: what the bytes mean (`layout`).
+//! Concurrency: `Send + Sync`; any number of threads read and write disjoint ranges.
+//! Another process (a client) may write any byte of its segment at any time, so every
+//! read is a copy that may be torn, and callers check what they read (checksums).
+//!
+//! This module is the crate's only `unsafe`: reading and writing through the mapping's
+//! raw pointer. It is sound because every access is checked against the mapping's
+//! length, the mapping lives as long as the `SharedFile`, and only plain bytes are copied
+//! (a byte another process changes mid-copy makes a torn copy, not undefined behaviour
+//! in this process's own objects, since the copy goes into a buffer this process owns).
+#![allow(unsafe_code)]
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use memmap2::MmapRaw;
+
+use crate::error::{BoomError, Result};
+
+/// A shared, writable mapping of a whole file.
+#[derive(Debug)]
+pub struct SharedFile {
+    path: PathBuf,
+    map: MmapRaw,
+    _file: File,
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> BoomError + '_ {
+    move |source| BoomError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+impl SharedFile {
+    /// Opens `path`, creating it readable and writable by its owner only (0600) with
+    /// `len` bytes if it does not exist; an existing file must have exactly `len` bytes.
+    ///
+    /// # Errors
+    /// I/O errors; `Corrupt` for a file of another length.
+    pub fn open_or_create(path: &Path, len: u64) -> Result<SharedFile> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(path)
+            .map_err(io(path))?;
+        let have = file.metadata().map_err(io(path))?.len();
+        if have == 0 {
+            file.set_len(len).map_err(io(path))?;
+        } else if have != len {
+            return Err(BoomError::Corrupt(format!(
+                "{} has {have} bytes where {len} were expected",
+                path.display()
+            )));
+        }
+        let map = MmapRaw::map_raw(&file).map_err(io(path))?;
+        Ok(SharedFile {
+            path: path.to_path_buf(),
+            map,
+            _file: file,
+        })
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The mapping's length.
+    pub fn len(&self) -> u64 {
+        self.map.len() as u64
+    }
+
+    /// True for an empty mapping (never: files are created with a length).
+    pub fn is_empty(&self) -> bool {
+        self.map.len() == 0
+    }
+
+    fn check(&self, offset: u64, len: usize) -> Result<usize> {
+        let end = offset.checked_add(len as u64);
+        match end {
+            Some(end) if end <= self.len() => Ok(offset as usize),
+            _ => Err(BoomError::InvalidArgument(format!(
+                "{len} bytes at {offset} are outside {} ({} bytes)",
+                self.path.display(),
+                self.len()
+            ))),
+        }
+    }
+
+    /// Copies `buf.len()` bytes at `offset` into `buf`.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a range outside the file.
+    pub fn read(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        let at = self.check(offset, buf.len())?;
+        // SAFETY: `check` keeps `at..at + buf.len()` inside the mapping, which lives as
+        // long as `self`; `buf` is this process's own memory and cannot overlap a
+        // shared file mapping. Bytes another process writes meanwhile may arrive torn,
+        // which callers detect by checksum.
+        unsafe {
+            std::ptr::copy_nonoverlapping(self.map.as_ptr().add(at), buf.as_mut_ptr(), buf.len());
+        }
+        Ok(())
+    }
+
+    /// The `len` bytes at `offset`, copied.
+    ///
+    /// # Errors
+    /// As [`SharedFile::read`].
+    pub fn read_vec(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        let mut out = vec![0u8; len];
+        self.read(offset, &mut out)?;
+        Ok(out)
+    }
+
+    /// Writes `bytes` at `offset` (not yet durable: see [`SharedFile::persist`]).
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a range outside the file.
+    pub fn write(&self, offset: u64, bytes: &[u8]) -> Result<()> {
+        let at = self.check(offset, bytes.len())?;
+        // SAFETY: as in `read`; the destination is inside the mapping, which is writable
+        // (opened read-write) and never handed out as a Rust reference, so no `&` or
+        // `&mut` into it exists for this write to invalidate.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                bytes.as_ptr(),
+                self.map.as_mut_ptr().add(at),
+                bytes.len(),
+            );
+        }
+        Ok(())
+    }
+
+    /// Makes the `len` bytes at `offset` durable (`msync` of the pages covering them).
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a range outside the file; I/O errors.
+    pub fn persist(&self, offset: u64, len: usize) -> Result<()> {
+        let at = self.check(offset, len)?;
+        self.map.flush_range(at, len).map_err(io(&self.path))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_writes_and_bounds() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let f = SharedFile::open_or_create(&path, 8192).unwrap();
+        f.write(4090, b"abcdef").unwrap();
+        f.persist(4090, 6).unwrap();
+        assert_eq!(f.read_vec(4090, 6).unwrap(), b"abcdef");
+        assert!(f.read_vec(8190, 3).is_err());
+        assert!(f.write(u64::MAX, b"x").is_err());
+        assert!(f.persist(8192, 1).is_err());
+        drop(f);
+        // Reopened: the bytes are in the file; another length is refused.
+        let f = SharedFile::open_or_create(&path, 8192).unwrap();
+        assert_eq!(f.read_vec(4090, 6).unwrap(), b"abcdef");
+        assert!(matches!(
+            SharedFile::open_or_create(&path, 4096),
+            Err(BoomError::Corrupt(_))
+        ));
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+}

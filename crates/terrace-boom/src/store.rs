@@ -1,0 +1,482 @@
+//! The server's side of BOOM's persistent memory: the region of client log segments,
+//! the metadata file that says which entries are committed with which version, and the
+//! engine's external log over them (docs/formats/boom.md says the layouts and the
+//! persist order, docs/techniques/boom.md why).
+//!
+//! Owns: handing out, sealing and freeing segments; committing an entry a client wrote
+//! (bounds, checksum, the engine write that stamps its version, the commit record and
+//! count); replaying committed entries at open; freeing sealed segments whose writes the
+//! engine's tables hold. Must not touch: the transport (how a client's doorbell reaches
+//! the server) or the engine's own log.
+//! Concurrency: `Send + Sync`, shared as `Arc<BoomStore>`; segment bookkeeping is under
+//! one short mutex; commits of one segment are serialised by the engine's write queue.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use terrace::{Db, WriteBatch};
+
+use crate::error::{BoomError, Result};
+use crate::layout::{
+    decode_entry, decode_header, CommitRecord, SegmentSlot, SegmentState, COMMIT_RECORD_BYTES,
+    ENTRY_ALIGN, ENTRY_HEADER_BYTES, SLOT_BYTES,
+};
+use crate::shm::SharedFile;
+
+/// The file clients map: a header page, then the segments.
+pub const REGION_FILE: &str = "boom.region";
+/// The server's own file: a header page, the segment slots, then each segment's
+/// commit records. Clients never see it.
+pub const META_FILE: &str = "boom.meta";
+
+const PAGE: u64 = 4096;
+const REGION_MAGIC: &[u8; 8] = b"TRBOOMR1";
+const META_MAGIC: &[u8; 8] = b"TRBOOMM1";
+const FORMAT: u32 = 1;
+
+/// The size and number of segments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoreConfig {
+    /// Bytes per segment (a multiple of 4096, at most 4 GiB).
+    pub segment_bytes: u64,
+    /// Segments in the region.
+    pub segments: u32,
+}
+
+impl Default for StoreConfig {
+    /// 16 segments of 64 MiB, the paper's segment size.
+    fn default() -> Self {
+        StoreConfig {
+            segment_bytes: 64 << 20,
+            segments: 16,
+        }
+    }
+}
+
+impl StoreConfig {
+    fn check(&self) -> Result<()> {
+        if self.segment_bytes == 0
+            || !self.segment_bytes.is_multiple_of(PAGE)
+            || self.segment_bytes > u64::from(u32::MAX) + 1
+            || self.segments == 0
+        {
+            return Err(BoomError::InvalidArgument(format!(
+                "segments must be whole 4 KiB pages, at most 4 GiB, and at least one: {self:?}"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Commit records a segment has room for: one per 64-byte line.
+    fn records_per_segment(&self) -> u64 {
+        self.segment_bytes / u64::from(ENTRY_ALIGN)
+    }
+
+    fn slots_bytes(&self) -> u64 {
+        (u64::from(self.segments) * SLOT_BYTES as u64).next_multiple_of(PAGE)
+    }
+
+    fn records_bytes(&self) -> u64 {
+        (self.records_per_segment() * COMMIT_RECORD_BYTES as u64).next_multiple_of(PAGE)
+    }
+
+    fn region_len(&self) -> u64 {
+        PAGE + u64::from(self.segments) * self.segment_bytes
+    }
+
+    fn meta_len(&self) -> u64 {
+        PAGE + self.slots_bytes() + u64::from(self.segments) * self.records_bytes()
+    }
+
+    /// The header page of either file.
+    fn header(&self, magic: &[u8; 8]) -> Vec<u8> {
+        let mut h = vec![0u8; 32];
+        h[0..8].copy_from_slice(magic);
+        h[8..12].copy_from_slice(&FORMAT.to_le_bytes());
+        h[16..24].copy_from_slice(&self.segment_bytes.to_le_bytes());
+        h[24..28].copy_from_slice(&self.segments.to_le_bytes());
+        let crc = crc32c::crc32c(&h[0..28]);
+        h[28..32].copy_from_slice(&crc.to_le_bytes());
+        h
+    }
+}
+
+/// A segment handed to a client: where it lies in the region file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SegmentGrant {
+    /// The segment's index.
+    pub index: u32,
+    /// Its generation: requests naming an older one are refused.
+    pub generation: u64,
+    /// Its first byte in the region file.
+    pub region_offset: u64,
+    /// Its bytes.
+    pub len: u64,
+}
+
+/// What the server keeps in memory of a segment.
+#[derive(Debug, Clone, Copy)]
+struct Segment {
+    slot: SegmentSlot,
+    /// Committed entries (the persisted count).
+    count: u64,
+    /// Where the next appended entry must start.
+    append_at: u64,
+    /// The largest version committed in it.
+    max_version: u64,
+}
+
+/// The server's BOOM store. See the module docs.
+#[derive(Debug)]
+pub struct BoomStore {
+    config: StoreConfig,
+    region: SharedFile,
+    meta: SharedFile,
+    segments: Mutex<Vec<Segment>>,
+}
+
+impl BoomStore {
+    /// Opens the store in `dir` (creating its files, 0600, if missing). Segments that
+    /// were active belonged to clients of the last run: they are sealed.
+    ///
+    /// # Errors
+    /// I/O errors; `Corrupt` if a file's header does not match `config` or a slot or a
+    /// commit record below its count is damaged.
+    pub fn open(dir: &Path, config: StoreConfig) -> Result<Arc<BoomStore>> {
+        config.check()?;
+        std::fs::create_dir_all(dir).map_err(|source| BoomError::Io {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        let region = SharedFile::open_or_create(&dir.join(REGION_FILE), config.region_len())?;
+        let meta = SharedFile::open_or_create(&dir.join(META_FILE), config.meta_len())?;
+        for (file, magic) in [(&region, REGION_MAGIC), (&meta, META_MAGIC)] {
+            let want = config.header(magic);
+            let have = file.read_vec(0, want.len())?;
+            if have.iter().all(|&b| b == 0) {
+                file.write(0, &want)?;
+                file.persist(0, want.len())?;
+            } else if have != want {
+                return Err(BoomError::Corrupt(format!(
+                    "{} was made for other settings than {config:?} (or is damaged)",
+                    file.path().display()
+                )));
+            }
+        }
+        let store = BoomStore {
+            config,
+            region,
+            meta,
+            segments: Mutex::new(Vec::new()),
+        };
+        let mut segments = Vec::with_capacity(config.segments as usize);
+        for i in 0..config.segments {
+            let slot_at = store.slot_offset(i);
+            let mut slot = SegmentSlot::decode(&store.meta.read_vec(slot_at, 16)?)?;
+            let count =
+                u64::from_le_bytes(store.read_u64(slot_at + SegmentSlot::COUNT_OFFSET as u64)?);
+            let mut seg = Segment {
+                slot,
+                count: if slot.state == SegmentState::Free {
+                    0
+                } else {
+                    count
+                },
+                append_at: 0,
+                max_version: 0,
+            };
+            if slot.state != SegmentState::Free {
+                if seg.count > config.records_per_segment() {
+                    return Err(BoomError::Corrupt(format!(
+                        "segment {i} counts {} commits, more than it has room for",
+                        seg.count
+                    )));
+                }
+                for r in 0..seg.count {
+                    let rec = store.record(i, r)?;
+                    seg.append_at = seg
+                        .append_at
+                        .max(u64::from(rec.offset) + u64::from(rec.alloc_len));
+                    seg.max_version = seg.max_version.max(rec.version);
+                }
+            }
+            if slot.state == SegmentState::Active {
+                slot.state = SegmentState::Sealed;
+                store.write_slot(i, slot)?;
+                seg.slot = slot;
+            }
+            segments.push(seg);
+        }
+        *store.segments.lock() = segments;
+        Ok(Arc::new(store))
+    }
+
+    /// The settings.
+    pub fn config(&self) -> StoreConfig {
+        self.config
+    }
+
+    /// The region file clients map.
+    pub fn region_path(&self) -> &Path {
+        self.region.path()
+    }
+
+    fn slot_offset(&self, index: u32) -> u64 {
+        PAGE + u64::from(index) * SLOT_BYTES as u64
+    }
+
+    fn record_offset(&self, index: u32, n: u64) -> u64 {
+        PAGE + self.config.slots_bytes()
+            + u64::from(index) * self.config.records_bytes()
+            + n * COMMIT_RECORD_BYTES as u64
+    }
+
+    fn segment_offset(&self, index: u32) -> u64 {
+        PAGE + u64::from(index) * self.config.segment_bytes
+    }
+
+    fn read_u64(&self, at: u64) -> Result<[u8; 8]> {
+        let mut b = [0u8; 8];
+        self.meta.read(at, &mut b)?;
+        Ok(b)
+    }
+
+    fn record(&self, index: u32, n: u64) -> Result<CommitRecord> {
+        let bytes = self
+            .meta
+            .read_vec(self.record_offset(index, n), COMMIT_RECORD_BYTES)?;
+        CommitRecord::decode(&bytes).ok_or_else(|| {
+            BoomError::Corrupt(format!("commit record {n} of segment {index} is damaged"))
+        })
+    }
+
+    /// Writes and persists a segment's slot (state and generation).
+    fn write_slot(&self, index: u32, slot: SegmentSlot) -> Result<()> {
+        let at = self.slot_offset(index);
+        self.meta.write(at, &slot.encode())?;
+        self.meta.persist(at, 16)
+    }
+
+    /// Writes and persists a segment's commit count.
+    fn write_count(&self, index: u32, count: u64) -> Result<()> {
+        let at = self.slot_offset(index) + SegmentSlot::COUNT_OFFSET as u64;
+        self.meta.write(at, &count.to_le_bytes())?;
+        self.meta.persist(at, 8)
+    }
+
+    /// Hands a free segment to a client.
+    ///
+    /// # Errors
+    /// `NoFreeSegment` when every segment holds writes the engine still needs; I/O
+    /// errors.
+    pub fn allocate(&self) -> Result<SegmentGrant> {
+        let mut segments = self.segments.lock();
+        let (index, seg) = segments
+            .iter_mut()
+            .enumerate()
+            .find(|(_, s)| s.slot.state == SegmentState::Free)
+            .ok_or(BoomError::NoFreeSegment)?;
+        let index = index as u32;
+        // The count goes to zero before the slot says active, so that a crash between
+        // the two leaves a free segment, never an active one with old records counted.
+        self.write_count(index, 0)?;
+        let slot = SegmentSlot {
+            state: SegmentState::Active,
+            generation: seg.slot.generation + 1,
+        };
+        self.write_slot(index, slot)?;
+        *seg = Segment {
+            slot,
+            count: 0,
+            append_at: 0,
+            max_version: 0,
+        };
+        Ok(SegmentGrant {
+            index,
+            generation: slot.generation,
+            region_offset: self.segment_offset(index),
+            len: self.config.segment_bytes,
+        })
+    }
+
+    /// Seals a client's segment (it is full, or the client is gone): it is replayed
+    /// until its writes are in tables, then freed.
+    ///
+    /// # Errors
+    /// `InvalidArgument` if the grant is not the segment's current one; I/O errors.
+    pub fn seal(&self, grant: &SegmentGrant) -> Result<()> {
+        let mut segments = self.segments.lock();
+        let seg = current(&mut segments, grant)?;
+        let slot = SegmentSlot {
+            state: SegmentState::Sealed,
+            generation: seg.slot.generation,
+        };
+        self.write_slot(grant.index, slot)?;
+        seg.slot = slot;
+        Ok(())
+    }
+
+    /// Commits the entry a client appended at `offset` of its segment: checks it,
+    /// persists it, writes it to `db` (which gives it its version, the write's sequence
+    /// number) with its commit record and count persisted before it is visible, and
+    /// returns the version.
+    ///
+    /// # Errors
+    /// `BadEntry` (the client wrote garbage, or not at its append point) and
+    /// `InvalidArgument` (not its segment) refuse the client; I/O and engine errors.
+    pub fn commit_put(self: &Arc<Self>, db: &Db, grant: &SegmentGrant, offset: u64) -> Result<u64> {
+        let append_at = {
+            let mut segments = self.segments.lock();
+            current(&mut segments, grant)?.append_at
+        };
+        if offset != append_at {
+            return Err(BoomError::BadEntry(format!(
+                "an append at {offset}, where the segment's next entry starts at {append_at}"
+            )));
+        }
+        let room = self.config.segment_bytes.saturating_sub(offset);
+        let at = self.segment_offset(grant.index) + offset;
+        let head = self
+            .region
+            .read_vec(at, ENTRY_HEADER_BYTES.min(room as usize))?;
+        let header = decode_header(&head, room)?;
+        let bytes = self.region.read_vec(at, header.alloc_len as usize)?;
+        let entry = decode_entry(&bytes)?;
+        // The entry is durable before anything names it.
+        self.region.persist(at, header.alloc_len as usize)?;
+        let mut batch = WriteBatch::new();
+        batch.put(entry.key, entry.value);
+        let record = CommitRecord {
+            offset: offset as u32,
+            alloc_len: header.alloc_len,
+            version: 0,
+            entry_crc: header.crc,
+        };
+        let store = self.clone();
+        let grant = *grant;
+        let version = db.write_external(batch, move |version| {
+            store
+                .commit(&grant, CommitRecord { version, ..record })
+                .map_err(terrace::Error::from)
+        })?;
+        // The version slot is the client's to read; recovery trusts only the record.
+        self.region.write(at + 24, &version.to_le_bytes())?;
+        Ok(version)
+    }
+
+    /// Persists `record` as the segment's next commit, then the count that makes it
+    /// one.
+    fn commit(&self, grant: &SegmentGrant, record: CommitRecord) -> Result<()> {
+        let mut segments = self.segments.lock();
+        let seg = current(&mut segments, grant)?;
+        if seg.count >= self.config.records_per_segment() {
+            return Err(BoomError::BadEntry(
+                "the segment's commit records are full".into(),
+            ));
+        }
+        let at = self.record_offset(grant.index, seg.count);
+        self.meta.write(at, &record.encode())?;
+        self.meta.persist(at, COMMIT_RECORD_BYTES)?;
+        self.write_count(grant.index, seg.count + 1)?;
+        seg.count += 1;
+        seg.append_at = u64::from(record.offset) + u64::from(record.alloc_len);
+        seg.max_version = seg.max_version.max(record.version);
+        Ok(())
+    }
+
+    /// Segments by state, for statistics: (free, active, sealed).
+    pub fn segment_counts(&self) -> (usize, usize, usize) {
+        let segments = self.segments.lock();
+        let n = |s: SegmentState| segments.iter().filter(|g| g.slot.state == s).count();
+        (
+            n(SegmentState::Free),
+            n(SegmentState::Active),
+            n(SegmentState::Sealed),
+        )
+    }
+}
+
+/// The segment `grant` names, if it is still the client's (active, same generation).
+fn current<'a>(segments: &'a mut [Segment], grant: &SegmentGrant) -> Result<&'a mut Segment> {
+    segments
+        .get_mut(grant.index as usize)
+        .filter(|s| s.slot.state == SegmentState::Active && s.slot.generation == grant.generation)
+        .ok_or_else(|| {
+            BoomError::InvalidArgument(format!(
+                "segment {} generation {} is not an active segment of this client",
+                grant.index, grant.generation
+            ))
+        })
+}
+
+impl terrace::wal::ExternalLog for BoomStore {
+    fn replay(
+        &self,
+        after: u64,
+        apply: &mut dyn FnMut(&WriteBatch) -> terrace::Result<()>,
+    ) -> terrace::Result<()> {
+        let segments = self.segments.lock().clone();
+        for (index, seg) in (0u32..).zip(segments.iter()) {
+            if seg.slot.state == SegmentState::Free {
+                continue;
+            }
+            for n in 0..seg.count {
+                let rec = self.record(index, n)?;
+                if rec.version <= after {
+                    continue;
+                }
+                let at = self.segment_offset(index) + u64::from(rec.offset);
+                let room = self
+                    .config
+                    .segment_bytes
+                    .saturating_sub(u64::from(rec.offset));
+                if u64::from(rec.alloc_len) > room {
+                    return Err(BoomError::Corrupt(format!(
+                        "commit record {n} of segment {index} runs past the segment"
+                    ))
+                    .into());
+                }
+                let bytes = self.region.read_vec(at, rec.alloc_len as usize)?;
+                // An entry overwritten in place since this record no longer matches it:
+                // the record is stale, and a newer one names what is there now.
+                let entry = match decode_entry(&bytes) {
+                    Ok(e) if e.header.crc == rec.entry_crc => e,
+                    _ => continue,
+                };
+                let mut batch = WriteBatch::new();
+                batch.put(entry.key, entry.value);
+                batch.set_sequence(rec.version);
+                apply(&batch)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn release_through(&self, seq: u64) {
+        let mut segments = self.segments.lock();
+        for (index, seg) in (0u32..).zip(segments.iter_mut()) {
+            if seg.slot.state != SegmentState::Sealed || seg.max_version > seq {
+                continue;
+            }
+            let slot = SegmentSlot {
+                state: SegmentState::Free,
+                generation: seg.slot.generation,
+            };
+            match self.write_slot(index, slot) {
+                Ok(()) => {
+                    seg.slot = slot;
+                    seg.count = 0;
+                    seg.append_at = 0;
+                    seg.max_version = 0;
+                }
+                Err(e) => {
+                    tracing::warn!(segment = index, error = %e, "cannot free a BOOM segment; it stays sealed");
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
