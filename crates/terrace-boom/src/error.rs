@@ -13,6 +13,9 @@ pub enum BoomError {
     /// A request or a setting that cannot be served.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// The server refused a request (its message).
+    #[error("server: {0}")]
+    Remote(String),
     /// No free segment is left.
     #[error("no free segment: every segment holds writes not yet in the engine's tables")]
     NoFreeSegment,

@@ -9,15 +9,22 @@
 //! a commit record and count in its own metadata file before the write is visible, and
 //! answers with the version. The entry itself is never copied into another durable log.
 //!
-//! Modules: [`layout`] (the byte layouts), [`shm`] (the shared mapping, the only
-//! `unsafe`), [`store`] (the server's segments, commits, replay and release).
+//! Modules: [`layout`] (the byte layouts), [`proto`] (the doorbell messages), [`shm`]
+//! (the shared mapping, the only `unsafe`), [`store`] (the server's segments, commits,
+//! replay and release), [`server`] (connections: handshake, PUT, GET), [`client`] (the
+//! client's side).
 //! docs/formats/boom.md has the layouts, docs/techniques/boom.md what differs from the
 //! paper and what the emulation does not show.
 
+pub mod client;
 pub mod error;
 pub mod layout;
+pub mod proto;
+pub mod server;
 pub mod shm;
 pub mod store;
 
+pub use client::BoomClient;
 pub use error::{BoomError, Result};
-pub use store::{BoomStore, SegmentGrant, StoreConfig};
+pub use server::{BoomServer, DbHandle, ServerConfig};
+pub use store::{BoomStore, RawValues, SegmentGrant, StoreConfig, ValueCodec};

@@ -69,6 +69,37 @@ impl SharedFile {
         })
     }
 
+    /// Maps `len` bytes of the existing file `path` from `offset` (a multiple of the
+    /// page size): a client's view of its segment. Offsets given to this mapping's
+    /// methods are relative to `offset`.
+    ///
+    /// # Errors
+    /// I/O errors; `InvalidArgument` for a range outside the file.
+    pub fn open_range(path: &Path, offset: u64, len: u64) -> Result<SharedFile> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(io(path))?;
+        let have = file.metadata().map_err(io(path))?.len();
+        if offset.checked_add(len).is_none_or(|end| end > have) || len == 0 {
+            return Err(BoomError::InvalidArgument(format!(
+                "{len} bytes at {offset} are outside {} ({have} bytes)",
+                path.display()
+            )));
+        }
+        let map = memmap2::MmapOptions::new()
+            .offset(offset)
+            .len(len as usize)
+            .map_raw(&file)
+            .map_err(io(path))?;
+        Ok(SharedFile {
+            path: path.to_path_buf(),
+            map,
+            _file: file,
+        })
+    }
+
     /// The file's path.
     pub fn path(&self) -> &Path {
         &self.path
@@ -177,5 +208,12 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
+        // A range of it, as a client maps its segment.
+        let part = SharedFile::open_range(&path, 4096, 4096).unwrap();
+        part.write(0, b"seg").unwrap();
+        assert_eq!(f.read_vec(4096, 3).unwrap(), b"seg");
+        assert!(part.read_vec(4095, 2).is_err());
+        assert!(SharedFile::open_range(&path, 4096, 8192).is_err());
+        assert!(SharedFile::open_range(&dir.path().join("none"), 0, 4096).is_err());
     }
 }

@@ -81,7 +81,8 @@ impl StoreConfig {
         (self.records_per_segment() * COMMIT_RECORD_BYTES as u64).next_multiple_of(PAGE)
     }
 
-    fn region_len(&self) -> u64 {
+    /// Bytes of the region file.
+    pub fn region_len(&self) -> u64 {
         PAGE + u64::from(self.segments) * self.segment_bytes
     }
 
@@ -127,10 +128,37 @@ struct Segment {
     max_version: u64,
 }
 
+/// How values are kept in the engine: a server whose other protocols store values with
+/// a header (the RESP server's type and expiry) encodes BOOM's the same way, so that a
+/// key BOOM wrote reads back through every protocol.
+pub trait ValueCodec: Send + Sync + std::fmt::Debug {
+    /// The engine's value for a client's `value`.
+    fn encode(&self, value: &[u8]) -> Vec<u8>;
+    /// The client's value in the engine's `stored`, or `None` if it is not one a GET
+    /// returns (another type, an expired key).
+    fn decode(&self, stored: &[u8]) -> Option<Vec<u8>>;
+}
+
+/// Values as they are: the library's own encoding.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RawValues;
+
+impl ValueCodec for RawValues {
+    fn encode(&self, value: &[u8]) -> Vec<u8> {
+        value.to_vec()
+    }
+
+    fn decode(&self, stored: &[u8]) -> Option<Vec<u8>> {
+        Some(stored.to_vec())
+    }
+}
+
 /// The server's BOOM store. See the module docs.
 #[derive(Debug)]
 pub struct BoomStore {
     config: StoreConfig,
+    codec: Arc<dyn ValueCodec>,
+    dir: std::path::PathBuf,
     region: SharedFile,
     meta: SharedFile,
     segments: Mutex<Vec<Segment>>,
@@ -144,6 +172,18 @@ impl BoomStore {
     /// I/O errors; `Corrupt` if a file's header does not match `config` or a slot or a
     /// commit record below its count is damaged.
     pub fn open(dir: &Path, config: StoreConfig) -> Result<Arc<BoomStore>> {
+        Self::open_with_codec(dir, config, Arc::new(RawValues))
+    }
+
+    /// [`BoomStore::open`], keeping values in the engine as `codec` encodes them.
+    ///
+    /// # Errors
+    /// As [`BoomStore::open`].
+    pub fn open_with_codec(
+        dir: &Path,
+        config: StoreConfig,
+        codec: Arc<dyn ValueCodec>,
+    ) -> Result<Arc<BoomStore>> {
         config.check()?;
         std::fs::create_dir_all(dir).map_err(|source| BoomError::Io {
             path: dir.to_path_buf(),
@@ -166,6 +206,8 @@ impl BoomStore {
         }
         let store = BoomStore {
             config,
+            codec,
+            dir: dir.to_path_buf(),
             region,
             meta,
             segments: Mutex::new(Vec::new()),
@@ -220,6 +262,21 @@ impl BoomStore {
     /// The region file clients map.
     pub fn region_path(&self) -> &Path {
         self.region.path()
+    }
+
+    /// The region file's length.
+    pub fn region_len(&self) -> u64 {
+        self.config.region_len()
+    }
+
+    /// The directory of the store's files.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// How values are kept in the engine.
+    pub fn codec(&self) -> &dyn ValueCodec {
+        self.codec.as_ref()
     }
 
     fn slot_offset(&self, index: u32) -> u64 {
@@ -346,7 +403,7 @@ impl BoomStore {
         // The entry is durable before anything names it.
         self.region.persist(at, header.alloc_len as usize)?;
         let mut batch = WriteBatch::new();
-        batch.put(entry.key, entry.value);
+        batch.put(entry.key, &self.codec.encode(entry.value));
         let record = CommitRecord {
             offset: offset as u32,
             alloc_len: header.alloc_len,
@@ -445,7 +502,7 @@ impl terrace::wal::ExternalLog for BoomStore {
                     _ => continue,
                 };
                 let mut batch = WriteBatch::new();
-                batch.put(entry.key, entry.value);
+                batch.put(entry.key, &self.codec.encode(entry.value));
                 batch.set_sequence(rec.version);
                 apply(&batch)?;
             }

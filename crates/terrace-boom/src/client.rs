@@ -1,0 +1,181 @@
+//! A client's side of BOOM over a Unix socket on the server's host: it maps its segment
+//! of the server's region and its reply buffer, appends each PUT's entry into the
+//! segment itself and rings the doorbell with the offset, and reads each GET's value
+//! from the reply buffer the server copied it into. One round trip per request.
+//!
+//! Owns: a connection, its segment mapping and append point. Must not touch: the
+//! server's files beyond its segment and reply buffer.
+//! Concurrency: a client is used by one thread at a time (`&mut self`); a pool hands
+//! clients to threads.
+
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+
+use crate::error::{BoomError, Result};
+use crate::layout::{encode_entry, entry_alloc_len};
+use crate::proto::{read_frame, write_frame, Reply, Request};
+use crate::shm::SharedFile;
+use crate::store::SegmentGrant;
+
+/// A connected BOOM client. See the module docs.
+#[derive(Debug)]
+pub struct BoomClient {
+    stream: UnixStream,
+    region_path: std::path::PathBuf,
+    grant: SegmentGrant,
+    segment: SharedFile,
+    /// Where the next entry goes in the segment.
+    at: u64,
+    reply: SharedFile,
+    frame: Vec<u8>,
+}
+
+fn io(source: std::io::Error) -> BoomError {
+    BoomError::Io {
+        path: "<boom connection>".into(),
+        source,
+    }
+}
+
+impl BoomClient {
+    /// Connects to the server's socket at `path` with `password` (empty without one).
+    ///
+    /// # Errors
+    /// I/O errors; `Remote` if the server refuses (a wrong password, no free segment).
+    pub fn connect_unix(path: &Path, password: &[u8]) -> Result<BoomClient> {
+        let mut stream = UnixStream::connect(path).map_err(|source| BoomError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let mut frame = Vec::new();
+        let hello = Request::Hello {
+            password: password.to_vec(),
+        };
+        write_frame(&mut stream, &hello.encode()).map_err(io)?;
+        match read_reply(&mut stream, &mut frame)? {
+            Reply::Welcome {
+                grant,
+                region_path,
+                reply_path,
+                reply_len,
+                ..
+            } => {
+                let region_path = std::path::PathBuf::from(region_path);
+                let segment = SharedFile::open_range(&region_path, grant.region_offset, grant.len)?;
+                let reply = SharedFile::open_range(Path::new(&reply_path), 0, reply_len)?;
+                Ok(BoomClient {
+                    stream,
+                    region_path,
+                    grant,
+                    segment,
+                    at: 0,
+                    reply,
+                    frame,
+                })
+            }
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Writes `key = value`; returns its version (the engine's sequence number).
+    ///
+    /// # Errors
+    /// `Remote` if the server refuses; `NoFreeSegment` if the entry needs a new segment
+    /// and none is free; I/O errors.
+    pub fn put(&mut self, key: &[u8], value: &[u8]) -> Result<u64> {
+        let len = u64::from(
+            entry_alloc_len(key.len(), value.len())
+                .ok_or_else(|| BoomError::InvalidArgument("entry too long".into()))?,
+        );
+        if len > self.grant.len {
+            return Err(BoomError::InvalidArgument(format!(
+                "an entry of {len} bytes does not fit a segment of {}",
+                self.grant.len
+            )));
+        }
+        if self.at + len > self.grant.len {
+            self.next_segment()?;
+        }
+        let entry = encode_entry(key, value, self.at as u32, len as u32)?;
+        self.segment.write(self.at, &entry)?;
+        // Ask for the next segment in the same round trip once this one is nearly full.
+        let next_segment = self.at + 2 * len + self.grant.len / 16 > self.grant.len;
+        let req = Request::Put {
+            offset: self.at,
+            next_segment,
+        };
+        match self.call(&req)? {
+            Reply::Put { version, next } => {
+                self.at += len;
+                if let Some(g) = next {
+                    self.switch_to(g)?;
+                }
+                Ok(version)
+            }
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// The value of `key`, or `None`.
+    ///
+    /// # Errors
+    /// `Remote` if the server refuses; I/O errors.
+    pub fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        match self.call(&Request::Get { key: key.to_vec() })? {
+            Reply::Get { len: None, .. } => Ok(None),
+            Reply::Get {
+                inline: Some(v), ..
+            } => Ok(Some(v)),
+            Reply::Get {
+                len: Some(n),
+                inline: None,
+            } => {
+                let n = usize::try_from(n)
+                    .map_err(|_| BoomError::Remote("a value longer than memory".into()))?;
+                Ok(Some(self.reply.read_vec(0, n)?))
+            }
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// The segment this client appends to.
+    pub fn segment(&self) -> SegmentGrant {
+        self.grant
+    }
+
+    fn next_segment(&mut self) -> Result<()> {
+        match self.call(&Request::Segment)? {
+            Reply::Segment { grant } => self.switch_to(grant),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    fn switch_to(&mut self, grant: SegmentGrant) -> Result<()> {
+        self.segment = SharedFile::open_range(&self.region_path, grant.region_offset, grant.len)?;
+        self.grant = grant;
+        self.at = 0;
+        Ok(())
+    }
+
+    fn call(&mut self, req: &Request) -> Result<Reply> {
+        write_frame(&mut self.stream, &req.encode()).map_err(io)?;
+        read_reply(&mut self.stream, &mut self.frame)
+    }
+}
+
+fn read_reply(stream: &mut UnixStream, frame: &mut Vec<u8>) -> Result<Reply> {
+    if !read_frame(stream, frame).map_err(io)? {
+        return Err(BoomError::Remote("the server closed the connection".into()));
+    }
+    match Reply::decode(frame)? {
+        Reply::Error { message, .. } if message.contains("no free segment") => {
+            Err(BoomError::NoFreeSegment)
+        }
+        Reply::Error { message, .. } => Err(BoomError::Remote(message)),
+        r => Ok(r),
+    }
+}
+
+fn unexpected(r: &Reply) -> BoomError {
+    BoomError::Remote(format!("unexpected reply {r:?}"))
+}

@@ -1,0 +1,375 @@
+//! BOOM's messages on the doorbell connection (docs/formats/boom.md, "Doorbell
+//! messages"): what a client sends after writing into shared memory, and the server's
+//! answers. Frames are a little-endian `u32` length, then that many bytes.
+//!
+//! Owns: encoding and decoding the messages, with limits. Must not touch: sockets (the
+//! caller reads and writes frames) or the store.
+
+use crate::error::{BoomError, Result};
+use crate::store::SegmentGrant;
+
+/// Largest frame either side accepts.
+pub const MAX_FRAME: usize = 1 << 20;
+
+/// A client's request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Request {
+    /// The first message: the password (empty without one).
+    Hello {
+        /// The server's `requirepass`.
+        password: Vec<u8>,
+    },
+    /// "I appended an entry at `offset` of my segment": the doorbell, carrying only the
+    /// offset (RDMA's write-with-immediate).
+    Put {
+        /// The entry's offset in the segment.
+        offset: u64,
+        /// Seal this segment after the entry and hand over the next one in the reply.
+        next_segment: bool,
+    },
+    /// Look `key` up and copy its value into my reply buffer.
+    Get {
+        /// The key.
+        key: Vec<u8>,
+    },
+    /// Seal my segment and give me the next one (when a PUT's piggybacked request found
+    /// none free, or an entry does not fit what is left).
+    Segment,
+}
+
+/// The server's reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// The handshake's answer: the client's segment and where its files are.
+    Welcome {
+        /// The segment.
+        grant: SegmentGrant,
+        /// The region file to map.
+        region_path: String,
+        /// The region file's length.
+        region_len: u64,
+        /// The client's reply buffer file, which GET results are copied into.
+        reply_path: String,
+        /// Its length.
+        reply_len: u64,
+    },
+    /// A PUT is committed with `version` (its sequence number in the engine).
+    Put {
+        /// The version.
+        version: u64,
+        /// The next segment, when the PUT asked for it.
+        next: Option<SegmentGrant>,
+    },
+    /// A GET's answer: `None` if the key has no value; otherwise the value's length, and
+    /// the value itself inline when it did not fit the reply buffer (else it is there).
+    Get {
+        /// The value's length, if found.
+        len: Option<u64>,
+        /// The value, when it is not in the reply buffer.
+        inline: Option<Vec<u8>>,
+    },
+    /// The client's next segment.
+    Segment {
+        /// The segment.
+        grant: SegmentGrant,
+    },
+    /// The request failed; `fatal` when the server closes the connection after it (a
+    /// protocol violation).
+    Error {
+        /// What went wrong.
+        message: String,
+        /// Whether the connection ends.
+        fatal: bool,
+    },
+}
+
+const HELLO: u8 = 1;
+const PUT: u8 = 2;
+const GET: u8 = 3;
+const SEGMENT: u8 = 4;
+
+const WELCOME: u8 = 1;
+const PUT_OK: u8 = 2;
+const GET_OK: u8 = 3;
+const ERROR: u8 = 4;
+const SEGMENT_OK: u8 = 5;
+
+/// Reads little-endian fields from a frame, refusing to read past it.
+struct Reader<'a> {
+    b: &'a [u8],
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+        if self.b.len() < n {
+            return Err(BoomError::BadEntry("message cut short".into()));
+        }
+        let (head, rest) = self.b.split_at(n);
+        self.b = rest;
+        Ok(head)
+    }
+
+    fn u8(&mut self) -> Result<u8> {
+        Ok(self.take(1)?[0])
+    }
+
+    fn u32(&mut self) -> Result<u32> {
+        let mut a = [0u8; 4];
+        a.copy_from_slice(self.take(4)?);
+        Ok(u32::from_le_bytes(a))
+    }
+
+    fn u64(&mut self) -> Result<u64> {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(self.take(8)?);
+        Ok(u64::from_le_bytes(a))
+    }
+
+    fn bytes(&mut self) -> Result<&'a [u8]> {
+        let n = self.u32()? as usize;
+        self.take(n)
+    }
+
+    fn string(&mut self) -> Result<String> {
+        String::from_utf8(self.bytes()?.to_vec())
+            .map_err(|_| BoomError::BadEntry("a path that is not UTF-8".into()))
+    }
+
+    fn end(self) -> Result<()> {
+        if self.b.is_empty() {
+            Ok(())
+        } else {
+            Err(BoomError::BadEntry("trailing bytes in a message".into()))
+        }
+    }
+}
+
+fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+    out.extend_from_slice(b);
+}
+
+fn put_grant(out: &mut Vec<u8>, g: &SegmentGrant) {
+    out.extend_from_slice(&g.index.to_le_bytes());
+    out.extend_from_slice(&g.generation.to_le_bytes());
+    out.extend_from_slice(&g.region_offset.to_le_bytes());
+    out.extend_from_slice(&g.len.to_le_bytes());
+}
+
+fn grant(r: &mut Reader<'_>) -> Result<SegmentGrant> {
+    Ok(SegmentGrant {
+        index: r.u32()?,
+        generation: r.u64()?,
+        region_offset: r.u64()?,
+        len: r.u64()?,
+    })
+}
+
+impl Request {
+    /// The message's bytes (without the frame's length).
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        match self {
+            Request::Hello { password } => {
+                out.push(HELLO);
+                put_bytes(&mut out, password);
+            }
+            Request::Put {
+                offset,
+                next_segment,
+            } => {
+                out.push(PUT);
+                out.extend_from_slice(&offset.to_le_bytes());
+                out.push(u8::from(*next_segment));
+            }
+            Request::Get { key } => {
+                out.push(GET);
+                put_bytes(&mut out, key);
+            }
+            Request::Segment => out.push(SEGMENT),
+        }
+        out
+    }
+
+    /// The request in `frame`.
+    ///
+    /// # Errors
+    /// `BadEntry` for an unknown kind, a short or overlong message.
+    pub fn decode(frame: &[u8]) -> Result<Request> {
+        let mut r = Reader { b: frame };
+        let req = match r.u8()? {
+            HELLO => Request::Hello {
+                password: r.bytes()?.to_vec(),
+            },
+            PUT => Request::Put {
+                offset: r.u64()?,
+                next_segment: match r.u8()? {
+                    0 => false,
+                    1 => true,
+                    f => return Err(BoomError::BadEntry(format!("unknown PUT flag {f}"))),
+                },
+            },
+            GET => Request::Get {
+                key: r.bytes()?.to_vec(),
+            },
+            SEGMENT => Request::Segment,
+            k => return Err(BoomError::BadEntry(format!("unknown request kind {k}"))),
+        };
+        r.end()?;
+        Ok(req)
+    }
+}
+
+impl Reply {
+    /// The message's bytes (without the frame's length).
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        match self {
+            Reply::Welcome {
+                grant,
+                region_path,
+                region_len,
+                reply_path,
+                reply_len,
+            } => {
+                out.push(WELCOME);
+                put_grant(&mut out, grant);
+                put_bytes(&mut out, region_path.as_bytes());
+                out.extend_from_slice(&region_len.to_le_bytes());
+                put_bytes(&mut out, reply_path.as_bytes());
+                out.extend_from_slice(&reply_len.to_le_bytes());
+            }
+            Reply::Put { version, next } => {
+                out.push(PUT_OK);
+                out.extend_from_slice(&version.to_le_bytes());
+                match next {
+                    Some(g) => {
+                        out.push(1);
+                        put_grant(&mut out, g);
+                    }
+                    None => out.push(0),
+                }
+            }
+            Reply::Get { len, inline } => {
+                out.push(GET_OK);
+                match len {
+                    Some(n) => {
+                        out.push(1);
+                        out.extend_from_slice(&n.to_le_bytes());
+                    }
+                    None => out.push(0),
+                }
+                match inline {
+                    Some(v) => {
+                        out.push(1);
+                        put_bytes(&mut out, v);
+                    }
+                    None => out.push(0),
+                }
+            }
+            Reply::Segment { grant } => {
+                out.push(SEGMENT_OK);
+                put_grant(&mut out, grant);
+            }
+            Reply::Error { message, fatal } => {
+                out.push(ERROR);
+                out.push(u8::from(*fatal));
+                put_bytes(&mut out, message.as_bytes());
+            }
+        }
+        out
+    }
+
+    /// The reply in `frame`.
+    ///
+    /// # Errors
+    /// `BadEntry` for an unknown kind, a short or overlong message.
+    pub fn decode(frame: &[u8]) -> Result<Reply> {
+        let mut r = Reader { b: frame };
+        let flag = |r: &mut Reader<'_>| -> Result<bool> {
+            match r.u8()? {
+                0 => Ok(false),
+                1 => Ok(true),
+                f => Err(BoomError::BadEntry(format!("bad flag {f}"))),
+            }
+        };
+        let reply = match r.u8()? {
+            WELCOME => Reply::Welcome {
+                grant: grant(&mut r)?,
+                region_path: r.string()?,
+                region_len: r.u64()?,
+                reply_path: r.string()?,
+                reply_len: r.u64()?,
+            },
+            PUT_OK => {
+                let version = r.u64()?;
+                let next = if flag(&mut r)? {
+                    Some(grant(&mut r)?)
+                } else {
+                    None
+                };
+                Reply::Put { version, next }
+            }
+            GET_OK => {
+                let len = if flag(&mut r)? { Some(r.u64()?) } else { None };
+                let inline = if flag(&mut r)? {
+                    Some(r.bytes()?.to_vec())
+                } else {
+                    None
+                };
+                Reply::Get { len, inline }
+            }
+            SEGMENT_OK => Reply::Segment {
+                grant: grant(&mut r)?,
+            },
+            ERROR => {
+                let fatal = flag(&mut r)?;
+                Reply::Error {
+                    fatal,
+                    message: String::from_utf8_lossy(r.bytes()?).into_owned(),
+                }
+            }
+            k => return Err(BoomError::BadEntry(format!("unknown reply kind {k}"))),
+        };
+        r.end()?;
+        Ok(reply)
+    }
+}
+
+/// Writes `msg` as one frame.
+///
+/// # Errors
+/// I/O errors.
+pub fn write_frame(w: &mut impl std::io::Write, msg: &[u8]) -> std::io::Result<()> {
+    let mut frame = Vec::with_capacity(4 + msg.len());
+    frame.extend_from_slice(&(msg.len() as u32).to_le_bytes());
+    frame.extend_from_slice(msg);
+    w.write_all(&frame)?;
+    w.flush()
+}
+
+/// Reads one frame into `buf`; `Ok(false)` at a clean end of stream.
+///
+/// # Errors
+/// I/O errors; `InvalidData` for a frame over [`MAX_FRAME`].
+pub fn read_frame(r: &mut impl std::io::Read, buf: &mut Vec<u8>) -> std::io::Result<bool> {
+    let mut len = [0u8; 4];
+    match r.read_exact(&mut len) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(false),
+        Err(e) => return Err(e),
+    }
+    let len = u32::from_le_bytes(len) as usize;
+    if len > MAX_FRAME {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("a frame of {len} bytes (at most {MAX_FRAME})"),
+        ));
+    }
+    buf.resize(len, 0);
+    r.read_exact(buf)?;
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,329 @@
+//! The server's side of a BOOM connection: the handshake (password, a segment, a reply
+//! buffer), then doorbells (PUT: commit the entry at this offset), GETs (copy the value
+//! into the client's reply buffer) and segment requests, one thread per connection.
+//!
+//! Owns: a connection's lifetime (its segment is sealed and its reply buffer deleted
+//! when it ends) and what a request does. Must not touch: byte layouts (`layout`,
+//! `proto`) or how segments are kept (`store`).
+//! Concurrency: one thread per connection; the store and the database are shared.
+
+use std::io::{Read, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use terrace::Db;
+
+use crate::error::{BoomError, Result};
+use crate::proto::{read_frame, write_frame, Reply, Request};
+use crate::shm::SharedFile;
+use crate::store::{BoomStore, SegmentGrant};
+
+/// Whatever holds the database BOOM writes to (the database itself, or a server's
+/// engine around it).
+pub trait DbHandle: Send + Sync {
+    /// The database.
+    fn db(&self) -> &Db;
+}
+
+impl DbHandle for Db {
+    fn db(&self) -> &Db {
+        self
+    }
+}
+
+/// What a BOOM server needs besides its store.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// The password a client's handshake must carry (`requirepass`); empty: none.
+    pub password: Vec<u8>,
+    /// Bytes of each client's reply buffer: GET values up to this size are copied into
+    /// it, larger ones come inline in the reply.
+    pub reply_bytes: u64,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            password: Vec::new(),
+            reply_bytes: 1 << 20,
+        }
+    }
+}
+
+/// A BOOM server: shared by its connection threads.
+pub struct BoomServer {
+    store: Arc<BoomStore>,
+    db: Arc<dyn DbHandle>,
+    config: ServerConfig,
+    next_conn: AtomicU64,
+    stopping: AtomicBool,
+    /// Connections being served.
+    active: parking_lot::Mutex<u64>,
+    idle: parking_lot::Condvar,
+}
+
+impl std::fmt::Debug for BoomServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BoomServer")
+            .field("store", &self.store)
+            .finish_non_exhaustive()
+    }
+}
+
+impl BoomServer {
+    /// A server of `store` writing to `db`.
+    pub fn new(store: Arc<BoomStore>, db: Arc<dyn DbHandle>, config: ServerConfig) -> Arc<Self> {
+        Arc::new(BoomServer {
+            store,
+            db,
+            config,
+            next_conn: AtomicU64::new(1),
+            stopping: AtomicBool::new(false),
+            active: parking_lot::Mutex::new(0),
+            idle: parking_lot::Condvar::new(),
+        })
+    }
+
+    /// Binds a Unix socket at `path` (replacing a stale one), readable and writable by
+    /// this user only.
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub fn bind_unix(path: &Path) -> Result<UnixListener> {
+        let io = |source| BoomError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        if path.exists() {
+            // A socket nobody answers is a stale one from an earlier run.
+            if UnixStream::connect(path).is_ok() {
+                return Err(BoomError::InvalidArgument(format!(
+                    "{} is in use by another server",
+                    path.display()
+                )));
+            }
+            std::fs::remove_file(path).map_err(io)?;
+        }
+        let listener = UnixListener::bind(path).map_err(io)?;
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(io)?;
+        Ok(listener)
+    }
+
+    /// Accepts connections on `listener` until [`BoomServer::stop`], each served on its
+    /// own thread.
+    pub fn serve_unix(self: &Arc<Self>, listener: UnixListener) {
+        for stream in listener.incoming() {
+            if self.stopping.load(Ordering::Acquire) {
+                return;
+            }
+            match stream {
+                Ok(s) => {
+                    let server = self.clone();
+                    let spawned = std::thread::Builder::new()
+                        .name("terrace-boom-conn".into())
+                        .spawn(move || server.serve_connection(s));
+                    if let Err(e) = spawned {
+                        tracing::warn!(error = %e, "cannot start a BOOM connection thread");
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "BOOM accept failed"),
+            }
+        }
+    }
+
+    /// Makes `serve_unix` return at its next connection (the caller connects once to
+    /// wake it).
+    pub fn stop(&self) {
+        self.stopping.store(true, Ordering::Release);
+    }
+
+    /// Serves one connection to its end; its segment is sealed and its reply buffer
+    /// deleted whatever happens.
+    pub fn serve_connection<S: Read + Write>(&self, mut stream: S) {
+        *self.active.lock() += 1;
+        self.serve(&mut stream);
+        let mut active = self.active.lock();
+        *active -= 1;
+        if *active == 0 {
+            self.idle.notify_all();
+        }
+    }
+
+    /// Waits until no connection is being served (after [`BoomServer::stop`] and the
+    /// clients' departure), at most `timeout`; returns whether none is.
+    pub fn wait_for_connections(&self, timeout: std::time::Duration) -> bool {
+        let deadline = std::time::Instant::now() + timeout;
+        let mut active = self.active.lock();
+        while *active > 0 {
+            if self.idle.wait_until(&mut active, deadline).timed_out() {
+                return *active == 0;
+            }
+        }
+        true
+    }
+
+    fn serve<S: Read + Write>(&self, stream: &mut S) {
+        let mut conn: Option<Conn> = None;
+        if let Err(e) = self.run(stream, &mut conn) {
+            tracing::debug!(error = %e, "BOOM connection ended");
+        }
+        if let Some(c) = conn {
+            if let Err(e) = self.store.seal(&c.grant) {
+                tracing::debug!(error = %e, "BOOM segment already sealed");
+            }
+            if let Err(e) = std::fs::remove_file(&c.reply_path) {
+                tracing::warn!(path = %c.reply_path.display(), error = %e, "cannot remove a BOOM reply buffer");
+            }
+        }
+    }
+
+    fn run<S: Read + Write>(&self, stream: &mut S, conn: &mut Option<Conn>) -> Result<()> {
+        let mut frame = Vec::new();
+        let io = |source| BoomError::Io {
+            path: PathBuf::from("<boom connection>"),
+            source,
+        };
+        loop {
+            if !read_frame(stream, &mut frame).map_err(io)? {
+                return Ok(());
+            }
+            let reply = match Request::decode(&frame) {
+                Ok(req) => self.handle(req, conn),
+                Err(e) => Err(e),
+            };
+            let (reply, end) = match reply {
+                Ok(r) => (r, false),
+                Err(e) => {
+                    // A client that breaks the protocol or writes garbage is cut off;
+                    // the engine's own trouble is only reported.
+                    let fatal = !matches!(e, BoomError::Engine(_) | BoomError::NoFreeSegment);
+                    (
+                        Reply::Error {
+                            message: e.to_string(),
+                            fatal,
+                        },
+                        fatal,
+                    )
+                }
+            };
+            write_frame(stream, &reply.encode()).map_err(io)?;
+            if end {
+                return Ok(());
+            }
+        }
+    }
+
+    fn handle(&self, req: Request, conn: &mut Option<Conn>) -> Result<Reply> {
+        let Some(c) = conn.as_mut() else {
+            let Request::Hello { password } = req else {
+                return Err(BoomError::InvalidArgument(
+                    "the first message must be HELLO".into(),
+                ));
+            };
+            return self.hello(&password, conn);
+        };
+        match req {
+            Request::Hello { .. } => Err(BoomError::InvalidArgument("HELLO twice".into())),
+            Request::Put {
+                offset,
+                next_segment,
+            } => {
+                let version = self.store.commit_put(self.db.db(), &c.grant, offset)?;
+                let next = if next_segment {
+                    self.next_segment(c).ok()
+                } else {
+                    None
+                };
+                Ok(Reply::Put { version, next })
+            }
+            Request::Segment => Ok(Reply::Segment {
+                grant: self.next_segment(c)?,
+            }),
+            Request::Get { key } => {
+                let stored = self.db.db().get(&key)?;
+                let value = stored.and_then(|v| self.store.codec().decode(&v));
+                Ok(match value {
+                    None => Reply::Get {
+                        len: None,
+                        inline: None,
+                    },
+                    Some(v) if v.len() as u64 <= c.reply.len() => {
+                        c.reply.write(0, &v)?;
+                        Reply::Get {
+                            len: Some(v.len() as u64),
+                            inline: None,
+                        }
+                    }
+                    Some(v) => Reply::Get {
+                        len: Some(v.len() as u64),
+                        inline: Some(v),
+                    },
+                })
+            }
+        }
+    }
+
+    /// Seals the connection's segment and hands it the next one.
+    fn next_segment(&self, c: &mut Conn) -> Result<SegmentGrant> {
+        let next = self.store.allocate()?;
+        if let Err(e) = self.store.seal(&c.grant) {
+            tracing::debug!(error = %e, "BOOM segment already sealed");
+        }
+        c.grant = next;
+        Ok(next)
+    }
+
+    fn hello(&self, password: &[u8], conn: &mut Option<Conn>) -> Result<Reply> {
+        if !constant_time_eq(password, &self.config.password) {
+            return Err(BoomError::InvalidArgument(
+                "WRONGPASS invalid password".into(),
+            ));
+        }
+        let id = self.next_conn.fetch_add(1, Ordering::Relaxed);
+        let reply_path = self
+            .store
+            .dir()
+            .join(format!("reply-{}-{id}", std::process::id()));
+        let _ = std::fs::remove_file(&reply_path);
+        let reply = SharedFile::open_or_create(&reply_path, self.config.reply_bytes.max(4096))?;
+        let grant = match self.store.allocate() {
+            Ok(g) => g,
+            Err(e) => {
+                let _ = std::fs::remove_file(&reply_path);
+                return Err(e);
+            }
+        };
+        let welcome = Reply::Welcome {
+            grant,
+            region_path: self.store.region_path().to_string_lossy().into_owned(),
+            region_len: self.store.region_len(),
+            reply_path: reply_path.to_string_lossy().into_owned(),
+            reply_len: reply.len(),
+        };
+        *conn = Some(Conn {
+            grant,
+            reply,
+            reply_path,
+        });
+        Ok(welcome)
+    }
+}
+
+/// One connection's state after its handshake.
+struct Conn {
+    grant: SegmentGrant,
+    reply: SharedFile,
+    reply_path: PathBuf,
+}
+
+/// Compares without stopping at the first difference, so the time taken says nothing
+/// of how much of a password was right.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}

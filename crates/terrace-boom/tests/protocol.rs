@@ -1,0 +1,223 @@
+//! BOOM end to end on one host: a server thread on a Unix socket over a real database,
+//! clients mapping the region themselves.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use terrace::{Db, Options};
+use terrace_boom::proto::{read_frame, write_frame, Reply, Request};
+use terrace_boom::{BoomClient, BoomError, BoomServer, BoomStore, ServerConfig, StoreConfig};
+
+struct Running {
+    socket: PathBuf,
+    server: Arc<BoomServer>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    db: Arc<Db>,
+    store: Arc<BoomStore>,
+}
+
+impl Running {
+    fn start(dir: &Path, config: StoreConfig, password: &[u8]) -> Running {
+        let store = BoomStore::open(&dir.join("boom"), config).unwrap();
+        let opts = Options {
+            external_log: Some(store.clone()),
+            ..Options::default()
+        };
+        let db = Arc::new(Db::open(dir.join("db"), opts).unwrap());
+        let socket = dir.join("boom.sock");
+        let listener = BoomServer::bind_unix(&socket).unwrap();
+        let server = BoomServer::new(
+            store.clone(),
+            db.clone(),
+            ServerConfig {
+                password: password.to_vec(),
+                ..ServerConfig::default()
+            },
+        );
+        let s = server.clone();
+        let thread = std::thread::spawn(move || s.serve_unix(listener));
+        Running {
+            socket,
+            server,
+            thread: Some(thread),
+            db,
+            store,
+        }
+    }
+
+    fn stop(mut self) {
+        self.server.stop();
+        let _ = UnixStream::connect(&self.socket);
+        if let Some(t) = self.thread.take() {
+            t.join().unwrap();
+        }
+        assert!(self
+            .server
+            .wait_for_connections(std::time::Duration::from_secs(10)));
+    }
+}
+
+fn small() -> StoreConfig {
+    StoreConfig {
+        segment_bytes: 64 << 10,
+        segments: 8,
+    }
+}
+
+#[test]
+fn puts_and_gets_from_several_clients_across_segments_and_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = Running::start(dir.path(), small(), b"pw");
+    let mut a = BoomClient::connect_unix(&run.socket, b"pw").unwrap();
+    let mut b = BoomClient::connect_unix(&run.socket, b"pw").unwrap();
+    assert_ne!(a.segment().index, b.segment().index);
+    let first = a.segment();
+    let mut last = 0;
+    // 64 KiB segments, 1 KiB values: the clients move on to new segments as they fill.
+    for i in 0..150u32 {
+        let v = a
+            .put(format!("a{i}").as_bytes(), &vec![b'a'; 1000])
+            .unwrap();
+        assert!(v > last, "versions grow");
+        last = v;
+        b.put(format!("b{i}").as_bytes(), format!("value {i}").as_bytes())
+            .unwrap();
+    }
+    assert_ne!(
+        a.segment().index,
+        first.index,
+        "a full segment got a successor"
+    );
+    assert_eq!(a.get(b"b7").unwrap().as_deref(), Some(&b"value 7"[..]));
+    assert_eq!(b.get(b"a149").unwrap().unwrap().len(), 1000);
+    assert_eq!(b.get(b"missing").unwrap(), None);
+    // The engine's own API sees them too.
+    assert_eq!(
+        run.db.get(b"b149").unwrap().as_deref(),
+        Some(&b"value 149"[..])
+    );
+    drop((a, b));
+    let db = run.db.clone();
+    run.stop();
+    drop(db);
+    // Restarted on the same files: every acknowledged PUT is there.
+    let run = Running::start(dir.path(), small(), b"pw");
+    let mut c = BoomClient::connect_unix(&run.socket, b"pw").unwrap();
+    for i in 0..150u32 {
+        assert_eq!(
+            c.get(format!("a{i}").as_bytes()).unwrap().unwrap().len(),
+            1000
+        );
+        assert_eq!(
+            c.get(format!("b{i}").as_bytes()).unwrap(),
+            Some(format!("value {i}").into_bytes())
+        );
+    }
+    assert!(c.put(b"after", b"restart").unwrap() > last);
+    drop(c);
+    run.stop();
+}
+
+#[test]
+fn a_wrong_password_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = Running::start(dir.path(), small(), b"secret");
+    let err = BoomClient::connect_unix(&run.socket, b"guess").unwrap_err();
+    assert!(err.to_string().contains("WRONGPASS"), "{err}");
+    assert_eq!(run.store.segment_counts().1, 0, "no segment handed out");
+    run.stop();
+}
+
+fn raw_call(s: &mut UnixStream, req: &[u8]) -> Option<Reply> {
+    write_frame(s, req).ok()?;
+    let mut frame = Vec::new();
+    if !read_frame(s, &mut frame).ok()? {
+        return None;
+    }
+    Some(Reply::decode(&frame).unwrap())
+}
+
+#[test]
+fn a_client_ringing_for_garbage_is_cut_off_and_the_others_go_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = Running::start(dir.path(), small(), b"");
+    let mut good = BoomClient::connect_unix(&run.socket, b"").unwrap();
+    good.put(b"k", b"v").unwrap();
+    let cases: Vec<Vec<u8>> = vec![
+        // A doorbell before the handshake.
+        Request::Put {
+            offset: 0,
+            next_segment: false,
+        }
+        .encode(),
+        // An unknown message.
+        vec![99, 1, 2, 3],
+    ];
+    for case in cases {
+        let mut s = UnixStream::connect(&run.socket).unwrap();
+        match raw_call(&mut s, &case) {
+            Some(Reply::Error { fatal: true, .. }) => {}
+            other => panic!("{other:?}"),
+        }
+        let mut rest = Vec::new();
+        s.read_to_end(&mut rest).unwrap();
+        assert!(rest.is_empty(), "the server closed the connection");
+    }
+    // After a handshake: a doorbell for an entry that is not there, then one far out
+    // of its segment.
+    for offset in [0u64, 1 << 40] {
+        let mut s = UnixStream::connect(&run.socket).unwrap();
+        let hello = Request::Hello { password: vec![] }.encode();
+        assert!(matches!(
+            raw_call(&mut s, &hello),
+            Some(Reply::Welcome { .. })
+        ));
+        let put = Request::Put {
+            offset,
+            next_segment: false,
+        }
+        .encode();
+        match raw_call(&mut s, &put) {
+            Some(Reply::Error { fatal: true, .. }) => {}
+            other => panic!("{other:?}"),
+        }
+    }
+    // An oversized frame: the connection ends.
+    let mut s = UnixStream::connect(&run.socket).unwrap();
+    s.write_all(&u32::MAX.to_le_bytes()).unwrap();
+    let mut rest = Vec::new();
+    let _ = s.read_to_end(&mut rest);
+    // The good client never noticed.
+    assert!(good.put(b"k2", b"v2").is_ok());
+    assert_eq!(good.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+    // Every refused client's segment was sealed, not left active.
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert_eq!(
+        run.store.segment_counts().1,
+        1,
+        "only the good client's is active"
+    );
+    drop(good);
+    run.stop();
+}
+
+#[test]
+fn clients_get_no_segment_when_none_is_free_and_others_go_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = StoreConfig {
+        segment_bytes: 64 << 10,
+        segments: 2,
+    };
+    let run = Running::start(dir.path(), config, b"");
+    let mut a = BoomClient::connect_unix(&run.socket, b"").unwrap();
+    let _b = BoomClient::connect_unix(&run.socket, b"").unwrap();
+    let err = BoomClient::connect_unix(&run.socket, b"").unwrap_err();
+    assert!(matches!(err, BoomError::NoFreeSegment), "{err}");
+    a.put(b"still", b"works").unwrap();
+    drop((a, _b));
+    run.stop();
+}
