@@ -62,6 +62,8 @@ pub struct BoomServer {
     /// Connections being served.
     active: parking_lot::Mutex<u64>,
     idle: parking_lot::Condvar,
+    /// The sockets of the connections being served, by id, to shut down on stop.
+    sockets: parking_lot::Mutex<std::collections::HashMap<u64, UnixStream>>,
 }
 
 impl std::fmt::Debug for BoomServer {
@@ -83,6 +85,7 @@ impl BoomServer {
             stopping: AtomicBool::new(false),
             active: parking_lot::Mutex::new(0),
             idle: parking_lot::Condvar::new(),
+            sockets: parking_lot::Mutex::new(std::collections::HashMap::new()),
         })
     }
 
@@ -122,9 +125,16 @@ impl BoomServer {
             match stream {
                 Ok(s) => {
                     let server = self.clone();
+                    let id = self.next_conn.fetch_add(1, Ordering::Relaxed);
+                    if let Ok(clone) = s.try_clone() {
+                        self.sockets.lock().insert(id, clone);
+                    }
                     let spawned = std::thread::Builder::new()
                         .name("terrace-boom-conn".into())
-                        .spawn(move || server.serve_connection(s));
+                        .spawn(move || {
+                            server.serve_connection(s);
+                            server.sockets.lock().remove(&id);
+                        });
                     if let Err(e) = spawned {
                         tracing::warn!(error = %e, "cannot start a BOOM connection thread");
                     }
@@ -135,9 +145,12 @@ impl BoomServer {
     }
 
     /// Makes `serve_unix` return at its next connection (the caller connects once to
-    /// wake it).
+    /// wake it) and ends every connection (their segments are sealed).
     pub fn stop(&self) {
         self.stopping.store(true, Ordering::Release);
+        for s in self.sockets.lock().values() {
+            let _ = s.shutdown(std::net::Shutdown::Both);
+        }
     }
 
     /// Serves one connection to its end; its segment is sealed and its reply buffer

@@ -98,6 +98,14 @@ pub struct Config {
     pub placement: terrace::volume::placement::PlacementPolicy,
     /// Engine: load migration between `volumes` (`off`, `tango`, `iops_only`).
     pub migration: terrace::volume::migration::MigrationPolicy,
+    /// BOOM over shared memory on this host: the Unix socket clients ring (created
+    /// 0600); none: off. Its persistent-memory region is in `<dir>/boom`.
+    pub boom_socket: Option<PathBuf>,
+    /// BOOM: bytes per client segment (whole 4 KiB pages).
+    pub boom_segment_bytes: u64,
+    /// BOOM: segments in the region (clients connected at once, plus the sealed
+    /// segments waiting for a flush).
+    pub boom_segments: u32,
 }
 
 /// One volume of the server's `volumes` list.
@@ -166,6 +174,9 @@ impl Default for Config {
             volumes: Vec::new(),
             placement: terrace::volume::placement::PlacementPolicy::ByLevel,
             migration: terrace::volume::migration::MigrationPolicy::Off,
+            boom_socket: None,
+            boom_segment_bytes: terrace_boom::StoreConfig::default().segment_bytes,
+            boom_segments: terrace_boom::StoreConfig::default().segments,
         }
     }
 }
@@ -236,6 +247,15 @@ pub struct ServeArgs {
     /// the secret from TERRACE_COMPACTD_SECRET or the config file).
     #[arg(long, value_delimiter = ',', value_name = "ADDR,...")]
     pub compaction_workers: Option<Vec<String>>,
+    /// Serve BOOM (one-round-trip persistent-memory protocol) on this Unix socket.
+    #[arg(long, value_name = "PATH")]
+    pub boom_socket: Option<PathBuf>,
+    /// BOOM: bytes per client segment (default 64 MiB).
+    #[arg(long)]
+    pub boom_segment_bytes: Option<u64>,
+    /// BOOM: segments in the region (default 16).
+    #[arg(long)]
+    pub boom_segments: Option<u32>,
 }
 
 impl ServeArgs {
@@ -270,8 +290,13 @@ impl ServeArgs {
             metrics_bind,
             timeout,
             write_buffer_size,
-            block_cache_bytes
+            block_cache_bytes,
+            boom_segment_bytes,
+            boom_segments
         );
+        if let Some(p) = &self.boom_socket {
+            c.boom_socket = Some(p.clone());
+        }
         if let Some(p) = &self.protected_mode {
             c.protected_mode = parse_yes_no(p)?;
         }

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod basics;
+mod boom;
 mod config_set;
 mod durability;
 mod limits;

@@ -53,6 +53,8 @@ pub struct Engine {
     /// tests that make its device fail (read only by them).
     #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fault: Option<FaultStorage>,
+    /// BOOM's persistent-memory store (`boom_socket`), the engine's external log.
+    pub(crate) boom: Option<Arc<terrace_boom::BoomStore>>,
 }
 
 /// What CLIENT LIST shows about one connection.
@@ -261,6 +263,22 @@ impl Engine {
         if let Some(f) = &fault {
             opts.storage = Arc::new(f.clone());
         }
+        let boom = match &config.boom_socket {
+            Some(_) => {
+                let store = terrace_boom::BoomStore::open_with_codec(
+                    &config.dir.join("boom"),
+                    terrace_boom::StoreConfig {
+                        segment_bytes: config.boom_segment_bytes,
+                        segments: config.boom_segments,
+                    },
+                    Arc::new(crate::net::boom::RespStrings),
+                )
+                .map_err(terrace::Error::from)?;
+                opts.external_log = Some(store.clone());
+                Some(store)
+            }
+            None => None,
+        };
         let db = Db::open(&config.dir, opts)?;
         Ok(Arc::new(Engine {
             store: Store::new(db, config.fsync == Fsync::Always),
@@ -278,6 +296,7 @@ impl Engine {
             cursors: Mutex::new(Cursors::default()),
             started: Instant::now(),
             fault,
+            boom,
         }))
     }
 

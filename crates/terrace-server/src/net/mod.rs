@@ -17,6 +17,7 @@
 //! every connection finish the commands it has already read, close the engine (which
 //! syncs the WAL), return.
 
+pub(crate) mod boom;
 mod connection;
 mod group;
 pub(crate) mod metrics;
@@ -114,10 +115,17 @@ pub async fn serve(mut config: Config, out: &mut dyn Write) -> Result<()> {
         background.spawn(sync_every_second(Arc::clone(&engine), stop_rx.clone()));
     }
     let mut shards = Shards::start(threads, &engine, &stop_tx, &stop_rx)?;
+    let boom = boom::Boom::start(&engine)?;
+    if let Some(b) = &boom {
+        writeln!(out, "boom on {}", b.socket().display())?;
+    }
     writeln!(out, "listening on {}", listener.local_addr()?)?;
     out.flush()?;
     accept_loop(&mut shards, &listener, &stop_tx, stop_rx).await;
     drop(listener);
+    if let Some(b) = boom {
+        b.stop();
+    }
     shards.finish().await;
     while background.join_next().await.is_some() {}
     close_engine(engine)

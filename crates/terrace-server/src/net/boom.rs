@@ -1,0 +1,95 @@
+//! BOOM beside RESP (`boom_socket`): the one-round-trip persistent-memory protocol's
+//! listener, on its own threads, writing to the same engine (docs/techniques/boom.md).
+//!
+//! Owns: starting and stopping the BOOM server, and the value encoding that makes BOOM's
+//! writes RESP strings (so `GET` over RESP reads what a BOOM client put). Must not touch:
+//! the protocol itself (`terrace-boom`).
+
+use std::sync::Arc;
+
+use terrace_boom::{BoomServer, DbHandle, ServerConfig, ValueCodec};
+
+use crate::commands::Engine;
+use crate::error::{Error, Result};
+use crate::value::StoredValue;
+
+/// BOOM values as RESP strings without expiry.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RespStrings;
+
+impl ValueCodec for RespStrings {
+    fn encode(&self, value: &[u8]) -> Vec<u8> {
+        StoredValue::new(value.to_vec()).encode()
+    }
+
+    fn decode(&self, stored: &[u8]) -> Option<Vec<u8>> {
+        let v = StoredValue::decode(stored).ok()?;
+        (!v.is_expired(crate::value::now_ms())).then_some(v.data)
+    }
+}
+
+impl DbHandle for Engine {
+    fn db(&self) -> &terrace::Db {
+        Engine::db(self)
+    }
+}
+
+/// The running BOOM listener.
+pub(crate) struct Boom {
+    server: Arc<BoomServer>,
+    socket: std::path::PathBuf,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Boom {
+    /// Starts BOOM on the engine's `boom_socket`, if it has one.
+    ///
+    /// # Errors
+    /// `Error::Config` when the socket cannot be bound.
+    pub(crate) fn start(engine: &Arc<Engine>) -> Result<Option<Boom>> {
+        let config = engine.config.read().clone();
+        let (Some(socket), Some(store)) = (config.boom_socket.clone(), engine.boom.clone()) else {
+            return Ok(None);
+        };
+        let listener = BoomServer::bind_unix(&socket)
+            .map_err(|e| Error::Config(format!("boom_socket: {e}")))?;
+        let server = BoomServer::new(
+            store,
+            engine.clone(),
+            ServerConfig {
+                password: config.requirepass.into_bytes(),
+                ..ServerConfig::default()
+            },
+        );
+        let s = server.clone();
+        let thread = std::thread::Builder::new()
+            .name("terrace-boom".into())
+            .spawn(move || s.serve_unix(listener))?;
+        Ok(Some(Boom {
+            server,
+            socket,
+            thread: Some(thread),
+        }))
+    }
+
+    /// The socket's path.
+    pub(crate) fn socket(&self) -> &std::path::Path {
+        &self.socket
+    }
+
+    /// Ends every BOOM connection (their segments are sealed) and the listener.
+    pub(crate) fn stop(mut self) {
+        self.server.stop();
+        let _ = std::os::unix::net::UnixStream::connect(&self.socket);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        if !self
+            .server
+            .wait_for_connections(std::time::Duration::from_secs(10))
+        {
+            tracing::warn!("BOOM connections still open at shutdown");
+        }
+        let _ = std::fs::remove_file(&self.socket);
+    }
+}
