@@ -174,10 +174,38 @@ fn run_one(
     csv: &Mutex<Option<CsvReport>>,
     probe: &mut Client,
 ) -> Result<BenchResult> {
+    measure(
+        flags,
+        name,
+        seeds,
+        run_start,
+        csv,
+        &mut || engine_stats(probe),
+        &|tid, seed, shared, counter| worker(flags, target, shared, tid, seed, name, counter),
+    )
+}
+
+/// A server-mode worker: thread `tid` with `seed`, recording into the run's shared
+/// state and taking insert numbers from its counter.
+pub(crate) type Worker<'a> =
+    dyn Fn(usize, u64, &Shared, &InsertCounter) -> Result<ThreadStats> + Sync + 'a;
+
+/// Runs benchmark `name` with one `worker` per `--threads` connection and measures it
+/// as engine mode does; `engine_stats` reads the server's engine counters before and
+/// after (`None`: the server has none to give).
+pub(crate) fn measure(
+    flags: &Flags,
+    name: &str,
+    seeds: BenchSeeds,
+    run_start: Instant,
+    csv: &Mutex<Option<CsvReport>>,
+    engine_stats: &mut dyn FnMut() -> Result<Option<DbStats>>,
+    worker: &Worker<'_>,
+) -> Result<BenchResult> {
     let reporting = flags.report_interval_seconds > 0;
     let shared = Shared::new(reporting, progress_bar(flags, name));
     let counter = InsertCounter::new(flags.num);
-    let before = engine_stats(probe)?;
+    let before = engine_stats()?;
     let done = AtomicBool::new(false);
     let (threads, intervals) = std::thread::scope(|s| -> Result<_> {
         let reporter = reporting.then(|| {
@@ -199,7 +227,7 @@ fn run_one(
             .map(|tid| {
                 let (shared, counter) = (&shared, &counter);
                 let seed = seeds.worker(tid);
-                s.spawn(move || worker(flags, target, shared, tid, seed, name, counter))
+                s.spawn(move || worker(tid, seed, shared, counter))
             })
             .collect();
         finish_threads(workers, None, reporter, &shared, &done)
@@ -207,7 +235,7 @@ fn run_one(
     if let Some(p) = shared.progress() {
         p.finish_and_clear();
     }
-    let after = engine_stats(probe)?;
+    let after = engine_stats()?;
     let none = DbStats::default();
     let (b, a, counters) = match (&before, &after) {
         (Some(b), Some(a)) => (b, a, Counters::ServerInfo),

@@ -17,9 +17,44 @@ use crate::proto::{read_frame, write_frame, Reply, Request};
 use crate::shm::SharedFile;
 use crate::store::SegmentGrant;
 
+/// How a client talks to the server.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Mode {
+    /// BOOM: one round trip per PUT and per GET.
+    #[default]
+    Boom,
+    /// The two-phase baseline the paper measures against (RDMP-KV's shape): a metadata
+    /// round trip first (PUT: where to write; GET: where the value is), then the data
+    /// (PUT: the entry and its doorbell; GET: a one-sided read).
+    TwoPhase,
+}
+
+/// RDMA verbs the same exchanges would post on real hardware, counted per kind.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Verbs {
+    /// Two-sided sends (requests and replies), either side.
+    pub sends: u64,
+    /// One-sided writes without a completion at the target.
+    pub writes: u64,
+    /// One-sided writes with immediate (a write that also completes at the target).
+    pub write_imms: u64,
+    /// One-sided reads.
+    pub reads: u64,
+}
+
+impl Verbs {
+    /// Every verb.
+    pub fn total(&self) -> u64 {
+        self.sends + self.writes + self.write_imms + self.reads
+    }
+}
+
 /// A connected BOOM client. See the module docs.
 #[derive(Debug)]
 pub struct BoomClient {
+    mode: Mode,
+    verbs: Verbs,
+    round_trips: u64,
     stream: UnixStream,
     region_path: std::path::PathBuf,
     grant: SegmentGrant,
@@ -43,6 +78,14 @@ impl BoomClient {
     /// # Errors
     /// I/O errors; `Remote` if the server refuses (a wrong password, no free segment).
     pub fn connect_unix(path: &Path, password: &[u8]) -> Result<BoomClient> {
+        Self::connect_unix_mode(path, password, Mode::Boom)
+    }
+
+    /// [`BoomClient::connect_unix`] speaking `mode`.
+    ///
+    /// # Errors
+    /// As [`BoomClient::connect_unix`].
+    pub fn connect_unix_mode(path: &Path, password: &[u8], mode: Mode) -> Result<BoomClient> {
         let mut stream = UnixStream::connect(path).map_err(|source| BoomError::Io {
             path: path.to_path_buf(),
             source,
@@ -64,6 +107,9 @@ impl BoomClient {
                 let segment = SharedFile::open_range(&region_path, grant.region_offset, grant.len)?;
                 let reply = SharedFile::open_range(Path::new(&reply_path), 0, reply_len)?;
                 Ok(BoomClient {
+                    mode,
+                    verbs: Verbs::default(),
+                    round_trips: 1,
                     stream,
                     region_path,
                     grant,
@@ -93,6 +139,9 @@ impl BoomClient {
                 self.grant.len
             )));
         }
+        if self.mode == Mode::TwoPhase {
+            return self.put_two_phase(key, value, len);
+        }
         if self.at + len > self.grant.len {
             self.next_segment()?;
         }
@@ -104,6 +153,9 @@ impl BoomClient {
             offset: self.at,
             next_segment,
         };
+        // The entry and its doorbell: one write with immediate; the reply: one send.
+        self.verbs.write_imms += 1;
+        self.verbs.sends += 1;
         match self.call(&req)? {
             Reply::Put { version, next } => {
                 self.at += len;
@@ -116,12 +168,55 @@ impl BoomClient {
         }
     }
 
+    /// The two-phase PUT: ask where, then write and ring.
+    fn put_two_phase(&mut self, key: &[u8], value: &[u8], len: u64) -> Result<u64> {
+        self.verbs.sends += 2;
+        let offset = match self.call(&Request::Alloc { len }) {
+            Ok(Reply::Alloc { offset }) => offset,
+            Err(BoomError::SegmentFull) => {
+                self.next_segment()?;
+                self.verbs.sends += 2;
+                match self.call(&Request::Alloc { len })? {
+                    Reply::Alloc { offset } => offset,
+                    other => return Err(unexpected(&other)),
+                }
+            }
+            Ok(other) => return Err(unexpected(&other)),
+            Err(e) => return Err(e),
+        };
+        let entry = encode_entry(key, value, offset as u32, len as u32)?;
+        self.segment.write(offset, &entry)?;
+        self.verbs.write_imms += 1;
+        self.verbs.sends += 1;
+        match self.call(&Request::Put {
+            offset,
+            next_segment: false,
+        })? {
+            Reply::Put { version, .. } => {
+                self.at = offset + len;
+                Ok(version)
+            }
+            other => Err(unexpected(&other)),
+        }
+    }
+
     /// The value of `key`, or `None`.
     ///
     /// # Errors
     /// `Remote` if the server refuses; I/O errors.
     pub fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        match self.call(&Request::Get { key: key.to_vec() })? {
+        let req = match self.mode {
+            Mode::Boom => Request::Get { key: key.to_vec() },
+            Mode::TwoPhase => Request::Lookup { key: key.to_vec() },
+        };
+        // The request: one send; the answer: the value pushed with a write with immediate
+        // (BOOM), or the value's location in a send (two-phase).
+        self.verbs.sends += 1;
+        match self.mode {
+            Mode::Boom => self.verbs.write_imms += 1,
+            Mode::TwoPhase => self.verbs.sends += 1,
+        }
+        match self.call(&req)? {
             Reply::Get { len: None, .. } => Ok(None),
             Reply::Get {
                 inline: Some(v), ..
@@ -129,13 +224,32 @@ impl BoomClient {
             Reply::Get {
                 len: Some(n),
                 inline: None,
-            } => {
-                let n = usize::try_from(n)
-                    .map_err(|_| BoomError::Remote("a value longer than memory".into()))?;
-                Ok(Some(self.reply.read_vec(0, n)?))
-            }
+            } => match self.mode {
+                Mode::Boom => {
+                    let n = usize::try_from(n)
+                        .map_err(|_| BoomError::Remote("a value longer than memory".into()))?;
+                    Ok(Some(self.reply.read_vec(0, n)?))
+                }
+                Mode::TwoPhase => {
+                    self.verbs.reads += 1;
+                    match self.call(&Request::Read { offset: 0, len: n })? {
+                        Reply::Data { bytes } => Ok(Some(bytes)),
+                        other => Err(unexpected(&other)),
+                    }
+                }
+            },
             other => Err(unexpected(&other)),
         }
+    }
+
+    /// The verbs this client's requests would have posted on RDMA hardware so far.
+    pub fn verbs(&self) -> Verbs {
+        self.verbs
+    }
+
+    /// Round trips made so far (the handshake included).
+    pub fn round_trips(&self) -> u64 {
+        self.round_trips
     }
 
     /// The segment this client appends to.
@@ -144,6 +258,7 @@ impl BoomClient {
     }
 
     fn next_segment(&mut self) -> Result<()> {
+        self.verbs.sends += 2;
         match self.call(&Request::Segment)? {
             Reply::Segment { grant } => self.switch_to(grant),
             other => Err(unexpected(&other)),
@@ -158,6 +273,7 @@ impl BoomClient {
     }
 
     fn call(&mut self, req: &Request) -> Result<Reply> {
+        self.round_trips += 1;
         write_frame(&mut self.stream, &req.encode()).map_err(io)?;
         read_reply(&mut self.stream, &mut self.frame)
     }
@@ -170,6 +286,9 @@ fn read_reply(stream: &mut UnixStream, frame: &mut Vec<u8>) -> Result<Reply> {
     match Reply::decode(frame)? {
         Reply::Error { message, .. } if message.contains("no free segment") => {
             Err(BoomError::NoFreeSegment)
+        }
+        Reply::Error { message, .. } if message.contains("no room in the segment") => {
+            Err(BoomError::SegmentFull)
         }
         Reply::Error { message, .. } => Err(BoomError::Remote(message)),
         r => Ok(r),

@@ -16,6 +16,9 @@ pub enum BoomError {
     /// The server refused a request (its message).
     #[error("server: {0}")]
     Remote(String),
+    /// The client's segment has no room for the entry: it asks for the next one.
+    #[error("no room in the segment for the entry")]
+    SegmentFull,
     /// No free segment is left.
     #[error("no free segment: every segment holds writes not yet in the engine's tables")]
     NoFreeSegment,

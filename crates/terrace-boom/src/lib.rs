@@ -24,7 +24,7 @@ pub mod server;
 pub mod shm;
 pub mod store;
 
-pub use client::BoomClient;
+pub use client::{BoomClient, Mode, Verbs};
 pub use error::{BoomError, Result};
 pub use server::{BoomServer, DbHandle, ServerConfig};
 pub use store::{BoomStore, RawValues, SegmentGrant, StoreConfig, ValueCodec};

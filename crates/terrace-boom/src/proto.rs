@@ -35,6 +35,25 @@ pub enum Request {
     /// Seal my segment and give me the next one (when a PUT's piggybacked request found
     /// none free, or an entry does not fit what is left).
     Segment,
+    /// Two-phase baseline, PUT's first phase: where may I write an entry of `len` bytes?
+    Alloc {
+        /// The entry's bytes.
+        len: u64,
+    },
+    /// Two-phase baseline, GET's first phase: where is `key`'s value? (The server stages
+    /// it in my reply buffer and answers with its length, as a GET does.)
+    Lookup {
+        /// The key.
+        key: Vec<u8>,
+    },
+    /// Two-phase baseline, GET's second phase: the one-sided read of `len` bytes at
+    /// `offset` of my reply buffer, answered with the bytes and no engine work.
+    Read {
+        /// Where.
+        offset: u64,
+        /// How many bytes.
+        len: u64,
+    },
 }
 
 /// The server's reply.
@@ -68,6 +87,16 @@ pub enum Reply {
         /// The value, when it is not in the reply buffer.
         inline: Option<Vec<u8>>,
     },
+    /// Where the two-phase PUT's entry goes.
+    Alloc {
+        /// Its offset in the client's segment.
+        offset: u64,
+    },
+    /// The bytes a one-sided read returned.
+    Data {
+        /// The bytes.
+        bytes: Vec<u8>,
+    },
     /// The client's next segment.
     Segment {
         /// The segment.
@@ -87,12 +116,17 @@ const HELLO: u8 = 1;
 const PUT: u8 = 2;
 const GET: u8 = 3;
 const SEGMENT: u8 = 4;
+const ALLOC: u8 = 5;
+const LOOKUP: u8 = 6;
+const READ: u8 = 7;
 
 const WELCOME: u8 = 1;
 const PUT_OK: u8 = 2;
 const GET_OK: u8 = 3;
 const ERROR: u8 = 4;
 const SEGMENT_OK: u8 = 5;
+const ALLOC_OK: u8 = 6;
+const DATA: u8 = 7;
 
 /// Reads little-endian fields from a frame, refusing to read past it.
 struct Reader<'a> {
@@ -187,6 +221,19 @@ impl Request {
                 put_bytes(&mut out, key);
             }
             Request::Segment => out.push(SEGMENT),
+            Request::Alloc { len } => {
+                out.push(ALLOC);
+                out.extend_from_slice(&len.to_le_bytes());
+            }
+            Request::Lookup { key } => {
+                out.push(LOOKUP);
+                put_bytes(&mut out, key);
+            }
+            Request::Read { offset, len } => {
+                out.push(READ);
+                out.extend_from_slice(&offset.to_le_bytes());
+                out.extend_from_slice(&len.to_le_bytes());
+            }
         }
         out
     }
@@ -213,6 +260,14 @@ impl Request {
                 key: r.bytes()?.to_vec(),
             },
             SEGMENT => Request::Segment,
+            ALLOC => Request::Alloc { len: r.u64()? },
+            LOOKUP => Request::Lookup {
+                key: r.bytes()?.to_vec(),
+            },
+            READ => Request::Read {
+                offset: r.u64()?,
+                len: r.u64()?,
+            },
             k => return Err(BoomError::BadEntry(format!("unknown request kind {k}"))),
         };
         r.end()?;
@@ -271,6 +326,14 @@ impl Reply {
                 out.push(SEGMENT_OK);
                 put_grant(&mut out, grant);
             }
+            Reply::Alloc { offset } => {
+                out.push(ALLOC_OK);
+                out.extend_from_slice(&offset.to_le_bytes());
+            }
+            Reply::Data { bytes } => {
+                out.push(DATA);
+                put_bytes(&mut out, bytes);
+            }
             Reply::Error { message, fatal } => {
                 out.push(ERROR);
                 out.push(u8::from(*fatal));
@@ -321,6 +384,10 @@ impl Reply {
             }
             SEGMENT_OK => Reply::Segment {
                 grant: grant(&mut r)?,
+            },
+            ALLOC_OK => Reply::Alloc { offset: r.u64()? },
+            DATA => Reply::Data {
+                bytes: r.bytes()?.to_vec(),
             },
             ERROR => {
                 let fatal = flag(&mut r)?;

@@ -59,9 +59,8 @@ pub struct BoomServer {
     config: ServerConfig,
     next_conn: AtomicU64,
     stopping: AtomicBool,
-    /// Connections being served.
-    active: parking_lot::Mutex<u64>,
-    idle: parking_lot::Condvar,
+    /// Connections being served by `serve_unix`'s threads.
+    active: Arc<Tracker>,
     /// The sockets of the connections being served, by id, to shut down on stop.
     sockets: parking_lot::Mutex<std::collections::HashMap<u64, UnixStream>>,
 }
@@ -83,8 +82,7 @@ impl BoomServer {
             config,
             next_conn: AtomicU64::new(1),
             stopping: AtomicBool::new(false),
-            active: parking_lot::Mutex::new(0),
-            idle: parking_lot::Condvar::new(),
+            active: Arc::new(Tracker::default()),
             sockets: parking_lot::Mutex::new(std::collections::HashMap::new()),
         })
     }
@@ -129,12 +127,21 @@ impl BoomServer {
                     if let Ok(clone) = s.try_clone() {
                         self.sockets.lock().insert(id, clone);
                     }
+                    let active = self.active.clone();
+                    *active.count.lock() += 1;
                     let spawned = std::thread::Builder::new()
                         .name("terrace-boom-conn".into())
                         .spawn(move || {
                             server.serve_connection(s);
                             server.sockets.lock().remove(&id);
+                            // The server (and the database it holds) is let go before
+                            // the connection counts as ended.
+                            drop(server);
+                            active.leave();
                         });
+                    if spawned.is_err() {
+                        self.active.leave();
+                    }
                     if let Err(e) = spawned {
                         tracing::warn!(error = %e, "cannot start a BOOM connection thread");
                     }
@@ -142,6 +149,25 @@ impl BoomServer {
                 Err(e) => tracing::warn!(error = %e, "BOOM accept failed"),
             }
         }
+    }
+
+    /// Waits until no connection `serve_unix` started is being served (after
+    /// [`BoomServer::stop`] or the clients' departure), at most `timeout`; returns
+    /// whether none is. A connection ends after its thread has let go of the server.
+    pub fn wait_for_connections(&self, timeout: std::time::Duration) -> bool {
+        let deadline = std::time::Instant::now() + timeout;
+        let mut active = self.active.count.lock();
+        while *active > 0 {
+            if self
+                .active
+                .idle
+                .wait_until(&mut active, deadline)
+                .timed_out()
+            {
+                return *active == 0;
+            }
+        }
+        true
     }
 
     /// Makes `serve_unix` return at its next connection (the caller connects once to
@@ -156,29 +182,7 @@ impl BoomServer {
     /// Serves one connection to its end; its segment is sealed and its reply buffer
     /// deleted whatever happens.
     pub fn serve_connection<S: Read + Write>(&self, mut stream: S) {
-        *self.active.lock() += 1;
-        self.serve(&mut stream);
-        let mut active = self.active.lock();
-        *active -= 1;
-        if *active == 0 {
-            self.idle.notify_all();
-        }
-    }
-
-    /// Waits until no connection is being served (after [`BoomServer::stop`] and the
-    /// clients' departure), at most `timeout`; returns whether none is.
-    pub fn wait_for_connections(&self, timeout: std::time::Duration) -> bool {
-        let deadline = std::time::Instant::now() + timeout;
-        let mut active = self.active.lock();
-        while *active > 0 {
-            if self.idle.wait_until(&mut active, deadline).timed_out() {
-                return *active == 0;
-            }
-        }
-        true
-    }
-
-    fn serve<S: Read + Write>(&self, stream: &mut S) {
+        let stream = &mut stream;
         let mut conn: Option<Conn> = None;
         if let Err(e) = self.run(stream, &mut conn) {
             tracing::debug!(error = %e, "BOOM connection ended");
@@ -212,7 +216,10 @@ impl BoomServer {
                 Err(e) => {
                     // A client that breaks the protocol or writes garbage is cut off;
                     // the engine's own trouble is only reported.
-                    let fatal = !matches!(e, BoomError::Engine(_) | BoomError::NoFreeSegment);
+                    let fatal = !matches!(
+                        e,
+                        BoomError::Engine(_) | BoomError::NoFreeSegment | BoomError::SegmentFull
+                    );
                     (
                         Reply::Error {
                             message: e.to_string(),
@@ -255,28 +262,46 @@ impl BoomServer {
             Request::Segment => Ok(Reply::Segment {
                 grant: self.next_segment(c)?,
             }),
-            Request::Get { key } => {
-                let stored = self.db.db().get(&key)?;
-                let value = stored.and_then(|v| self.store.codec().decode(&v));
-                Ok(match value {
-                    None => Reply::Get {
-                        len: None,
-                        inline: None,
-                    },
-                    Some(v) if v.len() as u64 <= c.reply.len() => {
-                        c.reply.write(0, &v)?;
-                        Reply::Get {
-                            len: Some(v.len() as u64),
-                            inline: None,
-                        }
-                    }
-                    Some(v) => Reply::Get {
-                        len: Some(v.len() as u64),
-                        inline: Some(v),
-                    },
+            Request::Get { key } | Request::Lookup { key } => self.stage(&key, c),
+            Request::Alloc { len } => {
+                let offset = self.store.append_point(&c.grant)?;
+                if offset.saturating_add(len) > c.grant.len {
+                    return Err(BoomError::SegmentFull);
+                }
+                Ok(Reply::Alloc { offset })
+            }
+            Request::Read { offset, len } => {
+                let len = usize::try_from(len)
+                    .map_err(|_| BoomError::InvalidArgument("a read longer than memory".into()))?;
+                Ok(Reply::Data {
+                    bytes: c.reply.read_vec(offset, len)?,
                 })
             }
         }
+    }
+
+    /// Looks `key` up and copies its value into the connection's reply buffer (inline
+    /// in the reply when it does not fit).
+    fn stage(&self, key: &[u8], c: &mut Conn) -> Result<Reply> {
+        let stored = self.db.db().get(key)?;
+        let value = stored.and_then(|v| self.store.codec().decode(&v));
+        Ok(match value {
+            None => Reply::Get {
+                len: None,
+                inline: None,
+            },
+            Some(v) if v.len() as u64 <= c.reply.len() => {
+                c.reply.write(0, &v)?;
+                Reply::Get {
+                    len: Some(v.len() as u64),
+                    inline: None,
+                }
+            }
+            Some(v) => Reply::Get {
+                len: Some(v.len() as u64),
+                inline: Some(v),
+            },
+        })
     }
 
     /// Seals the connection's segment and hands it the next one.
@@ -322,6 +347,23 @@ impl BoomServer {
             reply_path,
         });
         Ok(welcome)
+    }
+}
+
+/// Counts connection threads.
+#[derive(Debug, Default)]
+struct Tracker {
+    count: parking_lot::Mutex<u64>,
+    idle: parking_lot::Condvar,
+}
+
+impl Tracker {
+    fn leave(&self) {
+        let mut n = self.count.lock();
+        *n = n.saturating_sub(1);
+        if *n == 0 {
+            self.idle.notify_all();
+        }
     }
 }
 

@@ -374,6 +374,16 @@ impl BoomStore {
         Ok(())
     }
 
+    /// Where the next entry of `grant`'s segment must start (a two-phase client asks
+    /// before it writes).
+    ///
+    /// # Errors
+    /// `InvalidArgument` if the grant is not the segment's current one.
+    pub fn append_point(&self, grant: &SegmentGrant) -> Result<u64> {
+        let mut segments = self.segments.lock();
+        Ok(current(&mut segments, grant)?.append_at)
+    }
+
     /// Commits the entry a client appended at `offset` of its segment: checks it,
     /// persists it, writes it to `db` (which gives it its version, the write's sequence
     /// number) with its commit record and count persisted before it is visible, and
@@ -383,10 +393,7 @@ impl BoomStore {
     /// `BadEntry` (the client wrote garbage, or not at its append point) and
     /// `InvalidArgument` (not its segment) refuse the client; I/O and engine errors.
     pub fn commit_put(self: &Arc<Self>, db: &Db, grant: &SegmentGrant, offset: u64) -> Result<u64> {
-        let append_at = {
-            let mut segments = self.segments.lock();
-            current(&mut segments, grant)?.append_at
-        };
+        let append_at = self.append_point(grant)?;
         if offset != append_at {
             return Err(BoomError::BadEntry(format!(
                 "an append at {offset}, where the segment's next entry starts at {append_at}"

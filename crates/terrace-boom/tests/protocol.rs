@@ -221,3 +221,57 @@ fn clients_get_no_segment_when_none_is_free_and_others_go_on() {
     drop((a, _b));
     run.stop();
 }
+
+#[test]
+fn boom_takes_one_round_trip_per_request_and_the_two_phase_baseline_two() {
+    use terrace_boom::{Mode, Verbs};
+    let dir = tempfile::tempdir().unwrap();
+    let run = Running::start(dir.path(), small(), b"");
+    let mut boom = BoomClient::connect_unix(&run.socket, b"").unwrap();
+    let mut two = BoomClient::connect_unix_mode(&run.socket, b"", Mode::TwoPhase).unwrap();
+    for c in [&mut boom, &mut two] {
+        assert_eq!(c.round_trips(), 1, "the handshake");
+    }
+    for i in 0..10u32 {
+        boom.put(format!("b{i}").as_bytes(), b"x").unwrap();
+        two.put(format!("t{i}").as_bytes(), b"y").unwrap();
+    }
+    for i in 0..10u32 {
+        assert_eq!(
+            two.get(format!("b{i}").as_bytes()).unwrap().as_deref(),
+            Some(&b"x"[..])
+        );
+        assert_eq!(
+            boom.get(format!("t{i}").as_bytes()).unwrap().as_deref(),
+            Some(&b"y"[..])
+        );
+    }
+    assert_eq!(boom.round_trips(), 1 + 20);
+    assert_eq!(two.round_trips(), 1 + 40);
+    assert_eq!(
+        boom.verbs(),
+        Verbs {
+            sends: 20,
+            writes: 0,
+            write_imms: 20,
+            reads: 0
+        }
+    );
+    assert_eq!(
+        two.verbs(),
+        Verbs {
+            sends: 50,
+            writes: 0,
+            write_imms: 10,
+            reads: 10
+        }
+    );
+    // The two-phase client moves to a new segment when the server says it is full.
+    let big = vec![b'z'; 30_000];
+    for i in 0..5u32 {
+        two.put(format!("big{i}").as_bytes(), &big).unwrap();
+    }
+    assert_eq!(boom.get(b"big4").unwrap().unwrap().len(), 30_000);
+    drop((boom, two));
+    run.stop();
+}

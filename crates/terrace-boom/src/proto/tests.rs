@@ -23,6 +23,9 @@ fn every_message_round_trips() {
         },
         Request::Get { key: b"k".to_vec() },
         Request::Segment,
+        Request::Alloc { len: 128 },
+        Request::Lookup { key: b"k".to_vec() },
+        Request::Read { offset: 0, len: 9 },
     ];
     for r in requests {
         assert_eq!(Request::decode(&r.encode()).unwrap(), r);
@@ -56,6 +59,10 @@ fn every_message_round_trips() {
             inline: Some(b"vv".to_vec()),
         },
         Reply::Segment { grant: grant() },
+        Reply::Alloc { offset: 640 },
+        Reply::Data {
+            bytes: b"abc".to_vec(),
+        },
         Reply::Error {
             message: "no".into(),
             fatal: true,
