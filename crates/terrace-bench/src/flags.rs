@@ -171,6 +171,8 @@ pub struct Flags {
     pub progress: bool,
     /// Server mode: the Redis-protocol server to measure instead of an embedded database.
     pub target: Option<Target>,
+    /// Server mode over BOOM (`--target boom:///socket` or `boom2:///socket`).
+    pub boom_target: Option<crate::boom_target::BoomTarget>,
     /// Server mode: commands sent per connection before reading their replies.
     pub pipeline: usize,
     /// `--l0` and the matrix container's settings.
@@ -246,6 +248,7 @@ impl Default for Flags {
             ycsb_read_proportion: None,
             progress: true,
             target: None,
+            boom_target: None,
             pipeline: 1,
             matrix: MatrixFlags::default(),
         }
@@ -406,7 +409,10 @@ impl Flags {
             "ycsb_max_scan_length" => self.ycsb_max_scan_length = num(name, v)?,
             "ycsb_zipfian_constant" => self.ycsb_zipfian_constant = num(name, v)?,
             "ycsb_read_proportion" => self.ycsb_read_proportion = Some(num(name, v)?),
-            "target" => self.target = Some(Target::parse(v)?),
+            "target" => match crate::boom_target::BoomTarget::parse(v)? {
+                Some(b) => self.boom_target = Some(b),
+                None => self.target = Some(Target::parse(v)?),
+            },
             "pipeline" => self.pipeline = num(name, v)?,
             _ => match self.matrix.set(name, v) {
                 Some(r) => r?,

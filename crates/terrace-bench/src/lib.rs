@@ -17,6 +17,7 @@
 //! workloads over RESP against a Redis-protocol server, `--target`), `resp_client` (its
 //! RESP2 client).
 
+pub mod boom_target;
 pub mod error;
 pub mod flags;
 pub mod generator;

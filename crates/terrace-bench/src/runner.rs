@@ -77,6 +77,9 @@ pub fn run(flags: &Flags, out: &mut dyn Write) -> Result<Vec<BenchResult>> {
     if let Some(target) = &flags.target {
         return crate::server::run(flags, target, out);
     }
+    if let Some(target) = &flags.boom_target {
+        return crate::boom_target::run(flags, target, out);
+    }
     if let Some(bad) = flags
         .benchmarks
         .iter()

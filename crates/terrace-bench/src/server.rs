@@ -273,56 +273,25 @@ fn worker(
     let mut client = Client::connect(target)?;
     let record_len = f.ycsb_field_count * f.ycsb_field_length;
     let mut values = ValueGenerator::new(record_len, f.compression_ratio);
-    let mut rng = seed::rng(seed);
-    let workload = Workload::from_name(name);
-    let mut chooser = workload.map(|w| chooser(f, w));
-    let mix = workload.map(|w| w.mix_with(f.ycsb_read_proportion));
-    let mut todo = load_share(f, tid);
-    let ops = match workload {
-        Some(_) => f.reads_per_thread(),
-        None => todo.end - todo.start,
-    };
-    let budget = Budget::new(
-        ops,
-        if workload.is_some() {
-            f.duration_seconds
-        } else {
-            0
-        },
-    );
+    let mut picker = OpPicker::new(f, name, tid, seed);
+    let workload = picker.workload;
     let mut st = ThreadStats::new(shared)?;
     let mut batch: Vec<Op> = Vec::with_capacity(f.pipeline);
     let mut second: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-    while !budget.done(st.done) {
+    while !picker.budget.done(st.done) {
         let n = match (workload, f.duration_seconds) {
             (Some(_), d) if d > 0 => f.pipeline as u64,
-            _ => (f.pipeline as u64).min(ops.saturating_sub(st.done)),
+            _ => (f.pipeline as u64).min(picker.ops.saturating_sub(st.done)),
         };
         let began = Instant::now();
         batch.clear();
         for _ in 0..n {
-            let op = match (&mix, &mut chooser) {
-                (Some(mix), Some(chooser)) => match pick(mix, rng.gen()) {
-                    OpKind::Insert => {
-                        let number = counter.take();
-                        let key = record_key(number);
-                        (OpKind::Insert, key, number)
-                    }
-                    kind => {
-                        let number = chooser.next(counter.newest(), &mut rng);
-                        (kind, record_key(number), number)
-                    }
-                },
-                _ => {
-                    let number = todo.next().unwrap_or(0);
-                    (OpKind::Insert, record_key(number), number)
-                }
-            };
+            let op = picker.next(counter);
             let (kind, key, number) = op;
             match kind {
                 OpKind::Read | OpKind::ReadModifyWrite => client.queue(&[b"GET", &key])?,
                 OpKind::Scan => {
-                    let len = rng.gen_range(1..=f.ycsb_max_scan_length).to_string();
+                    let len = picker.rng.gen_range(1..=f.ycsb_max_scan_length).to_string();
                     client.queue(&[b"TRANGE", &key, len.as_bytes()])?
                 }
                 _ => client.queue(&[b"SET", &key, values.generate(record_len)])?,
@@ -352,7 +321,7 @@ fn worker(
                     st.found += u64::from(v.is_some());
                     let mut record = v.clone().unwrap_or_default();
                     record.resize(record_len, b' ');
-                    let field = rng.gen_range(0..f.ycsb_field_count) * f.ycsb_field_length;
+                    let field = picker.rng.gen_range(0..f.ycsb_field_count) * f.ycsb_field_length;
                     let new = values.generate(f.ycsb_field_length);
                     if let Some(slot) = record.get_mut(field..field + f.ycsb_field_length) {
                         slot.copy_from_slice(new);
@@ -388,6 +357,67 @@ fn worker(
     }
     st.stop(shared);
     Ok(st)
+}
+
+/// Which operation a server-mode worker does next, and on which record: the load's
+/// share of inserts, or the workload's mix over its key chooser.
+pub(crate) struct OpPicker {
+    /// The workload (`None`: the load).
+    pub(crate) workload: Option<Workload>,
+    chooser: Option<crate::generator::KeyChooser>,
+    mix: Option<[(OpKind, f64); 5]>,
+    todo: std::ops::Range<u64>,
+    /// Operations this worker does (without a duration).
+    pub(crate) ops: u64,
+    /// When the worker is done.
+    pub(crate) budget: Budget,
+    /// The worker's random numbers.
+    pub(crate) rng: rand::rngs::StdRng,
+}
+
+impl OpPicker {
+    pub(crate) fn new(f: &Flags, name: &str, tid: usize, seed: u64) -> OpPicker {
+        let workload = Workload::from_name(name);
+        let todo = load_share(f, tid);
+        let ops = match workload {
+            Some(_) => f.reads_per_thread(),
+            None => todo.end - todo.start,
+        };
+        let duration = if workload.is_some() {
+            f.duration_seconds
+        } else {
+            0
+        };
+        OpPicker {
+            workload,
+            chooser: workload.map(|w| chooser(f, w)),
+            mix: workload.map(|w| w.mix_with(f.ycsb_read_proportion)),
+            todo,
+            ops,
+            budget: Budget::new(ops, duration),
+            rng: seed::rng(seed),
+        }
+    }
+
+    /// The next operation, its record's key and number.
+    pub(crate) fn next(&mut self, counter: &InsertCounter) -> (OpKind, Vec<u8>, u64) {
+        match (&self.mix, &mut self.chooser) {
+            (Some(mix), Some(chooser)) => match pick(mix, self.rng.gen()) {
+                OpKind::Insert => {
+                    let number = counter.take();
+                    (OpKind::Insert, record_key(number), number)
+                }
+                kind => {
+                    let number = chooser.next(counter.newest(), &mut self.rng);
+                    (kind, record_key(number), number)
+                }
+            },
+            _ => {
+                let number = self.todo.next().unwrap_or(0);
+                (OpKind::Insert, record_key(number), number)
+            }
+        }
+    }
 }
 
 fn command_of(kind: OpKind) -> &'static str {

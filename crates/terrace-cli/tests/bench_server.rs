@@ -14,9 +14,14 @@ struct Server {
 
 impl Server {
     fn start(dir: &std::path::Path) -> Server {
+        Self::start_with(dir, &[])
+    }
+
+    fn start_with(dir: &std::path::Path, extra: &[&str]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_terrace"))
             .args(["serve", "--port", "0", "--dir"])
             .arg(dir)
+            .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -114,4 +119,58 @@ fn bench_reports_a_refused_connection() {
         err.contains(&format!("cannot connect to redis://127.0.0.1:{port}")),
         "{err}"
     );
+}
+
+#[test]
+fn bench_drives_terrace_serve_over_boom_and_its_two_phase_baseline() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("boom.sock");
+    let _server = Server::start_with(
+        &dir.path().join("db"),
+        &[
+            "--boom-socket",
+            socket.to_str().unwrap(),
+            "--boom-segment-bytes",
+            "1048576",
+        ],
+    );
+    for (scheme, verbs, trips) in [
+        ("boom", "verbs/op 2.00", "round trips/op 1.00"),
+        ("boom2", "verbs/op", "round trips/op 2.00"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_terrace"))
+            .arg("bench")
+            .arg(format!("--target={scheme}://{}", socket.display()))
+            .args([
+                "--benchmarks=ycsb_load,ycsb_c,ycsb_f",
+                "--num=300",
+                "--reads=300",
+                "--threads=2",
+                "--noprogress",
+            ])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let c = text.lines().find(|l| l.starts_with("ycsb_c")).unwrap();
+        assert!(
+            c.contains("read: 600") && c.contains(verbs) && c.contains(trips),
+            "{c}"
+        );
+        assert!(c.contains("600 operations"), "{c}");
+    }
+    // A scan workload and pipelining are refused before anything runs.
+    for bad in ["--benchmarks=ycsb_e", "--pipeline=4"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_terrace"))
+            .arg("bench")
+            .arg(format!("--target=boom://{}", socket.display()))
+            .arg(bad)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{bad}");
+    }
 }

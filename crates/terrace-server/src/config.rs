@@ -99,8 +99,12 @@ pub struct Config {
     /// Engine: load migration between `volumes` (`off`, `tango`, `iops_only`).
     pub migration: terrace::volume::migration::MigrationPolicy,
     /// BOOM over shared memory on this host: the Unix socket clients ring (created
-    /// 0600); none: off. Its persistent-memory region is in `<dir>/boom`.
+    /// 0600); none: off.
     pub boom_socket: Option<PathBuf>,
+    /// BOOM: the directory of its persistent-memory region and metadata (a DAX mount on
+    /// persistent memory; `/dev/shm` to emulate its speed without its durability);
+    /// none: `<dir>/boom`.
+    pub boom_dir: Option<PathBuf>,
     /// BOOM: bytes per client segment (whole 4 KiB pages).
     pub boom_segment_bytes: u64,
     /// BOOM: segments in the region (clients connected at once, plus the sealed
@@ -175,6 +179,7 @@ impl Default for Config {
             placement: terrace::volume::placement::PlacementPolicy::ByLevel,
             migration: terrace::volume::migration::MigrationPolicy::Off,
             boom_socket: None,
+            boom_dir: None,
             boom_segment_bytes: terrace_boom::StoreConfig::default().segment_bytes,
             boom_segments: terrace_boom::StoreConfig::default().segments,
         }
@@ -250,6 +255,9 @@ pub struct ServeArgs {
     /// Serve BOOM (one-round-trip persistent-memory protocol) on this Unix socket.
     #[arg(long, value_name = "PATH")]
     pub boom_socket: Option<PathBuf>,
+    /// BOOM: directory of its persistent-memory region (default DIR/boom).
+    #[arg(long, value_name = "PATH")]
+    pub boom_dir: Option<PathBuf>,
     /// BOOM: bytes per client segment (default 64 MiB).
     #[arg(long)]
     pub boom_segment_bytes: Option<u64>,
@@ -296,6 +304,9 @@ impl ServeArgs {
         );
         if let Some(p) = &self.boom_socket {
             c.boom_socket = Some(p.clone());
+        }
+        if let Some(p) = &self.boom_dir {
+            c.boom_dir = Some(p.clone());
         }
         if let Some(p) = &self.protected_mode {
             c.protected_mode = parse_yes_no(p)?;

@@ -65,4 +65,7 @@ Usage: terrace bench [--name=value ...]   (db_bench's flag names and defaults)
   --progress (a progress bar when stdout is a terminal; --noprogress to hide it)
 Server mode: --target=redis://HOST:PORT runs ycsb_load, ycsb_a .. ycsb_f over RESP against
   any Redis-protocol server, one connection per --threads, --pipeline=N commands in flight
-  per connection (records are one string per key; the server is not emptied first)";
+  per connection (records are one string per key; the server is not emptied first).
+  --target=boom:///SOCKET (or boom2:///SOCKET, the two-phase baseline) runs them over BOOM
+  against terrace serve --boom-socket: one request in flight per connection, no ycsb_e;
+  each result ends with the RDMA verbs and round trips per operation";

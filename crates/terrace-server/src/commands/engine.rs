@@ -265,8 +265,12 @@ impl Engine {
         }
         let boom = match &config.boom_socket {
             Some(_) => {
+                let boom_dir = config
+                    .boom_dir
+                    .clone()
+                    .unwrap_or_else(|| config.dir.join("boom"));
                 let store = terrace_boom::BoomStore::open_with_codec(
-                    &config.dir.join("boom"),
+                    &boom_dir,
                     terrace_boom::StoreConfig {
                         segment_bytes: config.boom_segment_bytes,
                         segments: config.boom_segments,

@@ -1,0 +1,254 @@
+//! Server mode over BOOM (`--target boom:///path/to/socket`, or `boom2:///...` for the
+//! two-phase baseline): YCSB's load and workloads A, B, C, D and F against
+//! `terrace serve --boom-socket`, one BOOM connection per `--threads` worker and one
+//! request at a time on each (BOOM has no pipelining: each request is one round trip).
+//!
+//! Reads are BOOM GETs, updates and inserts PUTs of the whole record, a
+//! read-modify-write a GET and then a PUT. Workload E (scans) is refused: BOOM has no
+//! range read. Each result line ends with the RDMA verbs and round trips per operation
+//! the same exchanges would take on real hardware (`terrace_boom::Verbs`).
+//!
+//! Owns: the BOOM run. Must not touch: the RESP client or engine mode.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use parking_lot::Mutex;
+use terrace_boom::{BoomClient, Mode, Verbs};
+
+use crate::error::{BenchError, Result};
+use crate::flags::Flags;
+use crate::interval::CsvReport;
+use crate::keys::ValueGenerator;
+use crate::recorder::{OpKind, Shared, ThreadStats};
+use crate::report::BenchResult;
+use crate::runner::{print_seed, write_reports, BENCHMARKS};
+use crate::seed::Seeds;
+use crate::server::{measure, OpPicker};
+use crate::ycsb::{InsertCounter, Workload};
+
+/// A BOOM server to measure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BoomTarget {
+    /// Its Unix socket.
+    pub socket: PathBuf,
+    /// BOOM, or the two-phase baseline.
+    pub mode: Mode,
+}
+
+impl BoomTarget {
+    /// Parses `boom:///path` or `boom2:///path`; `None` for another scheme.
+    ///
+    /// # Errors
+    /// `BadValue` for a BOOM address without a path.
+    pub fn parse(text: &str) -> Result<Option<BoomTarget>> {
+        let (path, mode) = if let Some(p) = text.strip_prefix("boom2://") {
+            (p, Mode::TwoPhase)
+        } else if let Some(p) = text.strip_prefix("boom://") {
+            (p, Mode::Boom)
+        } else {
+            return Ok(None);
+        };
+        if path.is_empty() {
+            return Err(BenchError::BadValue {
+                flag: "target".into(),
+                value: text.into(),
+                reason: "expected boom:///path/to/socket".into(),
+            });
+        }
+        Ok(Some(BoomTarget {
+            socket: PathBuf::from(path),
+            mode,
+        }))
+    }
+}
+
+impl std::fmt::Display for BoomTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let scheme = match self.mode {
+            Mode::Boom => "boom",
+            Mode::TwoPhase => "boom2",
+        };
+        write!(f, "{scheme}://{}", self.socket.display())
+    }
+}
+
+fn connect(target: &BoomTarget) -> Result<BoomClient> {
+    BoomClient::connect_unix_mode(&target.socket, b"", target.mode).map_err(|e| match e {
+        terrace_boom::BoomError::Io { source, .. } => BenchError::Connect {
+            target: target.to_string(),
+            source,
+        },
+        other => boom_error(target, other),
+    })
+}
+
+fn boom_error(target: &BoomTarget, e: terrace_boom::BoomError) -> BenchError {
+    BenchError::Server {
+        command: target.to_string(),
+        reply: e.to_string(),
+    }
+}
+
+/// Runs the YCSB benchmarks of `flags` against the BOOM server `target`.
+///
+/// # Errors
+/// `NotInServerMode`, `UnknownBenchmark` or `BadValue` (a scan workload, pipelining)
+/// before anything runs; `Connect` and `Server` errors; report-file errors.
+pub fn run(flags: &Flags, target: &BoomTarget, out: &mut dyn Write) -> Result<Vec<BenchResult>> {
+    for b in &flags.benchmarks {
+        if b == "ycsb_e" {
+            return Err(BenchError::BadValue {
+                flag: "benchmarks".into(),
+                value: b.clone(),
+                reason: "BOOM has no range read".into(),
+            });
+        }
+        if b != "ycsb_load" && Workload::from_name(b).is_none() {
+            return Err(if BENCHMARKS.contains(&b.as_str()) {
+                BenchError::NotInServerMode(b.clone())
+            } else {
+                BenchError::UnknownBenchmark(b.clone())
+            });
+        }
+    }
+    if flags.pipeline > 1 {
+        return Err(BenchError::BadValue {
+            flag: "pipeline".into(),
+            value: flags.pipeline.to_string(),
+            reason: "BOOM has one request in flight per connection".into(),
+        });
+    }
+    let io = |source| BenchError::Io {
+        path: "stdout".into(),
+        source,
+    };
+    drop(connect(target)?);
+    let mut seeds = Seeds::new(flags.seed);
+    writeln!(
+        out,
+        "Terrace:    version {} (server mode)",
+        env!("CARGO_PKG_VERSION")
+    )
+    .map_err(io)?;
+    writeln!(out, "Target:     {target}").map_err(io)?;
+    writeln!(
+        out,
+        "Records:    {} of {} fields x {} bytes",
+        flags.num, flags.ycsb_field_count, flags.ycsb_field_length
+    )
+    .map_err(io)?;
+    writeln!(out, "Connections: {}", flags.threads).map_err(io)?;
+    print_seed(&seeds, out).map_err(io)?;
+    writeln!(out, "{}", "-".repeat(48)).map_err(io)?;
+    let csv = CsvReport::for_run(flags)?;
+    let run_start = Instant::now();
+    let mut results = Vec::new();
+    for name in &flags.benchmarks {
+        let bench_seeds = seeds.next_benchmark(name, flags.threads);
+        let totals = Mutex::new((Verbs::default(), 0u64, 0u64));
+        let mut result = measure(
+            flags,
+            name,
+            bench_seeds,
+            run_start,
+            &csv,
+            &mut || Ok(None),
+            &|tid, seed, shared, counter| {
+                worker(flags, target, shared, tid, seed, name, counter, &totals)
+            },
+        )?;
+        let (verbs, trips, ops) = *totals.lock();
+        if ops > 0 {
+            let per = |n: u64| n as f64 / ops as f64;
+            result.message = format!(
+                "{}{}verbs/op {:.2} (send {:.2}, write_imm {:.2}, read {:.2}), round trips/op {:.2}",
+                result.message,
+                if result.message.is_empty() { "" } else { "; " },
+                per(verbs.total()),
+                per(verbs.sends),
+                per(verbs.write_imms),
+                per(verbs.reads),
+                per(trips),
+            );
+        }
+        result.print(out, flags.histogram).map_err(io)?;
+        out.flush().map_err(io)?;
+        results.push(result);
+    }
+    write_reports(flags, &seeds, &results)?;
+    Ok(results)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn worker(
+    f: &Flags,
+    target: &BoomTarget,
+    shared: &Shared,
+    tid: usize,
+    seed: u64,
+    name: &str,
+    counter: &InsertCounter,
+    totals: &Mutex<(Verbs, u64, u64)>,
+) -> Result<ThreadStats> {
+    use rand::Rng;
+    let mut client = connect(target)?;
+    let (verbs0, trips0) = (client.verbs(), client.round_trips());
+    let record_len = f.ycsb_field_count * f.ycsb_field_length;
+    let mut values = ValueGenerator::new(record_len, f.compression_ratio);
+    let mut picker = OpPicker::new(f, name, tid, seed);
+    let mut st = ThreadStats::new(shared)?;
+    let mut ops = 0u64;
+    let err = |e| boom_error(target, e);
+    while !picker.budget.done(st.done) {
+        let (kind, key, number) = picker.next(counter);
+        let began = Instant::now();
+        let bytes = match kind {
+            OpKind::Read => {
+                let v = client.get(&key).map_err(err)?;
+                st.found += u64::from(v.is_some());
+                key.len() + v.map_or(0, |v| v.len())
+            }
+            OpKind::ReadModifyWrite => {
+                let v = client.get(&key).map_err(err)?;
+                st.found += u64::from(v.is_some());
+                let mut record = v.unwrap_or_default();
+                record.resize(record_len, b' ');
+                let field = picker.rng.gen_range(0..f.ycsb_field_count) * f.ycsb_field_length;
+                let new = values.generate(f.ycsb_field_length);
+                if let Some(slot) = record.get_mut(field..field + f.ycsb_field_length) {
+                    slot.copy_from_slice(new);
+                }
+                client.put(&key, &record).map_err(err)?;
+                2 * (key.len() + record_len)
+            }
+            OpKind::Scan => {
+                return Err(BenchError::BadValue {
+                    flag: "benchmarks".into(),
+                    value: name.into(),
+                    reason: "BOOM has no range read".into(),
+                })
+            }
+            _ => {
+                client.put(&key, values.generate(record_len)).map_err(err)?;
+                if kind == OpKind::Insert && picker.workload.is_some() {
+                    counter.ack(number);
+                }
+                key.len() + record_len
+            }
+        };
+        ops += 1 + u64::from(kind == OpKind::ReadModifyWrite);
+        st.finished(shared, kind, began, 1, bytes as u64)?;
+    }
+    st.stop(shared);
+    let (v, t) = (client.verbs(), client.round_trips());
+    let mut totals = totals.lock();
+    totals.0.sends += v.sends - verbs0.sends;
+    totals.0.writes += v.writes - verbs0.writes;
+    totals.0.write_imms += v.write_imms - verbs0.write_imms;
+    totals.0.reads += v.reads - verbs0.reads;
+    totals.1 += t - trips0;
+    totals.2 += ops;
+    Ok(st)
+}
