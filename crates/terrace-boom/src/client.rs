@@ -14,6 +14,7 @@ use std::path::Path;
 use crate::error::{BoomError, Result};
 use crate::layout::{encode_entry, entry_alloc_len};
 use crate::proto::{read_frame, write_frame, Reply, Request};
+use crate::ring::{Ring, DATA_AREA};
 use crate::shm::SharedFile;
 use crate::store::SegmentGrant;
 
@@ -28,6 +29,30 @@ pub enum Mode {
     /// (PUT: the entry and its doorbell; GET: a one-sided read).
     TwoPhase,
 }
+
+/// How a client connects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClientOptions {
+    /// BOOM or the two-phase baseline.
+    pub mode: Mode,
+    /// Requests through the doorbell ring in shared memory (else on the socket).
+    pub ring: bool,
+    /// How long to poll the ring for a response before sleeping on it.
+    pub spin: std::time::Duration,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            mode: Mode::Boom,
+            ring: true,
+            spin: std::time::Duration::from_micros(50),
+        }
+    }
+}
+
+/// How long a client waits for a response before it gives the server up.
+const RESPONSE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// RDMA verbs the same exchanges would post on real hardware, counted per kind.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -53,6 +78,11 @@ impl Verbs {
 #[derive(Debug)]
 pub struct BoomClient {
     mode: Mode,
+    options: ClientOptions,
+    /// The channel file (ring and reply buffer), mapped.
+    reply: SharedFile,
+    /// The last response sequence number seen on the ring.
+    last_response: u32,
     verbs: Verbs,
     round_trips: u64,
     stream: UnixStream,
@@ -61,7 +91,6 @@ pub struct BoomClient {
     segment: SharedFile,
     /// Where the next entry goes in the segment.
     at: u64,
-    reply: SharedFile,
     frame: Vec<u8>,
 }
 
@@ -86,6 +115,26 @@ impl BoomClient {
     /// # Errors
     /// As [`BoomClient::connect_unix`].
     pub fn connect_unix_mode(path: &Path, password: &[u8], mode: Mode) -> Result<BoomClient> {
+        Self::connect_unix_with(
+            path,
+            password,
+            ClientOptions {
+                mode,
+                ..ClientOptions::default()
+            },
+        )
+    }
+
+    /// [`BoomClient::connect_unix`] with `options`.
+    ///
+    /// # Errors
+    /// As [`BoomClient::connect_unix`].
+    pub fn connect_unix_with(
+        path: &Path,
+        password: &[u8],
+        options: ClientOptions,
+    ) -> Result<BoomClient> {
+        let mode = options.mode;
         let mut stream = UnixStream::connect(path).map_err(|source| BoomError::Io {
             path: path.to_path_buf(),
             source,
@@ -93,6 +142,7 @@ impl BoomClient {
         let mut frame = Vec::new();
         let hello = Request::Hello {
             password: password.to_vec(),
+            ring: options.ring,
         };
         write_frame(&mut stream, &hello.encode()).map_err(io)?;
         match read_reply(&mut stream, &mut frame)? {
@@ -106,8 +156,12 @@ impl BoomClient {
                 let region_path = std::path::PathBuf::from(region_path);
                 let segment = SharedFile::open_range(&region_path, grant.region_offset, grant.len)?;
                 let reply = SharedFile::open_range(Path::new(&reply_path), 0, reply_len)?;
+                // A new channel file starts at zero: no response before a request.
+                let last_response = 0;
                 Ok(BoomClient {
                     mode,
+                    options,
+                    last_response,
                     verbs: Verbs::default(),
                     round_trips: 1,
                     stream,
@@ -228,7 +282,7 @@ impl BoomClient {
                 Mode::Boom => {
                     let n = usize::try_from(n)
                         .map_err(|_| BoomError::Remote("a value longer than memory".into()))?;
-                    Ok(Some(self.reply.read_vec(0, n)?))
+                    Ok(Some(self.reply.read_vec(DATA_AREA, n)?))
                 }
                 Mode::TwoPhase => {
                     self.verbs.reads += 1;
@@ -274,8 +328,19 @@ impl BoomClient {
 
     fn call(&mut self, req: &Request) -> Result<Reply> {
         self.round_trips += 1;
-        write_frame(&mut self.stream, &req.encode()).map_err(io)?;
-        read_reply(&mut self.stream, &mut self.frame)
+        if !self.options.ring {
+            write_frame(&mut self.stream, &req.encode()).map_err(io)?;
+            return read_reply(&mut self.stream, &mut self.frame);
+        }
+        let ring = Ring::new(&self.reply);
+        ring.post_request(&req.encode())?;
+        let Some((seq, frame)) =
+            ring.wait_response(self.last_response, self.options.spin, RESPONSE_TIMEOUT)?
+        else {
+            return Err(BoomError::Remote("the server did not answer".into()));
+        };
+        self.last_response = seq;
+        decode_reply(&frame)
     }
 }
 
@@ -283,6 +348,11 @@ fn read_reply(stream: &mut UnixStream, frame: &mut Vec<u8>) -> Result<Reply> {
     if !read_frame(stream, frame).map_err(io)? {
         return Err(BoomError::Remote("the server closed the connection".into()));
     }
+    decode_reply(frame)
+}
+
+/// A reply, with the server's refusals as errors.
+fn decode_reply(frame: &[u8]) -> Result<Reply> {
     match Reply::decode(frame)? {
         Reply::Error { message, .. } if message.contains("no free segment") => {
             Err(BoomError::NoFreeSegment)

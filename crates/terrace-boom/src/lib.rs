@@ -20,11 +20,12 @@ pub mod client;
 pub mod error;
 pub mod layout;
 pub mod proto;
+pub mod ring;
 pub mod server;
 pub mod shm;
 pub mod store;
 
-pub use client::{BoomClient, Mode, Verbs};
+pub use client::{BoomClient, ClientOptions, Mode, Verbs};
 pub use error::{BoomError, Result};
 pub use server::{BoomServer, DbHandle, ServerConfig};
 pub use store::{BoomStore, RawValues, SegmentGrant, StoreConfig, ValueCodec};

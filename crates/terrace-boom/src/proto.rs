@@ -14,10 +14,13 @@ pub const MAX_FRAME: usize = 1 << 20;
 /// A client's request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Request {
-    /// The first message: the password (empty without one).
+    /// The first message: the password (empty without one), and whether the requests
+    /// after it come through the doorbell ring in shared memory (else on this socket).
     Hello {
         /// The server's `requirepass`.
         password: Vec<u8>,
+        /// Requests through the ring.
+        ring: bool,
     },
     /// "I appended an entry at `offset` of my segment": the doorbell, carrying only the
     /// offset (RDMA's write-with-immediate).
@@ -67,7 +70,8 @@ pub enum Reply {
         region_path: String,
         /// The region file's length.
         region_len: u64,
-        /// The client's reply buffer file, which GET results are copied into.
+        /// The client's channel file: the doorbell ring and the reply buffer GET results
+        /// are copied into (`ring::DATA_AREA` on).
         reply_path: String,
         /// Its length.
         reply_len: u64,
@@ -204,9 +208,10 @@ impl Request {
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::new();
         match self {
-            Request::Hello { password } => {
+            Request::Hello { password, ring } => {
                 out.push(HELLO);
                 put_bytes(&mut out, password);
+                out.push(u8::from(*ring));
             }
             Request::Put {
                 offset,
@@ -247,6 +252,11 @@ impl Request {
         let req = match r.u8()? {
             HELLO => Request::Hello {
                 password: r.bytes()?.to_vec(),
+                ring: match r.u8()? {
+                    0 => false,
+                    1 => true,
+                    f => return Err(BoomError::BadEntry(format!("unknown HELLO flag {f}"))),
+                },
             },
             PUT => Request::Put {
                 offset: r.u64()?,

@@ -7,7 +7,7 @@
 //! `proto`) or how segments are kept (`store`).
 //! Concurrency: one thread per connection; the store and the database are shared.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -17,7 +17,11 @@ use terrace::Db;
 
 use crate::error::{BoomError, Result};
 use crate::proto::{read_frame, write_frame, Reply, Request};
+use crate::ring::{self, Ring};
 use crate::shm::SharedFile;
+
+/// How often a connection thread waiting on its ring checks that its client is there.
+const RING_CHECK: std::time::Duration = std::time::Duration::from_millis(100);
 use crate::store::{BoomStore, SegmentGrant};
 
 /// Whatever holds the database BOOM writes to (the database itself, or a server's
@@ -39,8 +43,11 @@ pub struct ServerConfig {
     /// The password a client's handshake must carry (`requirepass`); empty: none.
     pub password: Vec<u8>,
     /// Bytes of each client's reply buffer: GET values up to this size are copied into
-    /// it, larger ones come inline in the reply.
+    /// it, larger ones come inline in the reply (over the socket; a ring client gets an
+    /// error for them).
     pub reply_bytes: u64,
+    /// How long a connection's thread polls the ring before it sleeps on it.
+    pub spin: std::time::Duration,
 }
 
 impl Default for ServerConfig {
@@ -48,6 +55,7 @@ impl Default for ServerConfig {
         ServerConfig {
             password: Vec::new(),
             reply_bytes: 1 << 20,
+            spin: std::time::Duration::from_micros(50),
         }
     }
 }
@@ -179,12 +187,11 @@ impl BoomServer {
         }
     }
 
-    /// Serves one connection to its end; its segment is sealed and its reply buffer
+    /// Serves one connection to its end; its segment is sealed and its channel file
     /// deleted whatever happens.
-    pub fn serve_connection<S: Read + Write>(&self, mut stream: S) {
-        let stream = &mut stream;
+    pub fn serve_connection(&self, mut stream: UnixStream) {
         let mut conn: Option<Conn> = None;
-        if let Err(e) = self.run(stream, &mut conn) {
+        if let Err(e) = self.run(&mut stream, &mut conn) {
             tracing::debug!(error = %e, "BOOM connection ended");
         }
         if let Some(c) = conn {
@@ -192,12 +199,38 @@ impl BoomServer {
                 tracing::debug!(error = %e, "BOOM segment already sealed");
             }
             if let Err(e) = std::fs::remove_file(&c.reply_path) {
-                tracing::warn!(path = %c.reply_path.display(), error = %e, "cannot remove a BOOM reply buffer");
+                tracing::warn!(path = %c.reply_path.display(), error = %e, "cannot remove a BOOM channel file");
             }
         }
     }
 
-    fn run<S: Read + Write>(&self, stream: &mut S, conn: &mut Option<Conn>) -> Result<()> {
+    /// The reply to a request, and whether the connection ends after it.
+    fn answer(&self, frame: &[u8], conn: &mut Option<Conn>) -> (Reply, bool) {
+        let reply = match Request::decode(frame) {
+            Ok(req) => self.handle(req, conn),
+            Err(e) => Err(e),
+        };
+        match reply {
+            Ok(r) => (r, false),
+            Err(e) => {
+                // A client that breaks the protocol or writes garbage is cut off; the
+                // engine's own trouble and a full store are only reported.
+                let fatal = !matches!(
+                    e,
+                    BoomError::Engine(_) | BoomError::NoFreeSegment | BoomError::SegmentFull
+                );
+                (
+                    Reply::Error {
+                        message: e.to_string(),
+                        fatal,
+                    },
+                    fatal,
+                )
+            }
+        }
+    }
+
+    fn run(&self, stream: &mut UnixStream, conn: &mut Option<Conn>) -> Result<()> {
         let mut frame = Vec::new();
         let io = |source| BoomError::Io {
             path: PathBuf::from("<boom connection>"),
@@ -207,29 +240,59 @@ impl BoomServer {
             if !read_frame(stream, &mut frame).map_err(io)? {
                 return Ok(());
             }
-            let reply = match Request::decode(&frame) {
-                Ok(req) => self.handle(req, conn),
-                Err(e) => Err(e),
-            };
-            let (reply, end) = match reply {
-                Ok(r) => (r, false),
-                Err(e) => {
-                    // A client that breaks the protocol or writes garbage is cut off;
-                    // the engine's own trouble is only reported.
-                    let fatal = !matches!(
-                        e,
-                        BoomError::Engine(_) | BoomError::NoFreeSegment | BoomError::SegmentFull
-                    );
-                    (
-                        Reply::Error {
-                            message: e.to_string(),
-                            fatal,
-                        },
-                        fatal,
-                    )
+            let (reply, end) = self.answer(&frame, conn);
+            write_frame(stream, &reply.encode()).map_err(io)?;
+            if end {
+                return Ok(());
+            }
+            if conn.as_ref().is_some_and(|c| c.ring) {
+                return self.run_ring(stream, conn);
+            }
+        }
+    }
+
+    /// After a handshake that chose the ring: requests come through the channel file,
+    /// and the socket only says whether the client is still there.
+    fn run_ring(&self, stream: &mut UnixStream, conn: &mut Option<Conn>) -> Result<()> {
+        let io = |source| BoomError::Io {
+            path: PathBuf::from("<boom connection>"),
+            source,
+        };
+        stream.set_nonblocking(true).map_err(io)?;
+        let Some(c) = conn.as_ref() else {
+            return Ok(());
+        };
+        let channel = c.reply.clone();
+        let ring = Ring::new(&channel);
+        // A new channel file starts at zero, and the client may have rung already.
+        let mut last = 0;
+        let mut probe = [0u8; 1];
+        loop {
+            let waited = ring.wait_request(last, self.config.spin, RING_CHECK)?;
+            let Some((seq, frame)) = waited else {
+                if self.stopping.load(Ordering::Acquire) {
+                    return Ok(());
+                }
+                match stream.read(&mut probe) {
+                    // Closed, or bytes on a socket that carries none in ring mode.
+                    Ok(_) => return Ok(()),
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                    Err(e) => return Err(io(e)),
                 }
             };
-            write_frame(stream, &reply.encode()).map_err(io)?;
+            last = seq;
+            let (mut reply, end) = self.answer(&frame, conn);
+            let mut bytes = reply.encode();
+            if bytes.len() as u64 > ring::SLOT_BYTES - 4 {
+                reply = Reply::Error {
+                    message: "the reply does not fit the ring: a value larger than the reply \
+                              buffer"
+                        .into(),
+                    fatal: false,
+                };
+                bytes = reply.encode();
+            }
+            ring.post_response(&bytes)?;
             if end {
                 return Ok(());
             }
@@ -238,12 +301,12 @@ impl BoomServer {
 
     fn handle(&self, req: Request, conn: &mut Option<Conn>) -> Result<Reply> {
         let Some(c) = conn.as_mut() else {
-            let Request::Hello { password } = req else {
+            let Request::Hello { password, ring } = req else {
                 return Err(BoomError::InvalidArgument(
                     "the first message must be HELLO".into(),
                 ));
             };
-            return self.hello(&password, conn);
+            return self.hello(&password, ring, conn);
         };
         match req {
             Request::Hello { .. } => Err(BoomError::InvalidArgument("HELLO twice".into())),
@@ -274,7 +337,9 @@ impl BoomServer {
                 let len = usize::try_from(len)
                     .map_err(|_| BoomError::InvalidArgument("a read longer than memory".into()))?;
                 Ok(Reply::Data {
-                    bytes: c.reply.read_vec(offset, len)?,
+                    bytes: c
+                        .reply
+                        .read_vec(ring::DATA_AREA.saturating_add(offset), len)?,
                 })
             }
         }
@@ -290,8 +355,8 @@ impl BoomServer {
                 len: None,
                 inline: None,
             },
-            Some(v) if v.len() as u64 <= c.reply.len() => {
-                c.reply.write(0, &v)?;
+            Some(v) if v.len() as u64 <= c.reply.len() - ring::DATA_AREA => {
+                c.reply.write(ring::DATA_AREA, &v)?;
                 Reply::Get {
                     len: Some(v.len() as u64),
                     inline: None,
@@ -314,7 +379,7 @@ impl BoomServer {
         Ok(next)
     }
 
-    fn hello(&self, password: &[u8], conn: &mut Option<Conn>) -> Result<Reply> {
+    fn hello(&self, password: &[u8], ring: bool, conn: &mut Option<Conn>) -> Result<Reply> {
         if !constant_time_eq(password, &self.config.password) {
             return Err(BoomError::InvalidArgument(
                 "WRONGPASS invalid password".into(),
@@ -326,7 +391,10 @@ impl BoomServer {
             .dir()
             .join(format!("reply-{}-{id}", std::process::id()));
         let _ = std::fs::remove_file(&reply_path);
-        let reply = SharedFile::open_or_create(&reply_path, self.config.reply_bytes.max(4096))?;
+        let reply = Arc::new(SharedFile::open_or_create(
+            &reply_path,
+            ring::channel_len(self.config.reply_bytes.max(4096)),
+        )?);
         let grant = match self.store.allocate() {
             Ok(g) => g,
             Err(e) => {
@@ -345,6 +413,7 @@ impl BoomServer {
             grant,
             reply,
             reply_path,
+            ring,
         });
         Ok(welcome)
     }
@@ -370,8 +439,11 @@ impl Tracker {
 /// One connection's state after its handshake.
 struct Conn {
     grant: SegmentGrant,
-    reply: SharedFile,
+    /// The channel file: the ring, and the reply buffer from `ring::DATA_AREA`.
+    reply: Arc<SharedFile>,
     reply_path: PathBuf,
+    /// Whether requests come through the ring.
+    ring: bool,
 }
 
 /// Compares without stopping at the first difference, so the time taken says nothing

@@ -17,6 +17,7 @@
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU32;
 
 use memmap2::MmapRaw;
 
@@ -172,6 +173,29 @@ impl SharedFile {
         Ok(())
     }
 
+    /// The 32-bit word at `offset` (a multiple of 4) as an atomic, for the doorbell
+    /// ring's sequence words, which both processes only ever access atomically.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for an unaligned or out-of-range offset.
+    pub fn atomic_u32(&self, offset: u64) -> Result<&AtomicU32> {
+        let at = self.check(offset, 4)?;
+        if !offset.is_multiple_of(4) {
+            return Err(BoomError::InvalidArgument(format!(
+                "an atomic word at unaligned offset {offset}"
+            )));
+        }
+        // SAFETY: `check` keeps the 4 bytes inside the mapping, which starts on a page
+        // boundary, so `at` being a multiple of 4 makes the address aligned for a
+        // `u32`; `AtomicU32` has the layout of `u32`; the reference borrows `self`, so
+        // the mapping outlives it; and the ring's words are only accessed through
+        // atomics (in this process through this reference, in the peer through its own
+        // mapping), never through `read` or `write` (a peer that writes them plainly
+        // can only make this process read an arbitrary value, which the ring treats as
+        // any other sequence number).
+        Ok(unsafe { &*self.map.as_ptr().add(at).cast::<AtomicU32>() })
+    }
+
     /// Makes the `len` bytes at `offset` durable (`msync` of the pages covering them).
     ///
     /// # Errors
@@ -215,5 +239,16 @@ mod tests {
         assert!(part.read_vec(4095, 2).is_err());
         assert!(SharedFile::open_range(&path, 4096, 8192).is_err());
         assert!(SharedFile::open_range(&dir.path().join("none"), 0, 4096).is_err());
+        // Atomic words: aligned and in range only; both mappings see the same word.
+        let w = f.atomic_u32(4096).unwrap();
+        w.store(7, std::sync::atomic::Ordering::SeqCst);
+        assert_eq!(
+            part.atomic_u32(0)
+                .unwrap()
+                .load(std::sync::atomic::Ordering::SeqCst),
+            7
+        );
+        assert!(f.atomic_u32(4097).is_err());
+        assert!(f.atomic_u32(8190).is_err());
     }
 }

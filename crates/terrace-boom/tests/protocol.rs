@@ -171,7 +171,11 @@ fn a_client_ringing_for_garbage_is_cut_off_and_the_others_go_on() {
     // of its segment.
     for offset in [0u64, 1 << 40] {
         let mut s = UnixStream::connect(&run.socket).unwrap();
-        let hello = Request::Hello { password: vec![] }.encode();
+        let hello = Request::Hello {
+            password: vec![],
+            ring: false,
+        }
+        .encode();
         assert!(matches!(
             raw_call(&mut s, &hello),
             Some(Reply::Welcome { .. })
@@ -227,8 +231,18 @@ fn boom_takes_one_round_trip_per_request_and_the_two_phase_baseline_two() {
     use terrace_boom::{Mode, Verbs};
     let dir = tempfile::tempdir().unwrap();
     let run = Running::start(dir.path(), small(), b"");
+    // One over the ring, one over the socket: the same round trips and verbs.
     let mut boom = BoomClient::connect_unix(&run.socket, b"").unwrap();
-    let mut two = BoomClient::connect_unix_mode(&run.socket, b"", Mode::TwoPhase).unwrap();
+    let mut two = BoomClient::connect_unix_with(
+        &run.socket,
+        b"",
+        terrace_boom::ClientOptions {
+            mode: Mode::TwoPhase,
+            ring: false,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     for c in [&mut boom, &mut two] {
         assert_eq!(c.round_trips(), 1, "the handshake");
     }
@@ -273,5 +287,56 @@ fn boom_takes_one_round_trip_per_request_and_the_two_phase_baseline_two() {
     }
     assert_eq!(boom.get(b"big4").unwrap().unwrap().len(), 30_000);
     drop((boom, two));
+    run.stop();
+}
+
+#[test]
+fn garbage_in_the_ring_cuts_the_client_off() {
+    use terrace_boom::ring::{channel_len, Ring};
+    use terrace_boom::shm::SharedFile;
+    let dir = tempfile::tempdir().unwrap();
+    let run = Running::start(dir.path(), small(), b"");
+    let mut good = BoomClient::connect_unix(&run.socket, b"").unwrap();
+    let mut s = UnixStream::connect(&run.socket).unwrap();
+    let hello = Request::Hello {
+        password: vec![],
+        ring: true,
+    }
+    .encode();
+    let Some(Reply::Welcome {
+        reply_path,
+        reply_len,
+        ..
+    }) = raw_call(&mut s, &hello)
+    else {
+        panic!("no welcome")
+    };
+    assert_eq!(reply_len, channel_len(1 << 20));
+    let chan = SharedFile::open_range(Path::new(&reply_path), 0, reply_len).unwrap();
+    let ring = Ring::new(&chan);
+    let last = ring.response_seq().unwrap();
+    ring.post_request(&[42, 0, 0]).unwrap();
+    let (_, frame) = ring
+        .wait_response(
+            last,
+            std::time::Duration::ZERO,
+            std::time::Duration::from_secs(10),
+        )
+        .unwrap()
+        .unwrap();
+    assert!(matches!(
+        Reply::decode(&frame).unwrap(),
+        Reply::Error { fatal: true, .. }
+    ));
+    // The server let the connection go: its socket closes and its channel file is gone.
+    let mut rest = Vec::new();
+    let _ = s.read_to_end(&mut rest);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while Path::new(&reply_path).exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(!Path::new(&reply_path).exists());
+    good.put(b"fine", b"yes").unwrap();
+    drop(good);
     run.stop();
 }

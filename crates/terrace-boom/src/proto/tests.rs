@@ -16,6 +16,7 @@ fn every_message_round_trips() {
     let requests = [
         Request::Hello {
             password: b"pw".to_vec(),
+            ring: true,
         },
         Request::Put {
             offset: 4160,
