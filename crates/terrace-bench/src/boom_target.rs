@@ -7,6 +7,8 @@
 //! read-modify-write a GET and then a PUT. Workload E (scans) is refused: BOOM has no
 //! range read. Each result line ends with the RDMA verbs and round trips per operation
 //! the same exchanges would take on real hardware (`terrace_boom::Verbs`).
+//! `--boom_rtt_us` adds a modelled network round trip to every request (shared memory
+//! has no wire; an RDMA round trip is a few microseconds).
 //!
 //! Owns: the BOOM run. Must not touch: the RESP client or engine mode.
 
@@ -74,8 +76,13 @@ impl std::fmt::Display for BoomTarget {
     }
 }
 
-fn connect(target: &BoomTarget) -> Result<BoomClient> {
-    BoomClient::connect_unix_mode(&target.socket, b"", target.mode).map_err(|e| match e {
+fn connect(f: &Flags, target: &BoomTarget) -> Result<BoomClient> {
+    let options = terrace_boom::ClientOptions {
+        mode: target.mode,
+        round_trip_delay: std::time::Duration::from_micros(f.boom_rtt_us),
+        ..Default::default()
+    };
+    BoomClient::connect_unix_with(&target.socket, b"", options).map_err(|e| match e {
         terrace_boom::BoomError::Io { source, .. } => BenchError::Connect {
             target: target.to_string(),
             source,
@@ -124,7 +131,7 @@ pub fn run(flags: &Flags, target: &BoomTarget, out: &mut dyn Write) -> Result<Ve
         path: "stdout".into(),
         source,
     };
-    drop(connect(target)?);
+    drop(connect(flags, target)?);
     let mut seeds = Seeds::new(flags.seed);
     writeln!(
         out,
@@ -140,6 +147,12 @@ pub fn run(flags: &Flags, target: &BoomTarget, out: &mut dyn Write) -> Result<Ve
     )
     .map_err(io)?;
     writeln!(out, "Connections: {}", flags.threads).map_err(io)?;
+    writeln!(
+        out,
+        "Wire:       {} us added per round trip",
+        flags.boom_rtt_us
+    )
+    .map_err(io)?;
     print_seed(&seeds, out).map_err(io)?;
     writeln!(out, "{}", "-".repeat(48)).map_err(io)?;
     let csv = CsvReport::for_run(flags)?;
@@ -193,7 +206,7 @@ fn worker(
     totals: &Mutex<(Verbs, u64, u64)>,
 ) -> Result<ThreadStats> {
     use rand::Rng;
-    let mut client = connect(target)?;
+    let mut client = connect(f, target)?;
     let (verbs0, trips0) = (client.verbs(), client.round_trips());
     let record_len = f.ycsb_field_count * f.ycsb_field_length;
     let mut values = ValueGenerator::new(record_len, f.compression_ratio);

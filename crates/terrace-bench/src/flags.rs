@@ -173,6 +173,8 @@ pub struct Flags {
     pub target: Option<Target>,
     /// Server mode over BOOM (`--target boom:///socket` or `boom2:///socket`).
     pub boom_target: Option<crate::boom_target::BoomTarget>,
+    /// BOOM: microseconds of modelled wire added to every round trip.
+    pub boom_rtt_us: u64,
     /// Server mode: commands sent per connection before reading their replies.
     pub pipeline: usize,
     /// `--l0` and the matrix container's settings.
@@ -249,6 +251,7 @@ impl Default for Flags {
             progress: true,
             target: None,
             boom_target: None,
+            boom_rtt_us: 0,
             pipeline: 1,
             matrix: MatrixFlags::default(),
         }
@@ -414,6 +417,7 @@ impl Flags {
                 None => self.target = Some(Target::parse(v)?),
             },
             "pipeline" => self.pipeline = num(name, v)?,
+            "boom_rtt_us" => self.boom_rtt_us = num(name, v)?,
             _ => match self.matrix.set(name, v) {
                 Some(r) => r?,
                 None => return Err(BenchError::UnknownFlag(name.to_string())),

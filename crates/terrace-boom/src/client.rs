@@ -39,6 +39,10 @@ pub struct ClientOptions {
     pub ring: bool,
     /// How long to poll the ring for a response before sleeping on it.
     pub spin: std::time::Duration,
+    /// A wire to model: every round trip also takes this long (spent polling before
+    /// the request is posted), as a network round trip would on top of the shared
+    /// memory's. Zero: none.
+    pub round_trip_delay: std::time::Duration,
 }
 
 impl Default for ClientOptions {
@@ -47,6 +51,7 @@ impl Default for ClientOptions {
             mode: Mode::Boom,
             ring: true,
             spin: std::time::Duration::from_micros(50),
+            round_trip_delay: std::time::Duration::ZERO,
         }
     }
 }
@@ -168,7 +173,7 @@ impl BoomClient {
                     region_path,
                     grant,
                     segment,
-                    at: 0,
+                    at: grant.start,
                     reply,
                     frame,
                 })
@@ -322,12 +327,18 @@ impl BoomClient {
     fn switch_to(&mut self, grant: SegmentGrant) -> Result<()> {
         self.segment = SharedFile::open_range(&self.region_path, grant.region_offset, grant.len)?;
         self.grant = grant;
-        self.at = 0;
+        self.at = grant.start;
         Ok(())
     }
 
     fn call(&mut self, req: &Request) -> Result<Reply> {
         self.round_trips += 1;
+        if !self.options.round_trip_delay.is_zero() {
+            let until = std::time::Instant::now() + self.options.round_trip_delay;
+            while std::time::Instant::now() < until {
+                std::hint::spin_loop();
+            }
+        }
         if !self.options.ring {
             write_frame(&mut self.stream, &req.encode()).map_err(io)?;
             return read_reply(&mut self.stream, &mut self.frame);

@@ -192,6 +192,7 @@ fn put_grant(out: &mut Vec<u8>, g: &SegmentGrant) {
     out.extend_from_slice(&g.generation.to_le_bytes());
     out.extend_from_slice(&g.region_offset.to_le_bytes());
     out.extend_from_slice(&g.len.to_le_bytes());
+    out.extend_from_slice(&g.start.to_le_bytes());
 }
 
 fn grant(r: &mut Reader<'_>) -> Result<SegmentGrant> {
@@ -200,6 +201,7 @@ fn grant(r: &mut Reader<'_>) -> Result<SegmentGrant> {
         generation: r.u64()?,
         region_offset: r.u64()?,
         len: r.u64()?,
+        start: r.u64()?,
     })
 }
 

@@ -114,6 +114,8 @@ pub struct SegmentGrant {
     pub region_offset: u64,
     /// Its bytes.
     pub len: u64,
+    /// Where the client's first entry goes (after the entries a reused segment holds).
+    pub start: u64,
 }
 
 /// What the server keeps in memory of a segment.
@@ -322,38 +324,56 @@ impl BoomStore {
         self.meta.persist(at, 8)
     }
 
-    /// Hands a free segment to a client.
+    /// Hands a segment to a client: a free one, or else a sealed one with room left
+    /// (its client went away early), which the new client appends to after the entries
+    /// it holds.
     ///
     /// # Errors
-    /// `NoFreeSegment` when every segment holds writes the engine still needs; I/O
-    /// errors.
+    /// `NoFreeSegment` when every segment is in use or full of writes the engine still
+    /// needs; I/O errors.
     pub fn allocate(&self) -> Result<SegmentGrant> {
         let mut segments = self.segments.lock();
-        let (index, seg) = segments
-            .iter_mut()
-            .enumerate()
-            .find(|(_, s)| s.slot.state == SegmentState::Free)
-            .ok_or(BoomError::NoFreeSegment)?;
+        let room = |s: &Segment| self.config.segment_bytes.saturating_sub(s.append_at);
+        let index = match segments
+            .iter()
+            .position(|s| s.slot.state == SegmentState::Free)
+        {
+            Some(i) => i,
+            None => segments
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| {
+                    s.slot.state == SegmentState::Sealed
+                        && room(s) >= self.config.segment_bytes / 4
+                        && s.count < self.config.records_per_segment() / 2
+                })
+                .max_by_key(|(_, s)| room(s))
+                .map(|(i, _)| i)
+                .ok_or(BoomError::NoFreeSegment)?,
+        };
+        let seg = &mut segments[index];
         let index = index as u32;
-        // The count goes to zero before the slot says active, so that a crash between
-        // the two leaves a free segment, never an active one with old records counted.
-        self.write_count(index, 0)?;
+        if seg.slot.state == SegmentState::Free {
+            // The count goes to zero before the slot says active, so that a crash
+            // between the two leaves a free segment, never an active one with old
+            // records counted.
+            self.write_count(index, 0)?;
+            seg.count = 0;
+            seg.append_at = 0;
+            seg.max_version = 0;
+        }
         let slot = SegmentSlot {
             state: SegmentState::Active,
             generation: seg.slot.generation + 1,
         };
         self.write_slot(index, slot)?;
-        *seg = Segment {
-            slot,
-            count: 0,
-            append_at: 0,
-            max_version: 0,
-        };
+        seg.slot = slot;
         Ok(SegmentGrant {
             index,
             generation: slot.generation,
             region_offset: self.segment_offset(index),
             len: self.config.segment_bytes,
+            start: seg.append_at,
         })
     }
 

@@ -8,6 +8,7 @@ fn grant() -> SegmentGrant {
         generation: 7,
         region_offset: 4096 + 3 * (64 << 20),
         len: 64 << 20,
+        start: 128,
     }
 }
 

@@ -218,3 +218,39 @@ fn settings_that_differ_from_the_files_are_refused() {
         Err(BoomError::InvalidArgument(_))
     ));
 }
+
+#[test]
+fn a_sealed_segment_with_room_is_handed_out_again_and_both_clients_entries_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = StoreConfig {
+        segment_bytes: 64 << 10,
+        segments: 2,
+    };
+    let store = BoomStore::open(dir.path(), config).unwrap();
+    let db = db_on(dir.path(), &store);
+    let mut first = Client::new(&store);
+    first.put(&store, &db, b"a", b"1").unwrap();
+    first.put(&store, &db, b"b", b"2").unwrap();
+    store.seal(&first.grant).unwrap();
+    let _busy = Client::new(&store);
+    // No free segment: the sealed one, which has room, continues after its entries.
+    let grant = store.allocate().unwrap();
+    assert_eq!(grant.index, first.grant.index);
+    assert_eq!(grant.generation, first.grant.generation + 1);
+    assert_eq!(grant.start, first.at);
+    let mut second = Client {
+        region: SharedFile::open_or_create(store.region_path(), config.region_len()).unwrap(),
+        at: grant.start,
+        grant,
+    };
+    second.put(&store, &db, b"c", b"3").unwrap();
+    // The old grant is dead.
+    assert!(store.commit_put(&db, &first.grant, second.at).is_err());
+    drop((db, first, second, _busy));
+    drop(store);
+    let store = BoomStore::open(dir.path(), config).unwrap();
+    let db = db_on(dir.path(), &store);
+    for (k, v) in [(b"a", b"1"), (b"b", b"2"), (b"c", b"3")] {
+        assert_eq!(db.get(k).unwrap().as_deref(), Some(&v[..]));
+    }
+}
