@@ -334,9 +334,9 @@ impl BoomClient {
     fn call(&mut self, req: &Request) -> Result<Reply> {
         self.round_trips += 1;
         if !self.options.round_trip_delay.is_zero() {
-            let until = std::time::Instant::now() + self.options.round_trip_delay;
-            while std::time::Instant::now() < until {
-                std::hint::spin_loop();
+            let start = std::time::Instant::now();
+            while start.elapsed() < self.options.round_trip_delay {
+                crate::ring::pause(start);
             }
         }
         if !self.options.ring {

@@ -142,7 +142,7 @@ impl<'a> Ring<'a> {
         let start = Instant::now();
         let mut now = seq.load(Ordering::Acquire);
         while now == last && start.elapsed() < spin {
-            std::hint::spin_loop();
+            pause(start);
             now = seq.load(Ordering::Acquire);
         }
         while now == last {
@@ -173,6 +173,17 @@ impl<'a> Ring<'a> {
             )));
         }
         Ok(Some((now, self.file.read_vec(area + 4, len as usize)?)))
+    }
+}
+
+/// One step of polling that began at `start`: a busy pause for the first microsecond,
+/// then a yield, so that on a machine with more polling threads than cores the thread
+/// being waited for gets the core instead of the poller.
+pub fn pause(start: Instant) {
+    if start.elapsed() < Duration::from_micros(1) {
+        std::hint::spin_loop();
+    } else {
+        std::thread::yield_now();
     }
 }
 
