@@ -39,6 +39,9 @@ pub struct ClientOptions {
     pub ring: bool,
     /// How long to poll the ring for a response before sleeping on it.
     pub spin: std::time::Duration,
+    /// The hybrid update: overwrite the older of a key's last two versions in place
+    /// when the new entry fits it (else every PUT appends).
+    pub hybrid: bool,
     /// A wire to model: every round trip also takes this long (spent polling before
     /// the request is posted), as a network round trip would on top of the shared
     /// memory's. Zero: none.
@@ -51,6 +54,7 @@ impl Default for ClientOptions {
             mode: Mode::Boom,
             ring: true,
             spin: std::time::Duration::from_micros(50),
+            hybrid: true,
             round_trip_delay: std::time::Duration::ZERO,
         }
     }
@@ -79,10 +83,30 @@ impl Verbs {
     }
 }
 
+/// An entry of this client's segment: where, its bytes, its version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Slot {
+    offset: u64,
+    alloc_len: u64,
+    version: u64,
+}
+
+/// Segment space a client's PUTs used.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SpaceUse {
+    /// Bytes appended to segments.
+    pub appended_bytes: u64,
+    /// Bytes written in place over older versions (no new space).
+    pub in_place_bytes: u64,
+}
+
 /// A connected BOOM client. See the module docs.
 #[derive(Debug)]
 pub struct BoomClient {
     mode: Mode,
+    /// Per key, its last two versions in the current segment (newest first).
+    versions: std::collections::HashMap<Vec<u8>, (Slot, Option<Slot>)>,
+    space: SpaceUse,
     options: ClientOptions,
     /// The channel file (ring and reply buffer), mapped.
     reply: SharedFile,
@@ -165,6 +189,8 @@ impl BoomClient {
                 let last_response = 0;
                 Ok(BoomClient {
                     mode,
+                    versions: std::collections::HashMap::new(),
+                    space: SpaceUse::default(),
                     options,
                     last_response,
                     verbs: Verbs::default(),
@@ -201,15 +227,40 @@ impl BoomClient {
         if self.mode == Mode::TwoPhase {
             return self.put_two_phase(key, value, len);
         }
-        if self.at + len > self.grant.len {
+        match self.put_once(key, value, len) {
+            // The segment's commit records ran out before its bytes: move on once.
+            Err(BoomError::SegmentFull) => {
+                self.next_segment()?;
+                self.put_once(key, value, len)
+            }
+            r => r,
+        }
+    }
+
+    /// One BOOM PUT: in place over the older of the key's last two versions in this
+    /// segment when the hybrid update allows it, else appended.
+    fn put_once(&mut self, key: &[u8], value: &[u8], len: u64) -> Result<u64> {
+        let slots = self.versions.get(key).copied();
+        let in_place = match slots {
+            Some((_, Some(second))) if self.options.hybrid && len <= second.alloc_len => {
+                Some(second)
+            }
+            _ => None,
+        };
+        if in_place.is_none() && self.at + len > self.grant.len {
             self.next_segment()?;
         }
-        let entry = encode_entry(key, value, self.at as u32, len as u32)?;
-        self.segment.write(self.at, &entry)?;
+        let (offset, alloc) = match in_place {
+            Some(slot) => (slot.offset, slot.alloc_len),
+            None => (self.at, len),
+        };
+        let entry = encode_entry(key, value, offset as u32, alloc as u32)?;
+        self.segment.write(offset, &entry)?;
         // Ask for the next segment in the same round trip once this one is nearly full.
-        let next_segment = self.at + 2 * len + self.grant.len / 16 > self.grant.len;
+        let next_segment =
+            in_place.is_none() && self.at + 2 * len + self.grant.len / 16 > self.grant.len;
         let req = Request::Put {
-            offset: self.at,
+            offset,
             next_segment,
         };
         // The entry and its doorbell: one write with immediate; the reply: one send.
@@ -217,7 +268,20 @@ impl BoomClient {
         self.verbs.sends += 1;
         match self.call(&req)? {
             Reply::Put { version, next } => {
-                self.at += len;
+                let slot = Slot {
+                    offset,
+                    alloc_len: alloc,
+                    version,
+                };
+                match in_place {
+                    Some(_) => self.space.in_place_bytes += alloc,
+                    None => {
+                        self.at += alloc;
+                        self.space.appended_bytes += alloc;
+                    }
+                }
+                let first = slots.map(|(first, _)| first);
+                self.versions.insert(key.to_vec(), (slot, first));
                 if let Some(g) = next {
                     self.switch_to(g)?;
                 }
@@ -253,6 +317,7 @@ impl BoomClient {
         })? {
             Reply::Put { version, .. } => {
                 self.at = offset + len;
+                self.space.appended_bytes += len;
                 Ok(version)
             }
             other => Err(unexpected(&other)),
@@ -301,6 +366,11 @@ impl BoomClient {
         }
     }
 
+    /// The segment space this client's PUTs used.
+    pub fn space(&self) -> SpaceUse {
+        self.space
+    }
+
     /// The verbs this client's requests would have posted on RDMA hardware so far.
     pub fn verbs(&self) -> Verbs {
         self.verbs
@@ -325,6 +395,9 @@ impl BoomClient {
     }
 
     fn switch_to(&mut self, grant: SegmentGrant) -> Result<()> {
+        // The table of versions is the segment's: entries elsewhere are not ours to
+        // overwrite.
+        self.versions.clear();
         self.segment = SharedFile::open_range(&self.region_path, grant.region_offset, grant.len)?;
         self.grant = grant;
         self.at = grant.start;

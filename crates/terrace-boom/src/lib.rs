@@ -25,7 +25,7 @@ pub mod server;
 pub mod shm;
 pub mod store;
 
-pub use client::{BoomClient, ClientOptions, Mode, Verbs};
+pub use client::{BoomClient, ClientOptions, Mode, SpaceUse, Verbs};
 pub use error::{BoomError, Result};
 pub use server::{BoomServer, DbHandle, ServerConfig};
 pub use store::{BoomStore, RawValues, SegmentGrant, StoreConfig, ValueCodec};

@@ -119,7 +119,7 @@ pub struct SegmentGrant {
 }
 
 /// What the server keeps in memory of a segment.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Segment {
     slot: SegmentSlot,
     /// Committed entries (the persisted count).
@@ -128,6 +128,11 @@ struct Segment {
     append_at: u64,
     /// The largest version committed in it.
     max_version: u64,
+    /// This generation's committed entries by offset: allocated bytes, version, key
+    /// (what an in-place update of the entry is checked against).
+    committed: std::collections::HashMap<u64, (u32, u64, Vec<u8>)>,
+    /// This generation's newest version of each key it committed.
+    latest: std::collections::HashMap<Vec<u8>, u64>,
 }
 
 /// How values are kept in the engine: a server whose other protocols store values with
@@ -229,6 +234,8 @@ impl BoomStore {
                 },
                 append_at: 0,
                 max_version: 0,
+                committed: Default::default(),
+                latest: Default::default(),
             };
             if slot.state != SegmentState::Free {
                 if seg.count > config.records_per_segment() {
@@ -362,6 +369,9 @@ impl BoomStore {
             seg.append_at = 0;
             seg.max_version = 0;
         }
+        // In-place updates only ever target entries of the new client's own generation.
+        seg.committed.clear();
+        seg.latest.clear();
         let slot = SegmentSlot {
             state: SegmentState::Active,
             generation: seg.slot.generation + 1,
@@ -404,22 +414,39 @@ impl BoomStore {
         Ok(current(&mut segments, grant)?.append_at)
     }
 
-    /// Commits the entry a client appended at `offset` of its segment: checks it,
-    /// persists it, writes it to `db` (which gives it its version, the write's sequence
-    /// number) with its commit record and count persisted before it is visible, and
-    /// returns the version.
+    /// Commits the entry a client wrote at `offset` of its segment: appended at its
+    /// append point, or written in place over one of its earlier entries (the hybrid
+    /// update). Checks it, persists it, writes it to `db` (which gives it its version,
+    /// the write's sequence number) with its commit record and count persisted before it
+    /// is visible, and returns the version.
+    ///
+    /// An entry written in place must be the same key as the entry it replaces, take
+    /// exactly its bytes, and replace a version that is not the key's newest in this
+    /// segment (the paper's conditions; GETs read the engine, never a segment, so no
+    /// unfinished GET can be reading it). A crash while it is being written tears only
+    /// that older version: the newest stays whole in its own entry.
     ///
     /// # Errors
-    /// `BadEntry` (the client wrote garbage, or not at its append point) and
-    /// `InvalidArgument` (not its segment) refuse the client; I/O and engine errors.
+    /// `BadEntry` (the client wrote garbage, neither at its append point nor over an
+    /// entry it may replace) and `InvalidArgument` (not its segment) refuse the client;
+    /// I/O and engine errors.
     pub fn commit_put(self: &Arc<Self>, db: &Db, grant: &SegmentGrant, offset: u64) -> Result<u64> {
-        let append_at = self.append_point(grant)?;
-        if offset != append_at {
-            return Err(BoomError::BadEntry(format!(
-                "an append at {offset}, where the segment's next entry starts at {append_at}"
-            )));
-        }
-        let room = self.config.segment_bytes.saturating_sub(offset);
+        let (append_at, replaced) = {
+            let mut segments = self.segments.lock();
+            let seg = current(&mut segments, grant)?;
+            (seg.append_at, seg.committed.get(&offset).cloned())
+        };
+        let in_place = offset != append_at;
+        let room = match (&replaced, in_place) {
+            (_, false) => self.config.segment_bytes.saturating_sub(offset),
+            (Some((alloc, _, _)), true) => u64::from(*alloc),
+            (None, true) => {
+                return Err(BoomError::BadEntry(format!(
+                    "a write at {offset}: neither the append point ({append_at}) nor an entry \
+                     of this client's segment"
+                )))
+            }
+        };
         let at = self.segment_offset(grant.index) + offset;
         let head = self
             .region
@@ -427,6 +454,25 @@ impl BoomStore {
         let header = decode_header(&head, room)?;
         let bytes = self.region.read_vec(at, header.alloc_len as usize)?;
         let entry = decode_entry(&bytes)?;
+        if let (true, Some((alloc, old_version, old_key))) = (in_place, &replaced) {
+            let newest = {
+                let mut segments = self.segments.lock();
+                current(&mut segments, grant)?
+                    .latest
+                    .get(old_key.as_slice())
+                    .copied()
+            };
+            if header.alloc_len != *alloc || entry.key != old_key.as_slice() {
+                return Err(BoomError::BadEntry(
+                    "an in-place update must be the same key in the same bytes".into(),
+                ));
+            }
+            if newest.is_none_or(|v| v <= *old_version) {
+                return Err(BoomError::BadEntry(
+                    "an in-place update may not replace a key's newest version".into(),
+                ));
+            }
+        }
         // The entry is durable before anything names it.
         self.region.persist(at, header.alloc_len as usize)?;
         let mut batch = WriteBatch::new();
@@ -439,9 +485,10 @@ impl BoomStore {
         };
         let store = self.clone();
         let grant = *grant;
+        let key = entry.key.to_vec();
         let version = db.write_external(batch, move |version| {
             store
-                .commit(&grant, CommitRecord { version, ..record })
+                .commit(&grant, CommitRecord { version, ..record }, key)
                 .map_err(terrace::Error::from)
         })?;
         // The version slot is the client's to read; recovery trusts only the record.
@@ -449,23 +496,28 @@ impl BoomStore {
         Ok(version)
     }
 
-    /// Persists `record` as the segment's next commit, then the count that makes it
-    /// one.
-    fn commit(&self, grant: &SegmentGrant, record: CommitRecord) -> Result<()> {
+    /// Persists `record` (of an entry of `key`) as the segment's next commit, then the
+    /// count that makes it one.
+    fn commit(&self, grant: &SegmentGrant, record: CommitRecord, key: Vec<u8>) -> Result<()> {
         let mut segments = self.segments.lock();
         let seg = current(&mut segments, grant)?;
         if seg.count >= self.config.records_per_segment() {
-            return Err(BoomError::BadEntry(
-                "the segment's commit records are full".into(),
-            ));
+            return Err(BoomError::SegmentFull);
         }
         let at = self.record_offset(grant.index, seg.count);
         self.meta.write(at, &record.encode())?;
         self.meta.persist(at, COMMIT_RECORD_BYTES)?;
         self.write_count(grant.index, seg.count + 1)?;
         seg.count += 1;
-        seg.append_at = u64::from(record.offset) + u64::from(record.alloc_len);
+        let end = u64::from(record.offset) + u64::from(record.alloc_len);
+        seg.append_at = seg.append_at.max(end);
         seg.max_version = seg.max_version.max(record.version);
+        let newest = seg.latest.entry(key.clone()).or_insert(0);
+        *newest = (*newest).max(record.version);
+        seg.committed.insert(
+            u64::from(record.offset),
+            (record.alloc_len, record.version, key),
+        );
         Ok(())
     }
 
@@ -500,12 +552,17 @@ impl terrace::wal::ExternalLog for BoomStore {
         after: u64,
         apply: &mut dyn FnMut(&WriteBatch) -> terrace::Result<()>,
     ) -> terrace::Result<()> {
-        let segments = self.segments.lock().clone();
-        for (index, seg) in (0u32..).zip(segments.iter()) {
-            if seg.slot.state == SegmentState::Free {
+        let segments: Vec<(SegmentState, u64)> = self
+            .segments
+            .lock()
+            .iter()
+            .map(|s| (s.slot.state, s.count))
+            .collect();
+        for (index, &(state, count)) in (0u32..).zip(segments.iter()) {
+            if state == SegmentState::Free {
                 continue;
             }
-            for n in 0..seg.count {
+            for n in 0..count {
                 let rec = self.record(index, n)?;
                 if rec.version <= after {
                     continue;
@@ -553,6 +610,8 @@ impl terrace::wal::ExternalLog for BoomStore {
                     seg.count = 0;
                     seg.append_at = 0;
                     seg.max_version = 0;
+                    seg.committed.clear();
+                    seg.latest.clear();
                 }
                 Err(e) => {
                     tracing::warn!(segment = index, error = %e, "cannot free a BOOM segment; it stays sealed");

@@ -340,3 +340,84 @@ fn garbage_in_the_ring_cuts_the_client_off() {
     drop(good);
     run.stop();
 }
+
+#[test]
+fn hybrid_updates_reuse_the_older_version_s_bytes_and_a_torn_one_keeps_the_newest() {
+    use terrace_boom::ClientOptions;
+    let dir = tempfile::tempdir().unwrap();
+    let run = Running::start(dir.path(), small(), b"");
+    let mut hybrid = BoomClient::connect_unix(&run.socket, b"").unwrap();
+    let mut append = BoomClient::connect_unix_with(
+        &run.socket,
+        b"",
+        ClientOptions {
+            hybrid: false,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    for i in 0..100u32 {
+        hybrid.put(b"hot", format!("h{i}").as_bytes()).unwrap();
+        append.put(b"cold", format!("c{i}").as_bytes()).unwrap();
+    }
+    // Two versions' worth of space against a hundred.
+    assert_eq!(hybrid.space().appended_bytes, 2 * 64);
+    assert_eq!(hybrid.space().in_place_bytes, 98 * 64);
+    assert_eq!(append.space().appended_bytes, 100 * 64);
+    assert_eq!(hybrid.get(b"hot").unwrap().as_deref(), Some(&b"h99"[..]));
+    // A bigger value does not fit the old bytes: it appends.
+    hybrid.put(b"hot", &[b'x'; 100]).unwrap();
+    assert_eq!(hybrid.space().appended_bytes, 2 * 64 + 192);
+    hybrid.put(b"hot", b"last").unwrap();
+    // A torn in-place write (the client dies mid-write, never rings): the older slot
+    // holds garbage, and the newest version is still whole.
+    let grant = hybrid.segment();
+    let region = terrace_boom::shm::SharedFile::open_range(
+        run.store.region_path(),
+        grant.region_offset,
+        grant.len,
+    )
+    .unwrap();
+    region.write(128, &[0xEE; 40]).unwrap();
+    drop((hybrid, append, region));
+    let db = run.db.clone();
+    run.stop();
+    drop(db);
+    let run = Running::start(dir.path(), small(), b"");
+    assert_eq!(run.db.get(b"hot").unwrap().as_deref(), Some(&b"last"[..]));
+    assert_eq!(run.db.get(b"cold").unwrap().as_deref(), Some(&b"c99"[..]));
+    run.stop();
+}
+
+#[test]
+fn an_in_place_write_over_the_newest_version_or_another_key_is_refused() {
+    use terrace_boom::layout::encode_entry;
+    let dir = tempfile::tempdir().unwrap();
+    let run = Running::start(dir.path(), small(), b"");
+    let mut c = BoomClient::connect_unix(&run.socket, b"").unwrap();
+    c.put(b"k", b"1").unwrap(); // at 0
+    c.put(b"k", b"2").unwrap(); // at 64, the newest
+    c.put(b"j", b"3").unwrap(); // at 128
+    let grant = c.segment();
+    let region = terrace_boom::shm::SharedFile::open_range(
+        run.store.region_path(),
+        grant.region_offset,
+        grant.len,
+    )
+    .unwrap();
+    // Over the newest version of k.
+    let e = encode_entry(b"k", b"9", 64, 64).unwrap();
+    region.write(64, &e).unwrap();
+    assert!(run.store.commit_put(&run.db, &grant, 64).is_err());
+    // Over k's older version, but as another key.
+    let e = encode_entry(b"z", b"9", 0, 64).unwrap();
+    region.write(0, &e).unwrap();
+    assert!(run.store.commit_put(&run.db, &grant, 0).is_err());
+    // Over j's only version.
+    let e = encode_entry(b"j", b"9", 128, 64).unwrap();
+    region.write(128, &e).unwrap();
+    assert!(run.store.commit_put(&run.db, &grant, 128).is_err());
+    assert_eq!(run.db.get(b"k").unwrap().as_deref(), Some(&b"2"[..]));
+    drop((c, region));
+    run.stop();
+}
