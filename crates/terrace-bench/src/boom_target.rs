@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use parking_lot::Mutex;
-use terrace_boom::{BoomClient, Mode, Verbs};
+use terrace_boom::{BoomClient, Mode, SpaceUse, Verbs};
 
 use crate::error::{BenchError, Result};
 use crate::flags::Flags;
@@ -80,6 +80,7 @@ fn connect(f: &Flags, target: &BoomTarget) -> Result<BoomClient> {
     let options = terrace_boom::ClientOptions {
         mode: target.mode,
         round_trip_delay: std::time::Duration::from_micros(f.boom_rtt_us),
+        hybrid: f.boom_hybrid,
         ..Default::default()
     };
     BoomClient::connect_unix_with(&target.socket, b"", options).map_err(|e| match e {
@@ -160,7 +161,7 @@ pub fn run(flags: &Flags, target: &BoomTarget, out: &mut dyn Write) -> Result<Ve
     let mut results = Vec::new();
     for name in &flags.benchmarks {
         let bench_seeds = seeds.next_benchmark(name, flags.threads);
-        let totals = Mutex::new((Verbs::default(), 0u64, 0u64));
+        let totals = Mutex::new(Totals::default());
         let mut result = measure(
             flags,
             name,
@@ -172,19 +173,28 @@ pub fn run(flags: &Flags, target: &BoomTarget, out: &mut dyn Write) -> Result<Ve
                 worker(flags, target, shared, tid, seed, name, counter, &totals)
             },
         )?;
-        let (verbs, trips, ops) = *totals.lock();
-        if ops > 0 {
-            let per = |n: u64| n as f64 / ops as f64;
+        let t = *totals.lock();
+        if t.ops > 0 {
+            let per = |n: u64| n as f64 / t.ops as f64;
             result.message = format!(
                 "{}{}verbs/op {:.2} (send {:.2}, write_imm {:.2}, read {:.2}), round trips/op {:.2}",
                 result.message,
                 if result.message.is_empty() { "" } else { "; " },
-                per(verbs.total()),
-                per(verbs.sends),
-                per(verbs.write_imms),
-                per(verbs.reads),
-                per(trips),
+                per(t.verbs.total()),
+                per(t.verbs.sends),
+                per(t.verbs.write_imms),
+                per(t.verbs.reads),
+                per(t.round_trips),
             );
+            if t.puts > 0 {
+                result.message = format!(
+                    "{}; segment bytes appended {} ({:.1}/put), written in place {}",
+                    result.message,
+                    t.space.appended_bytes,
+                    t.space.appended_bytes as f64 / t.puts as f64,
+                    t.space.in_place_bytes,
+                );
+            }
         }
         result.print(out, flags.histogram).map_err(io)?;
         out.flush().map_err(io)?;
@@ -192,6 +202,17 @@ pub fn run(flags: &Flags, target: &BoomTarget, out: &mut dyn Write) -> Result<Ve
     }
     write_reports(flags, &seeds, &results)?;
     Ok(results)
+}
+
+/// What a benchmark's workers did, summed.
+#[derive(Debug, Clone, Copy, Default)]
+struct Totals {
+    verbs: Verbs,
+    round_trips: u64,
+    /// Requests (a read-modify-write counts two).
+    ops: u64,
+    puts: u64,
+    space: SpaceUse,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -203,11 +224,12 @@ fn worker(
     seed: u64,
     name: &str,
     counter: &InsertCounter,
-    totals: &Mutex<(Verbs, u64, u64)>,
+    totals: &Mutex<Totals>,
 ) -> Result<ThreadStats> {
     use rand::Rng;
     let mut client = connect(f, target)?;
-    let (verbs0, trips0) = (client.verbs(), client.round_trips());
+    let (verbs0, trips0, space0) = (client.verbs(), client.round_trips(), client.space());
+    let mut puts = 0u64;
     let record_len = f.ycsb_field_count * f.ycsb_field_length;
     let mut values = ValueGenerator::new(record_len, f.compression_ratio);
     let mut picker = OpPicker::new(f, name, tid, seed);
@@ -234,6 +256,7 @@ fn worker(
                     slot.copy_from_slice(new);
                 }
                 client.put(&key, &record).map_err(err)?;
+                puts += 1;
                 2 * (key.len() + record_len)
             }
             OpKind::Scan => {
@@ -245,6 +268,7 @@ fn worker(
             }
             _ => {
                 client.put(&key, values.generate(record_len)).map_err(err)?;
+                puts += 1;
                 if kind == OpKind::Insert && picker.workload.is_some() {
                     counter.ack(number);
                 }
@@ -255,13 +279,16 @@ fn worker(
         st.finished(shared, kind, began, 1, bytes as u64)?;
     }
     st.stop(shared);
-    let (v, t) = (client.verbs(), client.round_trips());
-    let mut totals = totals.lock();
-    totals.0.sends += v.sends - verbs0.sends;
-    totals.0.writes += v.writes - verbs0.writes;
-    totals.0.write_imms += v.write_imms - verbs0.write_imms;
-    totals.0.reads += v.reads - verbs0.reads;
-    totals.1 += t - trips0;
-    totals.2 += ops;
+    let (v, trips, space) = (client.verbs(), client.round_trips(), client.space());
+    let mut t = totals.lock();
+    t.verbs.sends += v.sends - verbs0.sends;
+    t.verbs.writes += v.writes - verbs0.writes;
+    t.verbs.write_imms += v.write_imms - verbs0.write_imms;
+    t.verbs.reads += v.reads - verbs0.reads;
+    t.round_trips += trips - trips0;
+    t.ops += ops;
+    t.puts += puts;
+    t.space.appended_bytes += space.appended_bytes - space0.appended_bytes;
+    t.space.in_place_bytes += space.in_place_bytes - space0.in_place_bytes;
     Ok(st)
 }

@@ -175,6 +175,8 @@ pub struct Flags {
     pub boom_target: Option<crate::boom_target::BoomTarget>,
     /// BOOM: microseconds of modelled wire added to every round trip.
     pub boom_rtt_us: u64,
+    /// BOOM: the hybrid (in-place) update; off: every PUT appends.
+    pub boom_hybrid: bool,
     /// Server mode: commands sent per connection before reading their replies.
     pub pipeline: usize,
     /// `--l0` and the matrix container's settings.
@@ -252,6 +254,7 @@ impl Default for Flags {
             target: None,
             boom_target: None,
             boom_rtt_us: 0,
+            boom_hybrid: true,
             pipeline: 1,
             matrix: MatrixFlags::default(),
         }
@@ -268,6 +271,7 @@ const BOOL_FLAGS: &[&str] = &[
     "progress",
     "level_compaction_dynamic_level_bytes",
     "compaction_check",
+    "boom_hybrid",
 ];
 
 impl Flags {
@@ -340,6 +344,7 @@ impl Flags {
             "use_existing_db" => self.use_existing_db = on,
             "histogram" => self.histogram = on,
             "compaction_check" => self.compaction_check = on,
+            "boom_hybrid" => self.boom_hybrid = on,
             "statistics" => self.statistics = on,
             "level_compaction_dynamic_level_bytes" => {
                 self.level_compaction_dynamic_level_bytes = on

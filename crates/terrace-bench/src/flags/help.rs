@@ -69,4 +69,5 @@ Server mode: --target=redis://HOST:PORT runs ycsb_load, ycsb_a .. ycsb_f over RE
   --target=boom:///SOCKET (or boom2:///SOCKET, the two-phase baseline) runs them over BOOM
   against terrace serve --boom-socket: one request in flight per connection, no ycsb_e;
   each result ends with the RDMA verbs and round trips per operation; --boom_rtt_us=N adds
-  N microseconds of modelled wire to every round trip";
+  N microseconds of modelled wire to every round trip; --boom_hybrid=0 turns the in-place
+  update off (every PUT appends; results report the segment bytes appended)";
