@@ -7,14 +7,17 @@
 #
 # Usage: bench/boom-space.sh
 # Environment: NUM (default 100000), VALUE (default 100), UPDATES (default 1000000),
-# THETAS (default "0.5 0.99 1.1"), BOOM_DIR (default /dev/shm/terrace-boom-space).
+# THETAS (default "0.5 0.99"; the generator takes constants below 1), SEGMENT_BYTES
+# (default 67108864, the paper's 64 MiB; the hybrid update works within a segment, so
+# larger segments save more), BOOM_DIR (default /dev/shm/terrace-boom-space).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 NUM="${NUM:-100000}"
 VALUE="${VALUE:-100}"
 UPDATES="${UPDATES:-1000000}"
-THETAS="${THETAS:-0.5 0.99 1.1}"
+THETAS="${THETAS:-0.5 0.99}"
+SEGMENT_BYTES="${SEGMENT_BYTES:-67108864}"
 BOOM_DIR="${BOOM_DIR:-/dev/shm/terrace-boom-space}"
 WORK=$(mktemp -d)
 PID=""
@@ -25,14 +28,15 @@ trap cleanup EXIT
 . "$ROOT/bench/common.sh"
 BIN=$(terrace_bin)
 
-echo "boom-space: $NUM records of $VALUE bytes, $UPDATES updates, 1 client, build $(git rev-parse --short HEAD), $(date -u +%FT%TZ)"
+echo "boom-space: $NUM records of $VALUE bytes, $UPDATES updates, 1 client, $SEGMENT_BYTES-byte segments, build $(git rev-parse --short HEAD), $(date -u +%FT%TZ)"
 printf '%-6s %18s %18s %10s\n' theta "append-only bytes" "hybrid bytes" saved
 for theta in $THETAS; do
   declare -A got=()
   for hybrid in 0 1; do
     rm -rf "$WORK/db" "$BOOM_DIR"
     "$BIN" serve --port 0 --dir "$WORK/db" --boom-socket "$WORK/b.sock" --boom-dir "$BOOM_DIR" \
-      --boom-segments 128 --boom-segment-bytes 16777216 >"$WORK/serve.out" 2>&1 &
+      --boom-segments $((2147483648 / SEGMENT_BYTES)) --boom-segment-bytes "$SEGMENT_BYTES" \
+      >"$WORK/serve.out" 2>&1 &
     PID=$!
     for _ in $(seq 100); do grep -q '^listening on' "$WORK/serve.out" 2>/dev/null && break; sleep 0.1; done
     "$BIN" bench --target "boom://$WORK/b.sock" --benchmarks=ycsb_load,ycsb_a --num="$NUM" \
