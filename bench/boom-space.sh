@@ -20,8 +20,6 @@ THETAS="${THETAS:-0.5 0.99}"
 SEGMENT_BYTES="${SEGMENT_BYTES:-67108864}"
 BOOM_DIR="${BOOM_DIR:-/dev/shm/terrace-boom-space}"
 WORK=$(mktemp -d)
-PID=""
-stop() { if [ -n "$PID" ]; then kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; PID=""; fi; }
 cleanup() { stop; rm -rf "$WORK" "$BOOM_DIR"; }
 trap cleanup EXIT
 # shellcheck source=bench/common.sh

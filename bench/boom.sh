@@ -28,8 +28,6 @@ WIRE_US="${WIRE_US:-2}"
 BOOM_DIR="${BOOM_DIR:-/dev/shm/terrace-boom-bench}"
 TARGETS="${TARGETS:-boom boom2 boom+wire boom2+wire resp redis}"
 WORK=$(mktemp -d)
-PID=""
-stop() { if [ -n "$PID" ]; then kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; PID=""; fi; }
 cleanup() { stop; rm -rf "$WORK" "$BOOM_DIR"; }
 trap cleanup EXIT
 
@@ -38,15 +36,7 @@ trap cleanup EXIT
 ensure_redis
 BIN=$(terrace_bin)
 
-start_redis() {
-  PORT=$(free_port)
-  rm -rf "$WORK/redis"; mkdir -p "$WORK/redis"
-  redis-server --port "$PORT" --save "" --appendonly yes --appendfsync everysec \
-    --daemonize no --dir "$WORK/redis" --logfile "$WORK/redis.log" &
-  PID=$!
-  for _ in $(seq 50); do redis-cli -p "$PORT" PING >/dev/null 2>&1 && return; sleep 0.1; done
-  echo "redis-server did not start" >&2; exit 1
-}
+start_redis() { start_redis_server --save "" --appendonly yes --appendfsync everysec; }
 
 start_terrace() {
   rm -rf "$WORK/terrace" "$BOOM_DIR"

@@ -22,3 +22,19 @@ terrace_bin() {
 }
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# The one background server a script runs at a time: PID, and `stop` to end it.
+PID=""
+stop() { if [ -n "$PID" ]; then kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; PID=""; fi; }
+
+# Starts redis-server on a free port in $WORK/redis with the persistence flags given;
+# sets PORT and PID.
+start_redis_server() {
+  PORT=$(free_port)
+  rm -rf "$WORK/redis"; mkdir -p "$WORK/redis"
+  redis-server --port "$PORT" "$@" --daemonize no --dir "$WORK/redis" \
+    --logfile "$WORK/redis.log" &
+  PID=$!
+  for _ in $(seq 50); do redis-cli -p "$PORT" PING >/dev/null 2>&1 && return; sleep 0.1; done
+  echo "redis-server did not start" >&2; exit 1
+}

@@ -17,8 +17,6 @@ THREADS="${THREADS:-32}"
 VOLUME_IOPS="${VOLUME_IOPS:-500}"
 VOLUME_RATE="${VOLUME_RATE:-22020096}"
 WORK=$(mktemp -d)
-PID=""
-stop() { if [ -n "$PID" ]; then kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; PID=""; fi; }
 cleanup() { stop; rm -rf "$WORK"; }
 trap cleanup EXIT
 # shellcheck source=bench/common.sh

@@ -21,8 +21,6 @@ THREADS="${THREADS:-4}"
 PIPELINE="${PIPELINE:-1}"
 BENCHMARKS=ycsb_load,ycsb_a,ycsb_b,ycsb_c,ycsb_d,ycsb_e,ycsb_f
 WORK=$(mktemp -d)
-PID=""
-stop() { if [ -n "$PID" ]; then kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; PID=""; fi; }
 cleanup() { stop; rm -rf "$WORK"; }
 trap cleanup EXIT
 
@@ -31,15 +29,7 @@ trap cleanup EXIT
 ensure_redis
 BIN=$(terrace_bin)
 
-start_redis() {
-  PORT=$(free_port)
-  rm -rf "$WORK/redis"; mkdir -p "$WORK/redis"
-  redis-server --port "$PORT" --save "" --appendonly no --daemonize no \
-    --dir "$WORK/redis" --logfile "$WORK/redis.log" &
-  PID=$!
-  for _ in $(seq 50); do redis-cli -p "$PORT" PING >/dev/null 2>&1 && return; sleep 0.1; done
-  echo "redis-server did not start" >&2; exit 1
-}
+start_redis() { start_redis_server --save "" --appendonly no; }
 
 start_terrace() {
   rm -rf "$WORK/terrace"
