@@ -36,6 +36,27 @@ pub struct FileMeta {
 }
 
 impl FileMeta {
+    /// A file for unit tests: `number` on `volume` holding user keys `lo..=hi` at
+    /// sequence 1 in `size` bytes, one entry, no replicas.
+    #[cfg(test)]
+    pub(crate) fn for_test(number: u64, volume: u32, lo: &[u8], hi: &[u8], size: u64) -> FileMeta {
+        use crate::key::{InternalKey, ValueType};
+        FileMeta {
+            number,
+            volume,
+            size,
+            smallest: InternalKey::new(lo, 1, ValueType::Value),
+            largest: InternalKey::new(hi, 1, ValueType::Value),
+            smallest_seq: 1,
+            largest_seq: 1,
+            num_entries: 1,
+            num_deletions: 0,
+            num_range_deletions: 0,
+            file_checksum: 0,
+            replicas: Vec::new(),
+        }
+    }
+
     /// The smallest user key.
     pub fn smallest_user_key(&self) -> &[u8] {
         self.smallest.user_key()

@@ -1,5 +1,4 @@
 use super::*;
-use crate::key::{InternalKey, ValueType};
 
 fn file(
     number: u64,
@@ -9,20 +8,9 @@ fn file(
     hi: &str,
     size: u64,
 ) -> Arc<FileMeta> {
-    Arc::new(FileMeta {
-        number,
-        volume,
-        size,
-        smallest: InternalKey::new(lo.as_bytes(), 1, ValueType::Value),
-        largest: InternalKey::new(hi.as_bytes(), 1, ValueType::Value),
-        smallest_seq: 1,
-        largest_seq: 1,
-        num_entries: 1,
-        num_deletions: 0,
-        num_range_deletions: 0,
-        file_checksum: 0,
-        replicas: replicas.to_vec(),
-    })
+    let mut f = FileMeta::for_test(number, volume, lo.as_bytes(), hi.as_bytes(), size);
+    f.replicas = replicas.to_vec();
+    Arc::new(f)
 }
 
 fn close(a: f64, b: f64) -> bool {

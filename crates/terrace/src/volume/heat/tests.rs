@@ -1,5 +1,4 @@
 use super::*;
-use crate::key::{InternalKey, ValueType};
 use crate::version::{FileMeta, VersionEdit};
 
 fn version(files: &[(u64, u32, u64)]) -> Version {
@@ -9,20 +8,7 @@ fn version(files: &[(u64, u32, u64)]) -> Version {
             .enumerate()
             .map(|(i, &(number, volume, size))| {
                 let k = format!("k{i:03}");
-                let meta = FileMeta {
-                    number,
-                    volume,
-                    size,
-                    smallest: InternalKey::new(k.as_bytes(), 1, ValueType::Value),
-                    largest: InternalKey::new(k.as_bytes(), 1, ValueType::Value),
-                    smallest_seq: 1,
-                    largest_seq: 1,
-                    num_entries: 1,
-                    num_deletions: 0,
-                    num_range_deletions: 0,
-                    file_checksum: 0,
-                    replicas: Vec::new(),
-                };
+                let meta = FileMeta::for_test(number, volume, k.as_bytes(), k.as_bytes(), size);
                 (1, meta)
             })
             .collect(),
