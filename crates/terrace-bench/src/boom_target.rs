@@ -1,5 +1,5 @@
 //! Server mode over BOOM (`--target boom:///path/to/socket`, or `boom2:///...` for the
-//! two-phase baseline): YCSB's load and workloads A, B, C, D and F against
+//! two-phase baseline; `boom+tcp://host:port` and `boom2+tcp://` over TCP): YCSB's load and workloads A, B, C, D and F against
 //! `terrace serve --boom-socket`, one BOOM connection per `--threads` worker and one
 //! request at a time on each (BOOM has no pipelining: each request is one round trip).
 //!
@@ -33,36 +33,52 @@ use crate::ycsb::{InsertCounter, Workload};
 /// A BOOM server to measure.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BoomTarget {
-    /// Its Unix socket.
-    pub socket: PathBuf,
+    /// Its Unix socket (shared memory on this host), or its TCP address (`host:port`).
+    pub address: BoomAddress,
     /// BOOM, or the two-phase baseline.
     pub mode: Mode,
 }
 
+/// Where a BOOM server listens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BoomAddress {
+    /// `boom:///path`: the Unix socket, shared memory on this host.
+    Local(PathBuf),
+    /// `boom+tcp://host:port`: TCP, entries and values in the messages.
+    Tcp(String),
+}
+
 impl BoomTarget {
-    /// Parses `boom:///path` or `boom2:///path`; `None` for another scheme.
+    /// Parses `boom:///path`, `boom2:///path` (the two-phase baseline),
+    /// `boom+tcp://host:port` or `boom2+tcp://host:port`; `None` for another scheme.
     ///
     /// # Errors
-    /// `BadValue` for a BOOM address without a path.
+    /// `BadValue` for a BOOM address without a path or host.
     pub fn parse(text: &str) -> Result<Option<BoomTarget>> {
-        let (path, mode) = if let Some(p) = text.strip_prefix("boom2://") {
-            (p, Mode::TwoPhase)
-        } else if let Some(p) = text.strip_prefix("boom://") {
-            (p, Mode::Boom)
-        } else {
+        let schemes = [
+            ("boom2+tcp://", Mode::TwoPhase, true),
+            ("boom+tcp://", Mode::Boom, true),
+            ("boom2://", Mode::TwoPhase, false),
+            ("boom://", Mode::Boom, false),
+        ];
+        let Some((rest, mode, tcp)) = schemes
+            .iter()
+            .find_map(|&(p, m, t)| text.strip_prefix(p).map(|r| (r, m, t)))
+        else {
             return Ok(None);
         };
-        if path.is_empty() {
+        if rest.is_empty() || (tcp && !rest.contains(':')) {
             return Err(BenchError::BadValue {
                 flag: "target".into(),
                 value: text.into(),
-                reason: "expected boom:///path/to/socket".into(),
+                reason: "expected boom:///path/to/socket or boom+tcp://host:port".into(),
             });
         }
-        Ok(Some(BoomTarget {
-            socket: PathBuf::from(path),
-            mode,
-        }))
+        let address = match tcp {
+            true => BoomAddress::Tcp(rest.to_string()),
+            false => BoomAddress::Local(PathBuf::from(rest)),
+        };
+        Ok(Some(BoomTarget { address, mode }))
     }
 }
 
@@ -72,7 +88,10 @@ impl std::fmt::Display for BoomTarget {
             Mode::Boom => "boom",
             Mode::TwoPhase => "boom2",
         };
-        write!(f, "{scheme}://{}", self.socket.display())
+        match &self.address {
+            BoomAddress::Local(p) => write!(f, "{scheme}://{}", p.display()),
+            BoomAddress::Tcp(a) => write!(f, "{scheme}+tcp://{a}"),
+        }
     }
 }
 
@@ -83,7 +102,11 @@ fn connect(f: &Flags, target: &BoomTarget) -> Result<BoomClient> {
         hybrid: f.boom_hybrid,
         ..Default::default()
     };
-    BoomClient::connect_unix_with(&target.socket, b"", options).map_err(|e| match e {
+    let connected = match &target.address {
+        BoomAddress::Local(p) => BoomClient::connect_unix_with(p, b"", options),
+        BoomAddress::Tcp(a) => BoomClient::connect_tcp(a, b"", options),
+    };
+    connected.map_err(|e| match e {
         terrace_boom::BoomError::Io { source, .. } => BenchError::Connect {
             target: target.to_string(),
             source,

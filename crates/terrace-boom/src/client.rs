@@ -13,7 +13,7 @@ use std::path::Path;
 
 use crate::error::{BoomError, Result};
 use crate::layout::{encode_entry, entry_alloc_len};
-use crate::proto::{read_frame, write_frame, Reply, Request};
+use crate::proto::{read_frame, write_frame, Reply, Request, Transport};
 use crate::ring::{Ring, DATA_AREA};
 use crate::shm::SharedFile;
 use crate::store::SegmentGrant;
@@ -35,8 +35,9 @@ pub enum Mode {
 pub struct ClientOptions {
     /// BOOM or the two-phase baseline.
     pub mode: Mode,
-    /// Requests through the doorbell ring in shared memory (else on the socket).
-    pub ring: bool,
+    /// How requests travel: the doorbell ring (default), the socket with shared
+    /// memory, or the socket alone (`Remote`: another host, `connect_tcp`).
+    pub transport: Transport,
     /// How long to poll the ring for a response before sleeping on it.
     pub spin: std::time::Duration,
     /// The hybrid update: overwrite the older of a key's last two versions in place
@@ -52,7 +53,7 @@ impl Default for ClientOptions {
     fn default() -> Self {
         ClientOptions {
             mode: Mode::Boom,
-            ring: true,
+            transport: Transport::Ring,
             spin: std::time::Duration::from_micros(50),
             hybrid: true,
             round_trip_delay: std::time::Duration::ZERO,
@@ -108,20 +109,26 @@ pub struct BoomClient {
     versions: std::collections::HashMap<Vec<u8>, (Slot, Option<Slot>)>,
     space: SpaceUse,
     options: ClientOptions,
-    /// The channel file (ring and reply buffer), mapped.
-    reply: SharedFile,
+    /// The channel file (ring and reply buffer), mapped; `None` for a remote client.
+    reply: Option<SharedFile>,
     /// The last response sequence number seen on the ring.
     last_response: u32,
     verbs: Verbs,
     round_trips: u64,
-    stream: UnixStream,
+    stream: Box<dyn Wire>,
     region_path: std::path::PathBuf,
     grant: SegmentGrant,
-    segment: SharedFile,
+    /// The segment, mapped; `None` for a remote client (the server writes its entries).
+    segment: Option<SharedFile>,
     /// Where the next entry goes in the segment.
     at: u64,
     frame: Vec<u8>,
 }
+
+/// A connection to the server: a Unix or TCP stream.
+trait Wire: std::io::Read + std::io::Write + Send + std::fmt::Debug {}
+impl Wire for UnixStream {}
+impl Wire for std::net::TcpStream {}
 
 fn io(source: std::io::Error) -> BoomError {
     BoomError::Io {
@@ -163,15 +170,40 @@ impl BoomClient {
         password: &[u8],
         options: ClientOptions,
     ) -> Result<BoomClient> {
-        let mode = options.mode;
-        let mut stream = UnixStream::connect(path).map_err(|source| BoomError::Io {
+        let stream = UnixStream::connect(path).map_err(|source| BoomError::Io {
             path: path.to_path_buf(),
             source,
         })?;
+        Self::handshake(Box::new(stream), password, options)
+    }
+
+    /// Connects over TCP to a server's `--boom-port` at `addr` (`host:port`): entries
+    /// and values travel in the messages (`Transport::Remote`), one round trip each.
+    ///
+    /// # Errors
+    /// As [`BoomClient::connect_unix`].
+    pub fn connect_tcp(addr: &str, password: &[u8], options: ClientOptions) -> Result<BoomClient> {
+        let stream = std::net::TcpStream::connect(addr).map_err(|source| BoomError::Io {
+            path: addr.into(),
+            source,
+        })?;
+        stream.set_nodelay(true).map_err(io)?;
+        let options = ClientOptions {
+            transport: Transport::Remote,
+            ..options
+        };
+        Self::handshake(Box::new(stream), password, options)
+    }
+
+    fn handshake(
+        mut stream: Box<dyn Wire>,
+        password: &[u8],
+        options: ClientOptions,
+    ) -> Result<BoomClient> {
         let mut frame = Vec::new();
         let hello = Request::Hello {
             password: password.to_vec(),
-            ring: options.ring,
+            transport: options.transport,
         };
         write_frame(&mut stream, &hello.encode()).map_err(io)?;
         match read_reply(&mut stream, &mut frame)? {
@@ -183,16 +215,30 @@ impl BoomClient {
                 ..
             } => {
                 let region_path = std::path::PathBuf::from(region_path);
-                let segment = SharedFile::open_range(&region_path, grant.region_offset, grant.len)?;
-                let reply = SharedFile::open_range(Path::new(&reply_path), 0, reply_len)?;
-                // A new channel file starts at zero: no response before a request.
-                let last_response = 0;
+                let shared = options.transport != Transport::Remote;
+                let segment = match shared {
+                    true => Some(SharedFile::open_range(
+                        &region_path,
+                        grant.region_offset,
+                        grant.len,
+                    )?),
+                    false => None,
+                };
+                let reply = match shared {
+                    true => Some(SharedFile::open_range(
+                        Path::new(&reply_path),
+                        0,
+                        reply_len,
+                    )?),
+                    false => None,
+                };
                 Ok(BoomClient {
-                    mode,
+                    mode: options.mode,
                     versions: std::collections::HashMap::new(),
                     space: SpaceUse::default(),
                     options,
-                    last_response,
+                    // A new channel file starts at zero: no response before a request.
+                    last_response: 0,
                     verbs: Verbs::default(),
                     round_trips: 1,
                     stream,
@@ -255,14 +301,10 @@ impl BoomClient {
             None => (self.at, len),
         };
         let entry = encode_entry(key, value, offset as u32, alloc as u32)?;
-        self.segment.write(offset, &entry)?;
         // Ask for the next segment in the same round trip once this one is nearly full.
         let next_segment =
             in_place.is_none() && self.at + 2 * len + self.grant.len / 16 > self.grant.len;
-        let req = Request::Put {
-            offset,
-            next_segment,
-        };
+        let req = self.doorbell(offset, next_segment, entry)?;
         // The entry and its doorbell: one write with immediate; the reply: one send.
         self.verbs.write_imms += 1;
         self.verbs.sends += 1;
@@ -308,13 +350,10 @@ impl BoomClient {
             Err(e) => return Err(e),
         };
         let entry = encode_entry(key, value, offset as u32, len as u32)?;
-        self.segment.write(offset, &entry)?;
+        let req = self.doorbell(offset, false, entry)?;
         self.verbs.write_imms += 1;
         self.verbs.sends += 1;
-        match self.call(&Request::Put {
-            offset,
-            next_segment: false,
-        })? {
+        match self.call(&req)? {
             Reply::Put { version, .. } => {
                 self.at = offset + len;
                 self.space.appended_bytes += len;
@@ -352,7 +391,10 @@ impl BoomClient {
                 Mode::Boom => {
                     let n = usize::try_from(n)
                         .map_err(|_| BoomError::Remote("a value longer than memory".into()))?;
-                    Ok(Some(self.reply.read_vec(DATA_AREA, n)?))
+                    let reply = self.reply.as_ref().ok_or_else(|| {
+                        BoomError::Remote("a value left in a buffer a remote client has not".into())
+                    })?;
+                    Ok(Some(reply.read_vec(DATA_AREA, n)?))
                 }
                 Mode::TwoPhase => {
                     self.verbs.reads += 1;
@@ -394,11 +436,36 @@ impl BoomClient {
         }
     }
 
+    /// Writes `entry` at `offset` of the segment and returns the doorbell for it; a
+    /// remote client's doorbell carries the entry instead.
+    fn doorbell(&mut self, offset: u64, next_segment: bool, entry: Vec<u8>) -> Result<Request> {
+        Ok(match &self.segment {
+            Some(segment) => {
+                segment.write(offset, &entry)?;
+                Request::Put {
+                    offset,
+                    next_segment,
+                }
+            }
+            None => Request::PutRemote {
+                offset,
+                next_segment,
+                entry,
+            },
+        })
+    }
+
     fn switch_to(&mut self, grant: SegmentGrant) -> Result<()> {
         // The table of versions is the segment's: entries elsewhere are not ours to
         // overwrite.
         self.versions.clear();
-        self.segment = SharedFile::open_range(&self.region_path, grant.region_offset, grant.len)?;
+        if self.segment.is_some() {
+            self.segment = Some(SharedFile::open_range(
+                &self.region_path,
+                grant.region_offset,
+                grant.len,
+            )?);
+        }
         self.grant = grant;
         self.at = grant.start;
         Ok(())
@@ -412,11 +479,14 @@ impl BoomClient {
                 crate::ring::pause(start);
             }
         }
-        if !self.options.ring {
-            write_frame(&mut self.stream, &req.encode()).map_err(io)?;
-            return read_reply(&mut self.stream, &mut self.frame);
-        }
-        let ring = Ring::new(&self.reply);
+        let ring_file = match (&self.reply, self.options.transport) {
+            (Some(f), Transport::Ring) => f,
+            _ => {
+                write_frame(&mut self.stream, &req.encode()).map_err(io)?;
+                return read_reply(&mut self.stream, &mut self.frame);
+            }
+        };
+        let ring = Ring::new(ring_file);
         ring.post_request(&req.encode())?;
         let Some((seq, frame)) =
             ring.wait_response(self.last_response, self.options.spin, RESPONSE_TIMEOUT)?
@@ -428,7 +498,7 @@ impl BoomClient {
     }
 }
 
-fn read_reply(stream: &mut UnixStream, frame: &mut Vec<u8>) -> Result<Reply> {
+fn read_reply(stream: &mut Box<dyn Wire>, frame: &mut Vec<u8>) -> Result<Reply> {
     if !read_frame(stream, frame).map_err(io)? {
         return Err(BoomError::Remote("the server closed the connection".into()));
     }

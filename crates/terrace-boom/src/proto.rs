@@ -14,13 +14,13 @@ pub const MAX_FRAME: usize = 1 << 20;
 /// A client's request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Request {
-    /// The first message: the password (empty without one), and whether the requests
-    /// after it come through the doorbell ring in shared memory (else on this socket).
+    /// The first message: the password (empty without one), and how the requests after
+    /// it travel.
     Hello {
         /// The server's `requirepass`.
         password: Vec<u8>,
-        /// Requests through the ring.
-        ring: bool,
+        /// How requests travel.
+        transport: Transport,
     },
     /// "I appended an entry at `offset` of my segment": the doorbell, carrying only the
     /// offset (RDMA's write-with-immediate).
@@ -29,6 +29,17 @@ pub enum Request {
         offset: u64,
         /// Seal this segment after the entry and hand over the next one in the reply.
         next_segment: bool,
+    },
+    /// The doorbell of a client on another host (`Transport::Remote`): the entry's
+    /// bytes travel with it, and the server writes them into the segment at `offset`
+    /// (what the NIC would do for a one-sided write) before it commits them.
+    PutRemote {
+        /// The entry's offset in the segment.
+        offset: u64,
+        /// Seal this segment after the entry and hand over the next one in the reply.
+        next_segment: bool,
+        /// The entry, as the client would have written it.
+        entry: Vec<u8>,
     },
     /// Look `key` up and copy its value into my reply buffer.
     Get {
@@ -57,6 +68,20 @@ pub enum Request {
         /// How many bytes.
         len: u64,
     },
+}
+
+/// How a client's requests travel after the handshake.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Transport {
+    /// On the socket; entries and values through shared memory (same host).
+    Socket,
+    /// Through the doorbell ring in shared memory (same host); the socket only says the
+    /// client is there.
+    #[default]
+    Ring,
+    /// On the socket only, with entries and values in the messages (another host: the
+    /// TCP transport).
+    Remote,
 }
 
 /// The server's reply.
@@ -123,6 +148,7 @@ const SEGMENT: u8 = 4;
 const ALLOC: u8 = 5;
 const LOOKUP: u8 = 6;
 const READ: u8 = 7;
+const PUT_REMOTE: u8 = 8;
 
 const WELCOME: u8 = 1;
 const PUT_OK: u8 = 2;
@@ -210,10 +236,27 @@ impl Request {
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::new();
         match self {
-            Request::Hello { password, ring } => {
+            Request::Hello {
+                password,
+                transport,
+            } => {
                 out.push(HELLO);
                 put_bytes(&mut out, password);
-                out.push(u8::from(*ring));
+                out.push(match transport {
+                    Transport::Socket => 0,
+                    Transport::Ring => 1,
+                    Transport::Remote => 2,
+                });
+            }
+            Request::PutRemote {
+                offset,
+                next_segment,
+                entry,
+            } => {
+                out.push(PUT_REMOTE);
+                out.extend_from_slice(&offset.to_le_bytes());
+                out.push(u8::from(*next_segment));
+                put_bytes(&mut out, entry);
             }
             Request::Put {
                 offset,
@@ -254,11 +297,21 @@ impl Request {
         let req = match r.u8()? {
             HELLO => Request::Hello {
                 password: r.bytes()?.to_vec(),
-                ring: match r.u8()? {
+                transport: match r.u8()? {
+                    0 => Transport::Socket,
+                    1 => Transport::Ring,
+                    2 => Transport::Remote,
+                    f => return Err(BoomError::BadEntry(format!("unknown transport {f}"))),
+                },
+            },
+            PUT_REMOTE => Request::PutRemote {
+                offset: r.u64()?,
+                next_segment: match r.u8()? {
                     0 => false,
                     1 => true,
-                    f => return Err(BoomError::BadEntry(format!("unknown HELLO flag {f}"))),
+                    f => return Err(BoomError::BadEntry(format!("unknown PUT flag {f}"))),
                 },
+                entry: r.bytes()?.to_vec(),
             },
             PUT => Request::Put {
                 offset: r.u64()?,

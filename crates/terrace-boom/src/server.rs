@@ -8,6 +8,8 @@
 //! Concurrency: one thread per connection; the store and the database are shared.
 
 use std::io::Read;
+use std::io::Write;
+use std::net::{TcpListener, TcpStream};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -16,7 +18,7 @@ use std::sync::Arc;
 use terrace::Db;
 
 use crate::error::{BoomError, Result};
-use crate::proto::{read_frame, write_frame, Reply, Request};
+use crate::proto::{read_frame, write_frame, Reply, Request, Transport};
 use crate::ring::{self, Ring};
 use crate::shm::SharedFile;
 
@@ -69,8 +71,8 @@ pub struct BoomServer {
     stopping: AtomicBool,
     /// Connections being served by `serve_unix`'s threads.
     active: Arc<Tracker>,
-    /// The sockets of the connections being served, by id, to shut down on stop.
-    sockets: parking_lot::Mutex<std::collections::HashMap<u64, UnixStream>>,
+    /// How to shut down the socket of each connection being served, by id (on stop).
+    sockets: parking_lot::Mutex<std::collections::HashMap<u64, Box<dyn Fn() + Send>>>,
 }
 
 impl std::fmt::Debug for BoomServer {
@@ -130,32 +132,67 @@ impl BoomServer {
             }
             match stream {
                 Ok(s) => {
-                    let server = self.clone();
-                    let id = self.next_conn.fetch_add(1, Ordering::Relaxed);
-                    if let Ok(clone) = s.try_clone() {
-                        self.sockets.lock().insert(id, clone);
-                    }
-                    let active = self.active.clone();
-                    *active.count.lock() += 1;
-                    let spawned = std::thread::Builder::new()
-                        .name("terrace-boom-conn".into())
-                        .spawn(move || {
-                            server.serve_connection(s);
-                            server.sockets.lock().remove(&id);
-                            // The server (and the database it holds) is let go before
-                            // the connection counts as ended.
-                            drop(server);
-                            active.leave();
-                        });
-                    if spawned.is_err() {
-                        self.active.leave();
-                    }
-                    if let Err(e) = spawned {
-                        tracing::warn!(error = %e, "cannot start a BOOM connection thread");
-                    }
+                    let shut = s.try_clone().ok().map(|c| {
+                        Box::new(move || {
+                            let _ = c.shutdown(std::net::Shutdown::Both);
+                        }) as Box<dyn Fn() + Send>
+                    });
+                    self.spawn_connection(shut, move |server| server.serve_connection(s));
                 }
                 Err(e) => tracing::warn!(error = %e, "BOOM accept failed"),
             }
+        }
+    }
+
+    /// [`BoomServer::serve_unix`] for clients on other hosts: each connection carries
+    /// entries and values in its messages (`Transport::Remote`).
+    pub fn serve_tcp(self: &Arc<Self>, listener: TcpListener) {
+        for stream in listener.incoming() {
+            if self.stopping.load(Ordering::Acquire) {
+                return;
+            }
+            match stream {
+                Ok(s) => {
+                    let _ = s.set_nodelay(true);
+                    let shut = s.try_clone().ok().map(|c| {
+                        Box::new(move || {
+                            let _ = c.shutdown(std::net::Shutdown::Both);
+                        }) as Box<dyn Fn() + Send>
+                    });
+                    self.spawn_connection(shut, move |server| server.serve_tcp_connection(s));
+                }
+                Err(e) => tracing::warn!(error = %e, "BOOM accept failed"),
+            }
+        }
+    }
+
+    /// Runs `serve` on a thread of its own, counted until it has let go of the server.
+    fn spawn_connection(
+        self: &Arc<Self>,
+        shut: Option<Box<dyn Fn() + Send>>,
+        serve: impl FnOnce(&BoomServer) + Send + 'static,
+    ) {
+        let server = self.clone();
+        let id = self.next_conn.fetch_add(1, Ordering::Relaxed);
+        if let Some(shut) = shut {
+            self.sockets.lock().insert(id, shut);
+        }
+        let active = self.active.clone();
+        *active.count.lock() += 1;
+        let spawned = std::thread::Builder::new()
+            .name("terrace-boom-conn".into())
+            .spawn(move || {
+                serve(&server);
+                server.sockets.lock().remove(&id);
+                // The server (and the database it holds) is let go before the
+                // connection counts as ended.
+                drop(server);
+                active.leave();
+            });
+        if let Err(e) = spawned {
+            tracing::warn!(error = %e, "cannot start a BOOM connection thread");
+            self.sockets.lock().remove(&id);
+            self.active.leave();
         }
     }
 
@@ -182,8 +219,8 @@ impl BoomServer {
     /// wake it) and ends every connection (their segments are sealed).
     pub fn stop(&self) {
         self.stopping.store(true, Ordering::Release);
-        for s in self.sockets.lock().values() {
-            let _ = s.shutdown(std::net::Shutdown::Both);
+        for shut in self.sockets.lock().values() {
+            shut();
         }
     }
 
@@ -191,7 +228,22 @@ impl BoomServer {
     /// deleted whatever happens.
     pub fn serve_connection(&self, mut stream: UnixStream) {
         let mut conn: Option<Conn> = None;
-        if let Err(e) = self.run(&mut stream, &mut conn) {
+        let served = match self.run(&mut stream, &mut conn, false) {
+            Ok(true) => self.run_ring(&mut stream, &mut conn),
+            other => other.map(|_| ()),
+        };
+        self.end(served, conn);
+    }
+
+    /// [`BoomServer::serve_connection`] for a TCP connection (remote transport only).
+    pub fn serve_tcp_connection(&self, mut stream: TcpStream) {
+        let mut conn: Option<Conn> = None;
+        let served = self.run(&mut stream, &mut conn, true).map(|_| ());
+        self.end(served, conn);
+    }
+
+    fn end(&self, served: Result<()>, conn: Option<Conn>) {
+        if let Err(e) = served {
             tracing::debug!(error = %e, "BOOM connection ended");
         }
         if let Some(c) = conn {
@@ -205,9 +257,9 @@ impl BoomServer {
     }
 
     /// The reply to a request, and whether the connection ends after it.
-    fn answer(&self, frame: &[u8], conn: &mut Option<Conn>) -> (Reply, bool) {
+    fn answer(&self, frame: &[u8], conn: &mut Option<Conn>, tcp: bool) -> (Reply, bool) {
         let reply = match Request::decode(frame) {
-            Ok(req) => self.handle(req, conn),
+            Ok(req) => self.handle(req, conn, tcp),
             Err(e) => Err(e),
         };
         match reply {
@@ -230,7 +282,14 @@ impl BoomServer {
         }
     }
 
-    fn run(&self, stream: &mut UnixStream, conn: &mut Option<Conn>) -> Result<()> {
+    /// Serves requests on the socket; `Ok(true)` when the handshake chose the ring (the
+    /// caller goes on with [`BoomServer::run_ring`]), `Ok(false)` at the end.
+    fn run<S: Read + Write>(
+        &self,
+        stream: &mut S,
+        conn: &mut Option<Conn>,
+        tcp: bool,
+    ) -> Result<bool> {
         let mut frame = Vec::new();
         let io = |source| BoomError::Io {
             path: PathBuf::from("<boom connection>"),
@@ -238,15 +297,18 @@ impl BoomServer {
         };
         loop {
             if !read_frame(stream, &mut frame).map_err(io)? {
-                return Ok(());
+                return Ok(false);
             }
-            let (reply, end) = self.answer(&frame, conn);
+            let (reply, end) = self.answer(&frame, conn, tcp);
             write_frame(stream, &reply.encode()).map_err(io)?;
             if end {
-                return Ok(());
+                return Ok(false);
             }
-            if conn.as_ref().is_some_and(|c| c.ring) {
-                return self.run_ring(stream, conn);
+            if conn
+                .as_ref()
+                .is_some_and(|c| c.transport == Transport::Ring)
+            {
+                return Ok(true);
             }
         }
     }
@@ -281,7 +343,7 @@ impl BoomServer {
                 }
             };
             last = seq;
-            let (mut reply, end) = self.answer(&frame, conn);
+            let (mut reply, end) = self.answer(&frame, conn, false);
             let mut bytes = reply.encode();
             if bytes.len() as u64 > ring::SLOT_BYTES - 4 {
                 reply = Reply::Error {
@@ -299,29 +361,47 @@ impl BoomServer {
         }
     }
 
-    fn handle(&self, req: Request, conn: &mut Option<Conn>) -> Result<Reply> {
+    fn handle(&self, req: Request, conn: &mut Option<Conn>, tcp: bool) -> Result<Reply> {
         let Some(c) = conn.as_mut() else {
-            let Request::Hello { password, ring } = req else {
+            let Request::Hello {
+                password,
+                transport,
+            } = req
+            else {
                 return Err(BoomError::InvalidArgument(
                     "the first message must be HELLO".into(),
                 ));
             };
-            return self.hello(&password, ring, conn);
+            if tcp && transport != Transport::Remote {
+                return Err(BoomError::InvalidArgument(
+                    "a TCP client shares no memory with the server: it must use the remote \
+                     transport"
+                        .into(),
+                ));
+            }
+            return self.hello(&password, transport, conn);
         };
         match req {
             Request::Hello { .. } => Err(BoomError::InvalidArgument("HELLO twice".into())),
+            Request::PutRemote {
+                offset,
+                next_segment,
+                entry,
+            } => {
+                // What a NIC does with a one-sided write: the bytes land in the segment.
+                if offset.saturating_add(entry.len() as u64) > c.grant.len {
+                    return Err(BoomError::BadEntry(format!(
+                        "{} bytes at {offset} run past the segment",
+                        entry.len()
+                    )));
+                }
+                self.store.write_entry(&c.grant, offset, &entry)?;
+                self.put(c, offset, next_segment)
+            }
             Request::Put {
                 offset,
                 next_segment,
-            } => {
-                let version = self.store.commit_put(self.db.db(), &c.grant, offset)?;
-                let next = if next_segment {
-                    self.next_segment(c).ok()
-                } else {
-                    None
-                };
-                Ok(Reply::Put { version, next })
-            }
+            } => self.put(c, offset, next_segment),
             Request::Segment => Ok(Reply::Segment {
                 grant: self.next_segment(c)?,
             }),
@@ -345,6 +425,18 @@ impl BoomServer {
         }
     }
 
+    /// Commits the entry at `offset` of the connection's segment, handing over the next
+    /// segment when asked.
+    fn put(&self, c: &mut Conn, offset: u64, next_segment: bool) -> Result<Reply> {
+        let version = self.store.commit_put(self.db.db(), &c.grant, offset)?;
+        let next = if next_segment {
+            self.next_segment(c).ok()
+        } else {
+            None
+        };
+        Ok(Reply::Put { version, next })
+    }
+
     /// Looks `key` up and copies its value into the connection's reply buffer (inline
     /// in the reply when it does not fit).
     fn stage(&self, key: &[u8], c: &mut Conn) -> Result<Reply> {
@@ -355,7 +447,10 @@ impl BoomServer {
                 len: None,
                 inline: None,
             },
-            Some(v) if v.len() as u64 <= c.reply.len() - ring::DATA_AREA => {
+            Some(v)
+                if c.transport != Transport::Remote
+                    && v.len() as u64 <= c.reply.len() - ring::DATA_AREA =>
+            {
                 c.reply.write(ring::DATA_AREA, &v)?;
                 Reply::Get {
                     len: Some(v.len() as u64),
@@ -379,7 +474,12 @@ impl BoomServer {
         Ok(next)
     }
 
-    fn hello(&self, password: &[u8], ring: bool, conn: &mut Option<Conn>) -> Result<Reply> {
+    fn hello(
+        &self,
+        password: &[u8],
+        transport: Transport,
+        conn: &mut Option<Conn>,
+    ) -> Result<Reply> {
         if !constant_time_eq(password, &self.config.password) {
             return Err(BoomError::InvalidArgument(
                 "WRONGPASS invalid password".into(),
@@ -413,7 +513,7 @@ impl BoomServer {
             grant,
             reply,
             reply_path,
-            ring,
+            transport,
         });
         Ok(welcome)
     }
@@ -442,8 +542,8 @@ struct Conn {
     /// The channel file: the ring, and the reply buffer from `ring::DATA_AREA`.
     reply: Arc<SharedFile>,
     reply_path: PathBuf,
-    /// Whether requests come through the ring.
-    ring: bool,
+    /// How requests travel.
+    transport: Transport,
 }
 
 /// Compares without stopping at the first difference, so the time taken says nothing

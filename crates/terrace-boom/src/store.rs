@@ -404,6 +404,27 @@ impl BoomStore {
         Ok(())
     }
 
+    /// Writes `entry` at `offset` of `grant`'s segment for a client that cannot (one on
+    /// another host); `commit_put` then checks and commits it like any other.
+    ///
+    /// # Errors
+    /// `InvalidArgument` if the grant is not the segment's current one or the bytes run
+    /// past it.
+    pub fn write_entry(&self, grant: &SegmentGrant, offset: u64, entry: &[u8]) -> Result<()> {
+        {
+            let mut segments = self.segments.lock();
+            current(&mut segments, grant)?;
+        }
+        if offset.saturating_add(entry.len() as u64) > self.config.segment_bytes {
+            return Err(BoomError::InvalidArgument(format!(
+                "{} bytes at {offset} run past the segment",
+                entry.len()
+            )));
+        }
+        self.region
+            .write(self.segment_offset(grant.index) + offset, entry)
+    }
+
     /// Where the next entry of `grant`'s segment must start (a two-phase client asks
     /// before it writes).
     ///

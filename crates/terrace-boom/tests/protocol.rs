@@ -14,6 +14,9 @@ use terrace_boom::{BoomClient, BoomError, BoomServer, BoomStore, ServerConfig, S
 
 struct Running {
     socket: PathBuf,
+    /// The TCP listener's address (remote clients).
+    tcp: String,
+    tcp_thread: Option<std::thread::JoinHandle<()>>,
     server: Arc<BoomServer>,
     thread: Option<std::thread::JoinHandle<()>>,
     db: Arc<Db>,
@@ -40,8 +43,14 @@ impl Running {
         );
         let s = server.clone();
         let thread = std::thread::spawn(move || s.serve_unix(listener));
+        let tcp_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let tcp = tcp_listener.local_addr().unwrap().to_string();
+        let s = server.clone();
+        let tcp_thread = Some(std::thread::spawn(move || s.serve_tcp(tcp_listener)));
         Running {
             socket,
+            tcp,
+            tcp_thread,
             server,
             thread: Some(thread),
             db,
@@ -53,6 +62,10 @@ impl Running {
         self.server.stop();
         let _ = UnixStream::connect(&self.socket);
         if let Some(t) = self.thread.take() {
+            t.join().unwrap();
+        }
+        let _ = std::net::TcpStream::connect(&self.tcp);
+        if let Some(t) = self.tcp_thread.take() {
             t.join().unwrap();
         }
         assert!(self
@@ -173,7 +186,7 @@ fn a_client_ringing_for_garbage_is_cut_off_and_the_others_go_on() {
         let mut s = UnixStream::connect(&run.socket).unwrap();
         let hello = Request::Hello {
             password: vec![],
-            ring: false,
+            transport: terrace_boom::proto::Transport::Socket,
         }
         .encode();
         assert!(matches!(
@@ -238,7 +251,7 @@ fn boom_takes_one_round_trip_per_request_and_the_two_phase_baseline_two() {
         b"",
         terrace_boom::ClientOptions {
             mode: Mode::TwoPhase,
-            ring: false,
+            transport: terrace_boom::proto::Transport::Socket,
             ..Default::default()
         },
     )
@@ -300,7 +313,7 @@ fn garbage_in_the_ring_cuts_the_client_off() {
     let mut s = UnixStream::connect(&run.socket).unwrap();
     let hello = Request::Hello {
         password: vec![],
-        ring: true,
+        transport: terrace_boom::proto::Transport::Ring,
     }
     .encode();
     let Some(Reply::Welcome {
@@ -419,5 +432,63 @@ fn an_in_place_write_over_the_newest_version_or_another_key_is_refused() {
     assert!(run.store.commit_put(&run.db, &grant, 128).is_err());
     assert_eq!(run.db.get(b"k").unwrap().as_deref(), Some(&b"2"[..]));
     drop((c, region));
+    run.stop();
+}
+
+#[test]
+fn remote_clients_over_tcp_put_and_get_in_one_round_trip_each() {
+    use terrace_boom::{ClientOptions, Mode};
+    let dir = tempfile::tempdir().unwrap();
+    let run = Running::start(dir.path(), small(), b"pw");
+    assert!(BoomClient::connect_tcp(&run.tcp, b"no", ClientOptions::default()).is_err());
+    let mut r = BoomClient::connect_tcp(&run.tcp, b"pw", ClientOptions::default()).unwrap();
+    let mut local = BoomClient::connect_unix(&run.socket, b"pw").unwrap();
+    for i in 0..300u32 {
+        r.put(format!("r{i}").as_bytes(), &vec![b'r'; 500]).unwrap();
+    }
+    // Over segments, with hybrid updates, values coming back inline.
+    for i in 0..50u32 {
+        r.put(b"hot", format!("{i}").as_bytes()).unwrap();
+    }
+    assert!(r.space().in_place_bytes > 0);
+    assert_eq!(r.get(b"hot").unwrap().as_deref(), Some(&b"49"[..]));
+    assert_eq!(local.get(b"r299").unwrap().unwrap().len(), 500);
+    local.put(b"l", b"local").unwrap();
+    assert_eq!(r.get(b"l").unwrap().as_deref(), Some(&b"local"[..]));
+    let before = r.round_trips();
+    r.put(b"once", b"1").unwrap();
+    assert_eq!(r.get(b"once").unwrap().as_deref(), Some(&b"1"[..]));
+    assert_eq!(
+        r.round_trips(),
+        before + 2,
+        "one round trip per PUT and per GET"
+    );
+    // The two-phase baseline over TCP too.
+    let mut two = BoomClient::connect_tcp(
+        &run.tcp,
+        b"pw",
+        ClientOptions {
+            mode: Mode::TwoPhase,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    two.put(b"t", b"2").unwrap();
+    assert_eq!(two.get(b"t").unwrap().as_deref(), Some(&b"2"[..]));
+    // A TCP client asking for shared memory is refused.
+    let mut s = std::net::TcpStream::connect(&run.tcp).unwrap();
+    let hello = Request::Hello {
+        password: b"pw".to_vec(),
+        transport: terrace_boom::proto::Transport::Ring,
+    }
+    .encode();
+    write_frame(&mut s, &hello).unwrap();
+    let mut frame = Vec::new();
+    assert!(read_frame(&mut s, &mut frame).unwrap());
+    assert!(matches!(
+        Reply::decode(&frame).unwrap(),
+        Reply::Error { fatal: true, .. }
+    ));
+    drop((r, local, two));
     run.stop();
 }

@@ -1,6 +1,7 @@
 //! A client for Terrace's BOOM protocol (docs/techniques/boom.md): one round trip per
-//! PUT and GET to a `terrace serve --boom-socket` on the same host, with a pool of
-//! connections for programs with many threads.
+//! PUT and GET to a `terrace serve --boom-socket` on the same host (shared memory), or
+//! over TCP to its `--boom-port` from another, with a pool of connections for programs
+//! with many threads.
 //!
 //! ```no_run
 //! let pool = terrace_client::Pool::new("boom:///run/terrace/boom.sock", b"", 8)?;
@@ -15,28 +16,41 @@ use parking_lot::{Condvar, Mutex};
 
 pub use terrace_boom::{BoomClient, BoomError, Result};
 
-/// Where a BOOM server listens, from an address such as `boom:///path/to/socket`.
+/// Where a BOOM server listens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Address {
+    /// `boom:///path/to/socket`: the server's Unix socket, shared memory on this host.
+    Local(PathBuf),
+    /// `boom+tcp://host:port`: its TCP port, for clients on other hosts.
+    Tcp(String),
+}
+
+/// Where a BOOM server listens, from an address such as `boom:///path/to/socket` or
+/// `boom+tcp://host:port`.
 ///
 /// # Errors
-/// `InvalidArgument` for another scheme or an empty path.
-pub fn parse_address(addr: &str) -> Result<PathBuf> {
+/// `InvalidArgument` for another scheme, an empty path or a TCP address without a port.
+pub fn parse_address(addr: &str) -> Result<Address> {
+    let bad = |why: &str| BoomError::InvalidArgument(format!("{addr:?}: {why}"));
+    if let Some(hostport) = addr.strip_prefix("boom+tcp://") {
+        if !hostport.contains(':') {
+            return Err(bad("expected boom+tcp://host:port"));
+        }
+        return Ok(Address::Tcp(hostport.to_string()));
+    }
     let path = addr.strip_prefix("boom://").ok_or_else(|| {
-        BoomError::InvalidArgument(format!(
-            "{addr:?} is not a BOOM address (boom:///path/to/socket)"
-        ))
+        bad("not a BOOM address (boom:///path/to/socket or boom+tcp://host:port)")
     })?;
     if path.is_empty() {
-        return Err(BoomError::InvalidArgument(format!(
-            "{addr:?} names no socket"
-        )));
+        return Err(bad("names no socket"));
     }
-    Ok(PathBuf::from(path))
+    Ok(Address::Local(PathBuf::from(path)))
 }
 
 /// Connections to one server, opened on demand up to a limit and reused.
 #[derive(Debug)]
 pub struct Pool {
-    socket: PathBuf,
+    address: Address,
     password: Vec<u8>,
     max: usize,
     state: Mutex<PoolState>,
@@ -57,7 +71,7 @@ impl Pool {
     /// As [`parse_address`].
     pub fn new(addr: &str, password: &[u8], max: usize) -> Result<Pool> {
         Ok(Pool {
-            socket: parse_address(addr)?,
+            address: parse_address(addr)?,
             password: password.to_vec(),
             max: max.max(1),
             state: Mutex::new(PoolState::default()),
@@ -79,7 +93,13 @@ impl Pool {
             if st.open < self.max {
                 st.open += 1;
                 drop(st);
-                return match BoomClient::connect_unix(&self.socket, &self.password) {
+                let connected = match &self.address {
+                    Address::Local(p) => BoomClient::connect_unix(p, &self.password),
+                    Address::Tcp(a) => {
+                        BoomClient::connect_tcp(a, &self.password, Default::default())
+                    }
+                };
+                return match connected {
                     Ok(c) => Ok(self.lend(c)),
                     Err(e) => {
                         self.state.lock().open -= 1;
@@ -171,9 +191,14 @@ mod tests {
     fn addresses_parse() {
         assert_eq!(
             parse_address("boom:///tmp/s").unwrap(),
-            PathBuf::from("/tmp/s")
+            Address::Local(PathBuf::from("/tmp/s"))
+        );
+        assert_eq!(
+            parse_address("boom+tcp://10.0.0.1:7000").unwrap(),
+            Address::Tcp("10.0.0.1:7000".into())
         );
         assert!(parse_address("redis://x:1").is_err());
         assert!(parse_address("boom://").is_err());
+        assert!(parse_address("boom+tcp://host").is_err());
     }
 }

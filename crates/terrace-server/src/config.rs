@@ -101,6 +101,9 @@ pub struct Config {
     /// BOOM over shared memory on this host: the Unix socket clients ring (created
     /// 0600); none: off.
     pub boom_socket: Option<PathBuf>,
+    /// BOOM over TCP for clients on other hosts (entries and values in the messages), on
+    /// `bind`; none: off. Needs `boom_socket` (the region is the same).
+    pub boom_port: Option<u16>,
     /// BOOM: the directory of its persistent-memory region and metadata (a DAX mount on
     /// persistent memory; `/dev/shm` to emulate its speed without its durability);
     /// none: `<dir>/boom`.
@@ -179,6 +182,7 @@ impl Default for Config {
             placement: terrace::volume::placement::PlacementPolicy::ByLevel,
             migration: terrace::volume::migration::MigrationPolicy::Off,
             boom_socket: None,
+            boom_port: None,
             boom_dir: None,
             boom_segment_bytes: terrace_boom::StoreConfig::default().segment_bytes,
             boom_segments: terrace_boom::StoreConfig::default().segments,
@@ -255,6 +259,10 @@ pub struct ServeArgs {
     /// Serve BOOM (one-round-trip persistent-memory protocol) on this Unix socket.
     #[arg(long, value_name = "PATH")]
     pub boom_socket: Option<PathBuf>,
+    /// Serve BOOM over TCP on this port too (on --bind; 0 picks one), for clients on other
+    /// hosts.
+    #[arg(long)]
+    pub boom_port: Option<u16>,
     /// BOOM: directory of its persistent-memory region (default DIR/boom).
     #[arg(long, value_name = "PATH")]
     pub boom_dir: Option<PathBuf>,
@@ -307,6 +315,9 @@ impl ServeArgs {
         }
         if let Some(p) = &self.boom_dir {
             c.boom_dir = Some(p.clone());
+        }
+        if let Some(p) = self.boom_port {
+            c.boom_port = Some(p);
         }
         if let Some(p) = &self.protected_mode {
             c.protected_mode = parse_yes_no(p)?;
@@ -388,6 +399,12 @@ impl Config {
                 Ok(())
             }
         };
+        if self.boom_port.is_some() && self.boom_socket.is_none() {
+            return Err(Error::Config(
+                "boom_port needs boom_socket: BOOM's region and its local clients come first"
+                    .into(),
+            ));
+        }
         at_least("maxclients", self.maxclients, 1)?;
         at_least("max_args", self.max_args, 1)?;
         at_least(

@@ -66,7 +66,8 @@ Usage: terrace bench [--name=value ...]   (db_bench's flag names and defaults)
 Server mode: --target=redis://HOST:PORT runs ycsb_load, ycsb_a .. ycsb_f over RESP against
   any Redis-protocol server, one connection per --threads, --pipeline=N commands in flight
   per connection (records are one string per key; the server is not emptied first).
-  --target=boom:///SOCKET (or boom2:///SOCKET, the two-phase baseline) runs them over BOOM
+  --target=boom:///SOCKET (or boom2:///SOCKET, the two-phase baseline; boom+tcp://HOST:PORT
+  and boom2+tcp:// over TCP) runs them over BOOM
   against terrace serve --boom-socket: one request in flight per connection, no ycsb_e;
   each result ends with the RDMA verbs and round trips per operation; --boom_rtt_us=N adds
   N microseconds of modelled wire to every round trip; --boom_hybrid=0 turns the in-place

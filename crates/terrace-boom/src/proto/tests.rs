@@ -17,7 +17,12 @@ fn every_message_round_trips() {
     let requests = [
         Request::Hello {
             password: b"pw".to_vec(),
-            ring: true,
+            transport: Transport::Remote,
+        },
+        Request::PutRemote {
+            offset: 64,
+            next_segment: false,
+            entry: vec![1, 2, 3],
         },
         Request::Put {
             offset: 4160,

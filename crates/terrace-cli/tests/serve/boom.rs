@@ -83,3 +83,50 @@ fn acknowledged_boom_puts_survive_sigkill() {
     drop(b);
     s.terminate();
 }
+
+#[test]
+fn boom_over_tcp_reaches_the_same_engine() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (s, socket) = boom_server(tmp.path(), &["--boom-port", "0"]);
+    let addr = s
+        .banner
+        .iter()
+        .find_map(|l| l.strip_prefix("boom tcp on "))
+        .expect("the TCP listener's address")
+        .to_string();
+    assert!(
+        addr.starts_with("127.0.0.1:"),
+        "loopback by default: {addr}"
+    );
+    let mut remote = BoomClient::connect_tcp(&addr, b"", Default::default()).unwrap();
+    let mut local = BoomClient::connect_unix(&socket, b"").unwrap();
+    remote.put(b"from-tcp", b"far").unwrap();
+    assert_eq!(
+        local.get(b"from-tcp").unwrap().as_deref(),
+        Some(&b"far"[..])
+    );
+    local.put(b"from-shm", b"near").unwrap();
+    assert_eq!(
+        remote.get(b"from-shm").unwrap().as_deref(),
+        Some(&b"near"[..])
+    );
+    assert_eq!(s.client().cmd("GET from-tcp"), Value::bulk("far"));
+    drop((remote, local));
+    assert!(s.terminate().success());
+}
+
+#[test]
+fn a_boom_port_without_a_boom_socket_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_terrace"))
+        .args(["serve", "--port", "0", "--boom-port", "0", "--dir"])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("boom_socket"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

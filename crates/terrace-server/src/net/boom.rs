@@ -39,6 +39,8 @@ pub(crate) struct Boom {
     server: Arc<BoomServer>,
     socket: std::path::PathBuf,
     thread: Option<std::thread::JoinHandle<()>>,
+    /// The TCP listener's address and thread (`boom_port`).
+    tcp: Option<(std::net::SocketAddr, std::thread::JoinHandle<()>)>,
 }
 
 impl Boom {
@@ -61,6 +63,23 @@ impl Boom {
                 ..ServerConfig::default()
             },
         );
+        let tcp = match config.boom_port {
+            Some(port) => {
+                let l = std::net::TcpListener::bind((config.bind.as_str(), port)).map_err(|e| {
+                    Error::Config(format!(
+                        "cannot listen on {}:{port} for BOOM: {e}",
+                        config.bind
+                    ))
+                })?;
+                let addr = l.local_addr()?;
+                let s = server.clone();
+                let t = std::thread::Builder::new()
+                    .name("terrace-boom-tcp".into())
+                    .spawn(move || s.serve_tcp(l))?;
+                Some((addr, t))
+            }
+            None => None,
+        };
         let s = server.clone();
         let thread = std::thread::Builder::new()
             .name("terrace-boom".into())
@@ -69,6 +88,7 @@ impl Boom {
             server,
             socket,
             thread: Some(thread),
+            tcp,
         }))
     }
 
@@ -77,11 +97,20 @@ impl Boom {
         &self.socket
     }
 
+    /// The TCP listener's address, if BOOM listens on TCP.
+    pub(crate) fn tcp_addr(&self) -> Option<std::net::SocketAddr> {
+        self.tcp.as_ref().map(|(a, _)| *a)
+    }
+
     /// Ends every BOOM connection (their segments are sealed) and the listener.
     pub(crate) fn stop(mut self) {
         self.server.stop();
         let _ = std::os::unix::net::UnixStream::connect(&self.socket);
         if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        if let Some((addr, t)) = self.tcp.take() {
+            let _ = std::net::TcpStream::connect(addr);
             let _ = t.join();
         }
         if !self

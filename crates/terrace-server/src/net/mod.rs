@@ -118,6 +118,9 @@ pub async fn serve(mut config: Config, out: &mut dyn Write) -> Result<()> {
     let boom = boom::Boom::start(&engine)?;
     if let Some(b) = &boom {
         writeln!(out, "boom on {}", b.socket().display())?;
+        if let Some(addr) = b.tcp_addr() {
+            writeln!(out, "boom tcp on {addr}")?;
+        }
     }
     writeln!(out, "listening on {}", listener.local_addr()?)?;
     out.flush()?;
