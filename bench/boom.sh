@@ -8,6 +8,7 @@
 #   boom2       the same server, the two-phase baseline (a metadata round trip first)
 #   boom+wire   BOOM with WIRE_US microseconds of modelled network added per round trip
 #   boom2+wire  the two-phase baseline with the same wire
+#   boom+tcp    BOOM over loopback TCP (--boom-port): entries and values in the messages
 #   resp        the same terrace serve over RESP on loopback TCP (fsync everysec)
 #   redis       Redis 7.0.15 over loopback TCP (appendonly yes, appendfsync everysec)
 # The BOOM region is on /dev/shm (BOOM_DIR): persisting it costs what persistent memory's
@@ -41,11 +42,12 @@ start_redis() { start_redis_server --save "" --appendonly yes --appendfsync ever
 start_terrace() {
   rm -rf "$WORK/terrace" "$BOOM_DIR"
   "$BIN" serve --port 0 --dir "$WORK/terrace" --fsync everysec \
-    --boom-socket "$WORK/boom.sock" --boom-dir "$BOOM_DIR" --boom-segments 64 \
+    --boom-socket "$WORK/boom.sock" --boom-port 0 --boom-dir "$BOOM_DIR" --boom-segments 64 \
     --boom-segment-bytes 16777216 >"$WORK/terrace.out" 2>&1 &
   PID=$!
   for _ in $(seq 100); do grep -q '^listening on' "$WORK/terrace.out" 2>/dev/null && break; sleep 0.1; done
   PORT=$(sed -n 's/^listening on .*:\([0-9]*\)$/\1/p' "$WORK/terrace.out")
+  BOOM_TCP=$(sed -n 's/^boom tcp on //p' "$WORK/terrace.out")
   [ -n "$PORT" ] || { echo "terrace serve did not start" >&2; exit 1; }
 }
 
@@ -63,6 +65,7 @@ for size in $SIZES; do
       boom2) start_terrace; url="boom2://$WORK/boom.sock"; extra=() ;;
       boom+wire) start_terrace; url="boom://$WORK/boom.sock"; extra=(--boom_rtt_us="$WIRE_US") ;;
       boom2+wire) start_terrace; url="boom2://$WORK/boom.sock"; extra=(--boom_rtt_us="$WIRE_US") ;;
+      boom+tcp) start_terrace; url="boom+tcp://$BOOM_TCP"; extra=() ;;
       *) echo "unknown target $t" >&2; exit 1 ;;
     esac
     for c in $CLIENTS; do
