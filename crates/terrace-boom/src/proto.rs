@@ -177,6 +177,15 @@ impl<'a> Reader<'a> {
         Ok(self.take(1)?[0])
     }
 
+    /// A flag byte: 0 or 1, anything else a violation.
+    fn flag(&mut self) -> Result<bool> {
+        match self.u8()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            f => Err(BoomError::BadEntry(format!("bad flag {f}"))),
+        }
+    }
+
     fn u32(&mut self) -> Result<u32> {
         let mut a = [0u8; 4];
         a.copy_from_slice(self.take(4)?);
@@ -306,20 +315,12 @@ impl Request {
             },
             PUT_REMOTE => Request::PutRemote {
                 offset: r.u64()?,
-                next_segment: match r.u8()? {
-                    0 => false,
-                    1 => true,
-                    f => return Err(BoomError::BadEntry(format!("unknown PUT flag {f}"))),
-                },
+                next_segment: r.flag()?,
                 entry: r.bytes()?.to_vec(),
             },
             PUT => Request::Put {
                 offset: r.u64()?,
-                next_segment: match r.u8()? {
-                    0 => false,
-                    1 => true,
-                    f => return Err(BoomError::BadEntry(format!("unknown PUT flag {f}"))),
-                },
+                next_segment: r.flag()?,
             },
             GET => Request::Get {
                 key: r.bytes()?.to_vec(),
@@ -414,13 +415,6 @@ impl Reply {
     /// `BadEntry` for an unknown kind, a short or overlong message.
     pub fn decode(frame: &[u8]) -> Result<Reply> {
         let mut r = Reader { b: frame };
-        let flag = |r: &mut Reader<'_>| -> Result<bool> {
-            match r.u8()? {
-                0 => Ok(false),
-                1 => Ok(true),
-                f => Err(BoomError::BadEntry(format!("bad flag {f}"))),
-            }
-        };
         let reply = match r.u8()? {
             WELCOME => Reply::Welcome {
                 grant: grant(&mut r)?,
@@ -431,7 +425,7 @@ impl Reply {
             },
             PUT_OK => {
                 let version = r.u64()?;
-                let next = if flag(&mut r)? {
+                let next = if r.flag()? {
                     Some(grant(&mut r)?)
                 } else {
                     None
@@ -439,8 +433,8 @@ impl Reply {
                 Reply::Put { version, next }
             }
             GET_OK => {
-                let len = if flag(&mut r)? { Some(r.u64()?) } else { None };
-                let inline = if flag(&mut r)? {
+                let len = if r.flag()? { Some(r.u64()?) } else { None };
+                let inline = if r.flag()? {
                     Some(r.bytes()?.to_vec())
                 } else {
                     None
@@ -455,7 +449,7 @@ impl Reply {
                 bytes: r.bytes()?.to_vec(),
             },
             ERROR => {
-                let fatal = flag(&mut r)?;
+                let fatal = r.flag()?;
                 Reply::Error {
                     fatal,
                     message: String::from_utf8_lossy(r.bytes()?).into_owned(),

@@ -75,20 +75,13 @@ mod tests {
     use crate::key::{InternalKey, ValueType, MAX_SEQ};
 
     fn file(number: u64, lo: &str, hi: &str) -> Arc<FileMeta> {
-        Arc::new(FileMeta {
+        Arc::new(FileMeta::for_test(
             number,
-            volume: 0,
-            size: 100,
-            smallest: InternalKey::new(lo.as_bytes(), 1, ValueType::Value),
-            largest: InternalKey::new(hi.as_bytes(), 1, ValueType::Value),
-            smallest_seq: 1,
-            largest_seq: 1,
-            num_entries: 1,
-            num_deletions: 0,
-            num_range_deletions: 0,
-            file_checksum: 0,
-            replicas: Vec::new(),
-        })
+            0,
+            lo.as_bytes(),
+            hi.as_bytes(),
+            100,
+        ))
     }
 
     /// One byte per sample key below `hi` (and at or above `lo`).

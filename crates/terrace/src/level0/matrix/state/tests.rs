@@ -26,20 +26,7 @@ fn fs() -> Arc<dyn Storage> {
 }
 
 fn file(number: u64, lo: &[u8], hi: &[u8]) -> FileMeta {
-    FileMeta {
-        number,
-        volume: 0,
-        size: 100,
-        smallest: InternalKey::new(lo, 1, ValueType::Value),
-        largest: InternalKey::new(hi, 1, ValueType::Value),
-        smallest_seq: 1,
-        largest_seq: 1,
-        num_entries: 1,
-        num_deletions: 0,
-        num_range_deletions: 0,
-        file_checksum: 0,
-        replicas: Vec::new(),
-    }
+    FileMeta::for_test(number, 0, lo, hi, 100)
 }
 
 fn all_kinds() -> RowEdit {
