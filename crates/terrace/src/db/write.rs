@@ -3,9 +3,10 @@
 //! Writers queue up; the writer at the front becomes the leader, takes the queued batches
 //! (up to a size limit, never mixing WAL and no-WAL writes or pulling a sync write into a
 //! non-sync group), writes them to the WAL as one record with at most one sync, inserts
-//! them into the memtable and wakes the followers with the shared result. A write made
-//! durable by an external log (`Db::write_external`) is a group of its own: instead of
-//! the WAL record, its own `persist` runs with its sequence numbers.
+//! them into the memtable and wakes the followers with the shared result. Writes made
+//! durable by an external log (`Db::write_external`) group only with each other: instead
+//! of a WAL record, each one's own `persist` runs with its sequence numbers, and each
+//! writer gets its own result (one failed persist fails only its writer).
 
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
@@ -38,9 +39,11 @@ struct Writer {
     opts: WriteOptions,
     /// An external write's persist step (taken by its leader, itself).
     persist: Mutex<Option<Persist>>,
-    /// True for an external write: never grouped with others.
+    /// True for an external write: grouped only with other external writes.
     external: bool,
-    result: Mutex<Option<Result<()>>>,
+    /// Set by the leader: the writer's first sequence number for an external write, 0
+    /// otherwise.
+    result: Mutex<Option<Result<u64>>>,
 }
 
 /// Writers waiting for their batch to be committed.
@@ -61,9 +64,8 @@ impl DbInner {
         self.write_as(batch, WriteOptions::default(), Some(persist))
     }
 
-    /// Queues a write, leads its group when it reaches the front, and returns the
-    /// group's result; with the write's first sequence number when it led a group of its
-    /// own (an external write always does), else 0.
+    /// Queues a write, leads its group when it reaches the front, and returns its
+    /// result: the write's first sequence number for an external write, else 0.
     fn write_as(
         &self,
         batch: WriteBatch,
@@ -85,7 +87,7 @@ impl DbInner {
                 drop(q);
                 self.counters
                     .record_write(start.elapsed().as_micros() as u64);
-                return r.map(|_| 0);
+                return r;
             }
             if q.front().is_some_and(|f| Arc::ptr_eq(f, &me)) {
                 break;
@@ -96,8 +98,7 @@ impl DbInner {
         let mut followers: Vec<Arc<Writer>> = Vec::new();
         let mut bytes = me.batch.lock().approximate_size();
         for w in q.iter().skip(1) {
-            if me.external
-                || w.external
+            if me.external != w.external
                 || bytes >= MAX_GROUP_BYTES
                 || w.opts.disable_wal != me.opts.disable_wal
                 || (w.opts.sync && !me.opts.sync)
@@ -109,18 +110,33 @@ impl DbInner {
         }
         drop(q);
 
-        let r = if followers.is_empty() {
-            self.write_group(std::slice::from_ref(&me), me.opts, bytes)
-        } else {
+        if !followers.is_empty() {
             followers.insert(0, me.clone());
-            self.write_group(&followers, me.opts, bytes)
+        }
+        let group: &[Arc<Writer>] = if followers.is_empty() {
+            std::slice::from_ref(&me)
+        } else {
+            &followers
+        };
+        let r = if me.external {
+            let mut results = self.write_external_group(group, bytes).into_iter();
+            let mine = results.next().unwrap_or(Ok(0));
+            for (w, result) in group.iter().skip(1).zip(results) {
+                *w.result.lock() = Some(result);
+            }
+            mine
+        } else {
+            let r = self.write_group(group, me.opts, bytes);
+            for w in group.iter().skip(1) {
+                *w.result.lock() = Some(r.clone().map(|_| 0));
+            }
+            r.map(|_| 0)
         };
 
         let mut q = self.writers.queue.lock();
         q.pop_front();
-        for w in followers.iter().skip(1) {
+        for _ in group.iter().skip(1) {
             q.pop_front();
-            *w.result.lock() = Some(r.clone().map(|_| ()));
         }
         self.writers.cv.notify_all();
         drop(q);
@@ -156,15 +172,7 @@ impl DbInner {
         if count == 0 {
             return Ok(first_seq);
         }
-        let persist = match group {
-            [single] => single.persist.lock().take(),
-            _ => None,
-        };
-        if let Some(persist) = persist {
-            // Durable in the external log, with its sequence numbers, before it is
-            // visible. A failure there is the writer's alone: nothing was applied.
-            persist(first_seq)?;
-        } else if !opts.disable_wal {
+        if !opts.disable_wal {
             let r = wal.log.add_record(batch.data()).and_then(|()| {
                 if opts.sync {
                     wal.log.sync()
@@ -184,6 +192,48 @@ impl DbInner {
         self.last_seq
             .store(first_seq + count - 1, Ordering::Release);
         Ok(first_seq)
+    }
+
+    /// Commits a group of external writes: each gets its sequence numbers in queue
+    /// order, its `persist` runs with them, and only a persisted write is inserted.
+    /// Returns each writer's first sequence number or error. A failed persist leaves its
+    /// numbers unused (it may have reached the external log before failing, so they are
+    /// never given to another write).
+    fn write_external_group(&self, group: &[Arc<Writer>], bytes: usize) -> Vec<Result<u64>> {
+        let mut wal = self.wal.lock();
+        if let Err(e) = self.make_room_for_write(&mut wal, bytes) {
+            return vec![Err(e); group.len()];
+        }
+        let sv = self.super_version();
+        let mut next = self.last_seq.load(Ordering::Acquire) + 1;
+        let mut results = Vec::with_capacity(group.len());
+        for w in group {
+            let mut batch = w.batch.lock();
+            let count = u64::from(batch.count());
+            let seq = next;
+            if count == 0 {
+                results.push(Ok(seq));
+                continue;
+            }
+            batch.set_sequence(seq);
+            next += count;
+            // Durable in the external log, with its sequence numbers, before it is
+            // visible. A failure there is this writer's alone: nothing was applied.
+            let persisted = match w.persist.lock().take() {
+                Some(persist) => persist(seq),
+                None => Err(Error::InvalidArgument(
+                    "an external write without its persist step".into(),
+                )),
+            };
+            let r = persisted.and_then(|()| insert_into_memtable(&sv.mem, &batch, seq));
+            results.push(r.map(|user_bytes| {
+                super::stats::add(&self.counters.user_bytes, user_bytes);
+                seq
+            }));
+        }
+        self.last_seq.store(next - 1, Ordering::Release);
+        drop(wal);
+        results
     }
 
     /// Waits out stalls and switches a full memtable. Called by the leader with the WAL lock.
