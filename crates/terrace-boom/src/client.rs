@@ -64,6 +64,10 @@ impl Default for ClientOptions {
 /// How long a client waits for a response before it gives the server up.
 const RESPONSE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
+/// How often a client waiting on the ring checks that the server's socket is still
+/// open (a server that died answers nothing; its closed socket says so at once).
+const LIVENESS_CHECK: std::time::Duration = std::time::Duration::from_millis(20);
+
 /// RDMA verbs the same exchanges would post on real hardware, counted per kind.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Verbs {
@@ -126,9 +130,39 @@ pub struct BoomClient {
 }
 
 /// A connection to the server: a Unix or TCP stream.
-trait Wire: std::io::Read + std::io::Write + Send + std::fmt::Debug {}
-impl Wire for UnixStream {}
-impl Wire for std::net::TcpStream {}
+trait Wire: std::io::Read + std::io::Write + Send + std::fmt::Debug {
+    /// Whether the server has closed the connection, asked without blocking. Only for a
+    /// socket that carries no bytes while the ring is in use.
+    fn peer_closed(&mut self) -> std::io::Result<bool>;
+}
+
+impl Wire for UnixStream {
+    fn peer_closed(&mut self) -> std::io::Result<bool> {
+        self.set_nonblocking(true)?;
+        let mut probe = [0u8; 1];
+        let r = std::io::Read::read(self, &mut probe);
+        self.set_nonblocking(false)?;
+        match r {
+            Ok(n) => Ok(n == 0),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl Wire for std::net::TcpStream {
+    fn peer_closed(&mut self) -> std::io::Result<bool> {
+        self.set_nonblocking(true)?;
+        let mut probe = [0u8; 1];
+        let r = self.peek(&mut probe);
+        self.set_nonblocking(false)?;
+        match r {
+            Ok(n) => Ok(n == 0),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+}
 
 fn io(source: std::io::Error) -> BoomError {
     BoomError::Io {
@@ -488,13 +522,21 @@ impl BoomClient {
         };
         let ring = Ring::new(ring_file);
         ring.post_request(&req.encode())?;
-        let Some((seq, frame)) =
-            ring.wait_response(self.last_response, self.options.spin, RESPONSE_TIMEOUT)?
-        else {
-            return Err(BoomError::Remote("the server did not answer".into()));
-        };
-        self.last_response = seq;
-        decode_reply(&frame)
+        let start = std::time::Instant::now();
+        loop {
+            let waited =
+                ring.wait_response(self.last_response, self.options.spin, LIVENESS_CHECK)?;
+            if let Some((seq, frame)) = waited {
+                self.last_response = seq;
+                return decode_reply(&frame);
+            }
+            if self.stream.peer_closed().map_err(io)? {
+                return Err(BoomError::Remote("the server closed the connection".into()));
+            }
+            if start.elapsed() >= RESPONSE_TIMEOUT {
+                return Err(BoomError::Remote("the server did not answer".into()));
+            }
+        }
     }
 }
 

@@ -1,8 +1,10 @@
 //! A file mapped into memory and shared with other processes (`MAP_SHARED`): the BOOM
 //! region clients write their entries into, and the server's metadata file.
 //!
-//! Owns: the mapping and every access to it, bounds-checked and by copy, and persisting
-//! ranges (`msync`). Must not touch: what the bytes mean (`layout`).
+//! Owns: the mapping and every access to it, bounds-checked and by copy, persisting
+//! ranges (`msync`), and for crash tests the emulation of a power cut (the bytes last
+//! persisted, line by line, and a [`PowerSupply`] that persists ask first). Must not
+//! touch: what the bytes mean (`layout`).
 //! Concurrency: `Send + Sync`; any number of threads read and write disjoint ranges.
 //! Another process (a client) may write any byte of its segment at any time, so every
 //! read is a copy that may be torn, and callers check what they read (checksums).
@@ -18,10 +20,16 @@ use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU32;
+use std::sync::{Arc, OnceLock};
 
 use memmap2::MmapRaw;
+use parking_lot::Mutex;
+use terrace::storage::{PointKind, PowerSupply, Verdict};
 
 use crate::error::{BoomError, Result};
+
+/// Persistent memory's unit of write-back: a power cut keeps or loses each line whole.
+pub const LINE_BYTES: usize = 64;
 
 /// A shared, writable mapping of a whole file.
 #[derive(Debug)]
@@ -29,6 +37,8 @@ pub struct SharedFile {
     path: PathBuf,
     map: MmapRaw,
     _file: File,
+    /// Crash tests only: the supply persists ask, and the file's bytes as last persisted.
+    power: OnceLock<(Arc<PowerSupply>, Mutex<Vec<u8>>)>,
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> BoomError + '_ {
@@ -67,6 +77,7 @@ impl SharedFile {
             path: path.to_path_buf(),
             map,
             _file: file,
+            power: OnceLock::new(),
         })
     }
 
@@ -98,6 +109,7 @@ impl SharedFile {
             path: path.to_path_buf(),
             map,
             _file: file,
+            power: OnceLock::new(),
         })
     }
 
@@ -202,8 +214,75 @@ impl SharedFile {
     /// `InvalidArgument` for a range outside the file; I/O errors.
     pub fn persist(&self, offset: u64, len: usize) -> Result<()> {
         let at = self.check(offset, len)?;
-        self.map.flush_range(at, len).map_err(io(&self.path))
+        let Some((power, durable)) = self.power.get() else {
+            return self.map.flush_range(at, len).map_err(io(&self.path));
+        };
+        match power.point(PointKind::Persist) {
+            Verdict::Fail => Err(io(&self.path)(std::io::Error::other("the power is out"))),
+            Verdict::Lie => Ok(()),
+            Verdict::Durable => {
+                // No `msync`: under a supply the image, not the page cache, is what a
+                // cut keeps: the lines covering the range, as they are now.
+                let start = at - at % LINE_BYTES;
+                let end = (at + len).next_multiple_of(LINE_BYTES).min(self.map.len());
+                let mut durable = durable.lock();
+                self.read(start as u64, &mut durable[start..end])
+            }
+        }
     }
+
+    /// For crash tests only: from now on persists ask `power` first (they fail once it
+    /// is out and make nothing durable when it lies), and the file remembers its bytes
+    /// as last persisted, starting from what it holds now. A file takes one supply for
+    /// its life.
+    ///
+    /// # Errors
+    /// `InvalidArgument` if the file already has a supply.
+    #[doc(hidden)]
+    pub fn set_power(&self, power: Arc<PowerSupply>) -> Result<()> {
+        let now = self.read_vec(0, self.map.len())?;
+        self.power
+            .set((power, Mutex::new(now)))
+            .map_err(|_| BoomError::InvalidArgument("the file already has a power supply".into()))
+    }
+
+    /// For crash tests only, after the power was cut and nothing writes the file any
+    /// more: what a power cut does to persistent memory. Each line written since it was
+    /// last persisted keeps its new bytes or goes back to its persisted ones, at random
+    /// (by `seed`), as unpersisted lines may or may not have been written back when the
+    /// power went. Returns how many lines went back.
+    ///
+    /// # Errors
+    /// `InvalidArgument` without a supply ([`SharedFile::set_power`]).
+    #[doc(hidden)]
+    pub fn lose_unpersisted(&self, seed: u64) -> Result<usize> {
+        let Some((_, durable)) = self.power.get() else {
+            return Err(BoomError::InvalidArgument(
+                "no power supply: nothing knows what was persisted".into(),
+            ));
+        };
+        let durable = durable.lock();
+        let mut now = [0u8; LINE_BYTES];
+        let mut lost = 0;
+        for (i, line) in durable.chunks(LINE_BYTES).enumerate() {
+            let at = (i * LINE_BYTES) as u64;
+            let now = &mut now[..line.len()];
+            self.read(at, now)?;
+            if now != line && splitmix(seed ^ i as u64).is_multiple_of(2) {
+                self.write(at, line)?;
+                lost += 1;
+            }
+        }
+        Ok(lost)
+    }
+}
+
+/// A well-mixed 64-bit hash of `x` (splitmix64's finaliser).
+fn splitmix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 #[cfg(test)]
@@ -250,5 +329,42 @@ mod tests {
         );
         assert!(f.atomic_u32(4097).is_err());
         assert!(f.atomic_u32(8190).is_err());
+    }
+
+    #[test]
+    fn a_power_cut_keeps_persisted_lines_and_may_lose_the_others() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = SharedFile::open_or_create(&dir.path().join("f"), 64 * 64).unwrap();
+        assert!(f.lose_unpersisted(1).is_err(), "no supply, no emulation");
+        let power = Arc::new(PowerSupply::new());
+        f.set_power(power.clone()).unwrap();
+        assert!(f.set_power(power.clone()).is_err());
+        // Lines 0..32 persisted (the range ends mid-line 31: the whole line counts),
+        // lines 32..64 only written.
+        f.write(0, &[1u8; 64 * 64]).unwrap();
+        f.persist(10, 31 * 64 + 10).unwrap();
+        power.cut_now();
+        assert!(f.persist(0, 64).is_err(), "no persist without power");
+        let lost = f.lose_unpersisted(7).unwrap();
+        let bytes = f.read_vec(0, 64 * 64).unwrap();
+        assert!(
+            bytes[..32 * 64].iter().all(|&b| b == 1),
+            "persisted lines stay"
+        );
+        let reverted = bytes[32 * 64..]
+            .chunks(64)
+            .filter(|l| l.iter().all(|&b| b == 0))
+            .count();
+        assert_eq!(reverted, lost);
+        assert!(
+            lost > 0 && lost < 32,
+            "some unpersisted lines go, some stay: {lost}"
+        );
+        assert!(
+            bytes[32 * 64..]
+                .chunks(64)
+                .all(|l| l.iter().all(|&b| b == 0) || l.iter().all(|&b| b == 1)),
+            "each line whole"
+        );
     }
 }

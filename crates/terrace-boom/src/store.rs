@@ -542,6 +542,31 @@ impl BoomStore {
         Ok(())
     }
 
+    /// For crash tests only: the region and the metadata file persist through `power`
+    /// and remember what was persisted (see [`SharedFile::set_power`]); give the same
+    /// supply to the engine's storage so that one cut stops both.
+    ///
+    /// # Errors
+    /// `InvalidArgument` if the store already has a supply.
+    #[doc(hidden)]
+    pub fn set_power(&self, power: Arc<terrace::storage::PowerSupply>) -> Result<()> {
+        self.region.set_power(power.clone())?;
+        self.meta.set_power(power)
+    }
+
+    /// For crash tests only, after the cut and once no server or client writes any
+    /// more: each line of the region and the metadata file written since it was last
+    /// persisted keeps its new bytes or loses them, at random (`seed`). Returns the lines
+    /// lost. Drop the store and open it again to recover.
+    ///
+    /// # Errors
+    /// `InvalidArgument` without [`BoomStore::set_power`].
+    #[doc(hidden)]
+    pub fn lose_unpersisted(&self, seed: u64) -> Result<usize> {
+        Ok(self.region.lose_unpersisted(seed)?
+            + self.meta.lose_unpersisted(seed.rotate_left(17))?)
+    }
+
     /// Segments by state, for statistics: (free, active, sealed).
     pub fn segment_counts(&self) -> (usize, usize, usize) {
         let segments = self.segments.lock();

@@ -3,76 +3,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::Path;
 
-use terrace::{Db, Options};
+use common::Running;
 use terrace_boom::proto::{read_frame, write_frame, Reply, Request};
-use terrace_boom::{BoomClient, BoomError, BoomServer, BoomStore, ServerConfig, StoreConfig};
-
-struct Running {
-    socket: PathBuf,
-    /// The TCP listener's address (remote clients).
-    tcp: String,
-    tcp_thread: Option<std::thread::JoinHandle<()>>,
-    server: Arc<BoomServer>,
-    thread: Option<std::thread::JoinHandle<()>>,
-    db: Arc<Db>,
-    store: Arc<BoomStore>,
-}
-
-impl Running {
-    fn start(dir: &Path, config: StoreConfig, password: &[u8]) -> Running {
-        let store = BoomStore::open(&dir.join("boom"), config).unwrap();
-        let opts = Options {
-            external_log: Some(store.clone()),
-            ..Options::default()
-        };
-        let db = Arc::new(Db::open(dir.join("db"), opts).unwrap());
-        let socket = dir.join("boom.sock");
-        let listener = BoomServer::bind_unix(&socket).unwrap();
-        let server = BoomServer::new(
-            store.clone(),
-            db.clone(),
-            ServerConfig {
-                password: password.to_vec(),
-                ..ServerConfig::default()
-            },
-        );
-        let s = server.clone();
-        let thread = std::thread::spawn(move || s.serve_unix(listener));
-        let tcp_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let tcp = tcp_listener.local_addr().unwrap().to_string();
-        let s = server.clone();
-        let tcp_thread = Some(std::thread::spawn(move || s.serve_tcp(tcp_listener)));
-        Running {
-            socket,
-            tcp,
-            tcp_thread,
-            server,
-            thread: Some(thread),
-            db,
-            store,
-        }
-    }
-
-    fn stop(mut self) {
-        self.server.stop();
-        let _ = UnixStream::connect(&self.socket);
-        if let Some(t) = self.thread.take() {
-            t.join().unwrap();
-        }
-        let _ = std::net::TcpStream::connect(&self.tcp);
-        if let Some(t) = self.tcp_thread.take() {
-            t.join().unwrap();
-        }
-        assert!(self
-            .server
-            .wait_for_connections(std::time::Duration::from_secs(10)));
-    }
-}
+use terrace_boom::{BoomClient, BoomError, StoreConfig};
 
 fn small() -> StoreConfig {
     StoreConfig {

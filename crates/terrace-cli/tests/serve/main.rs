@@ -5,6 +5,7 @@
 
 mod basics;
 mod boom;
+mod boom_crash;
 mod config_set;
 mod durability;
 mod limits;

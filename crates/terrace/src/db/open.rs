@@ -352,31 +352,49 @@ impl Recovery<'_> {
         let first_log = found
             .first()
             .map_or(self.versions.log_number(), |l| l.number);
+        // The external log's writes, in sequence order. They are merged with the logs'
+        // records by sequence number: a memtable filled mid-replay becomes a level-0
+        // table, and every table must hold only writes older than those of the tables
+        // made after it (a lookup takes the newest table's version). Only writes not yet
+        // in tables are replayed, about a memtable's worth, so holding them is cheap.
+        let mut external: Vec<WriteBatch> = Vec::new();
+        if let Some(log) = self.opts.external_log.clone() {
+            let after = self.versions.external_flushed();
+            log.replay(after, &mut |batch| {
+                external.push(batch.clone());
+                Ok(())
+            })?;
+        }
+        external.sort_by_key(WriteBatch::sequence);
         // The sequence numbers the external log replayed, as (first, last): a memtable
         // kept at an open that dropped damaged records was rewritten into the log here,
         // external writes included, and those must not be applied twice.
-        let mut external_seqs: Vec<(u64, u64)> = Vec::new();
-        if let Some(external) = self.opts.external_log.clone() {
-            let after = self.versions.external_flushed();
-            external.replay(after, &mut |batch| {
-                let first = batch.sequence();
-                external_seqs.push((first, first + u64::from(batch.count()).saturating_sub(1)));
-                self.apply(&mut mem, &mut mem_log, batch, first_log)
-            })?;
-        }
-        external_seqs.sort_unstable();
+        let external_seqs: Vec<(u64, u64)> = external
+            .iter()
+            .map(|b| {
+                let first = b.sequence();
+                (first, first + u64::from(b.count()).saturating_sub(1))
+            })
+            .collect();
         let replayed_externally = |seq: u64| {
             let i = external_seqs.partition_point(|&(first, _)| first <= seq);
             i > 0 && external_seqs[i - 1].1 >= seq
         };
+        let mut external = external.into_iter().peekable();
         let mode = self.opts.wal_recovery_mode;
         self.dropped = logs.replay(self.storage, found, mode, |log, data, offset| {
             let batch = WriteBatch::from_record(data, &log.path, offset)?;
             if replayed_externally(batch.sequence()) {
                 return Ok(());
             }
+            while let Some(older) = external.next_if(|e| e.sequence() < batch.sequence()) {
+                self.apply(&mut mem, &mut mem_log, &older, first_log)?;
+            }
             self.apply(&mut mem, &mut mem_log, &batch, log.number)
         })?;
+        for batch in external {
+            self.apply(&mut mem, &mut mem_log, &batch, first_log)?;
+        }
         match mem_log {
             Some(first_log) => self.flush(mem, first_log),
             None => Ok(()),
