@@ -27,5 +27,5 @@ pub mod store;
 
 pub use client::{BoomClient, ClientOptions, Mode, SpaceUse, Verbs};
 pub use error::{BoomError, Result};
-pub use server::{BoomServer, DbHandle, ServerConfig};
-pub use store::{BoomStore, RawValues, SegmentGrant, StoreConfig, ValueCodec};
+pub use server::{BoomServer, ServerConfig};
+pub use store::{BoomStore, DbHandle, RawValues, SegmentGrant, StoreConfig, ValueCodec};

@@ -15,8 +15,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use terrace::Db;
-
 use crate::error::{BoomError, Result};
 use crate::proto::{read_frame, write_frame, Reply, Request, Transport};
 use crate::ring::{self, Ring};
@@ -24,20 +22,7 @@ use crate::shm::SharedFile;
 
 /// How often a connection thread waiting on its ring checks that its client is there.
 const RING_CHECK: std::time::Duration = std::time::Duration::from_millis(100);
-use crate::store::{BoomStore, SegmentGrant};
-
-/// Whatever holds the database BOOM writes to (the database itself, or a server's
-/// engine around it).
-pub trait DbHandle: Send + Sync {
-    /// The database.
-    fn db(&self) -> &Db;
-}
-
-impl DbHandle for Db {
-    fn db(&self) -> &Db {
-        self
-    }
-}
+use crate::store::{BoomStore, DbHandle, SegmentGrant};
 
 /// What a BOOM server needs besides its store.
 #[derive(Debug, Clone)]
@@ -428,7 +413,7 @@ impl BoomServer {
     /// Commits the entry at `offset` of the connection's segment, handing over the next
     /// segment when asked.
     fn put(&self, c: &mut Conn, offset: u64, next_segment: bool) -> Result<Reply> {
-        let version = self.store.commit_put(self.db.db(), &c.grant, offset)?;
+        let version = self.store.commit_put(self.db.as_ref(), &c.grant, offset)?;
         let next = if next_segment {
             self.next_segment(c).ok()
         } else {

@@ -160,6 +160,34 @@ impl ValueCodec for RawValues {
     }
 }
 
+/// Whatever holds the database BOOM writes to (the database itself, or a server's
+/// engine around it).
+pub trait DbHandle: Send + Sync {
+    /// The database.
+    fn db(&self) -> &Db;
+
+    /// Runs `write`, a PUT of `key` reaching the engine, as the holder's own writes of
+    /// `key` run: a server keeping per-key locks or watches (RESP's WATCH) takes and
+    /// marks them here. The default just writes.
+    ///
+    /// # Errors
+    /// Whatever `write` returns.
+    fn write_key(
+        &self,
+        key: &[u8],
+        write: &mut dyn FnMut() -> terrace::Result<u64>,
+    ) -> terrace::Result<u64> {
+        let _ = key;
+        write()
+    }
+}
+
+impl DbHandle for Db {
+    fn db(&self) -> &Db {
+        self
+    }
+}
+
 /// The server's BOOM store. See the module docs.
 #[derive(Debug)]
 pub struct BoomStore {
@@ -451,7 +479,12 @@ impl BoomStore {
     /// `BadEntry` (the client wrote garbage, neither at its append point nor over an
     /// entry it may replace) and `InvalidArgument` (not its segment) refuse the client;
     /// I/O and engine errors.
-    pub fn commit_put(self: &Arc<Self>, db: &Db, grant: &SegmentGrant, offset: u64) -> Result<u64> {
+    pub fn commit_put(
+        self: &Arc<Self>,
+        db: &dyn DbHandle,
+        grant: &SegmentGrant,
+        offset: u64,
+    ) -> Result<u64> {
         let (append_at, replaced) = {
             let mut segments = self.segments.lock();
             let seg = current(&mut segments, grant)?;
@@ -507,10 +540,17 @@ impl BoomStore {
         let store = self.clone();
         let grant = *grant;
         let key = entry.key.to_vec();
-        let version = db.write_external(batch, move |version| {
-            store
-                .commit(&grant, CommitRecord { version, ..record }, key)
-                .map_err(terrace::Error::from)
+        let mut once = Some(batch);
+        let version = db.write_key(entry.key, &mut || {
+            let batch = once.take().ok_or_else(|| {
+                terrace::Error::InvalidArgument("a BOOM PUT written twice".into())
+            })?;
+            let (store, key) = (store.clone(), key.clone());
+            db.db().write_external(batch, move |version| {
+                store
+                    .commit(&grant, CommitRecord { version, ..record }, key)
+                    .map_err(terrace::Error::from)
+            })
         })?;
         // The version slot is the client's to read; recovery trusts only the record.
         self.region.write(at + 24, &version.to_le_bytes())?;

@@ -360,15 +360,15 @@ fn an_in_place_write_over_the_newest_version_or_another_key_is_refused() {
     // Over the newest version of k.
     let e = encode_entry(b"k", b"9", 64, 64).unwrap();
     region.write(64, &e).unwrap();
-    assert!(run.store.commit_put(&run.db, &grant, 64).is_err());
+    assert!(run.store.commit_put(run.db.as_ref(), &grant, 64).is_err());
     // Over k's older version, but as another key.
     let e = encode_entry(b"z", b"9", 0, 64).unwrap();
     region.write(0, &e).unwrap();
-    assert!(run.store.commit_put(&run.db, &grant, 0).is_err());
+    assert!(run.store.commit_put(run.db.as_ref(), &grant, 0).is_err());
     // Over j's only version.
     let e = encode_entry(b"j", b"9", 128, 64).unwrap();
     region.write(128, &e).unwrap();
-    assert!(run.store.commit_put(&run.db, &grant, 128).is_err());
+    assert!(run.store.commit_put(run.db.as_ref(), &grant, 128).is_err());
     assert_eq!(run.db.get(b"k").unwrap().as_deref(), Some(&b"2"[..]));
     drop((c, region));
     run.stop();

@@ -54,6 +54,32 @@ fn boom_and_resp_read_each_other_s_writes() {
 }
 
 #[test]
+fn a_boom_put_aborts_a_transaction_watching_its_key() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (s, socket) = boom_server(tmp.path(), &[]);
+    let mut b = BoomClient::connect_unix(&socket, b"").unwrap();
+    let mut c = s.client();
+    c.cmd("SET watched before");
+    assert_eq!(c.cmd("WATCH watched"), Value::Status("OK".into()));
+    b.put(b"watched", b"boom").unwrap();
+    c.cmd("MULTI");
+    c.cmd("SET watched resp");
+    assert_eq!(c.cmd("EXEC"), Value::Nil, "EXEC must abort");
+    assert_eq!(c.cmd("GET watched"), Value::bulk("boom"));
+    // The control: without a BOOM write in between, the same transaction runs.
+    c.cmd("WATCH watched");
+    c.cmd("MULTI");
+    c.cmd("SET watched resp");
+    assert_eq!(
+        c.cmd("EXEC"),
+        Value::Array(vec![Value::Status("OK".into())])
+    );
+    assert_eq!(b.get(b"watched").unwrap().as_deref(), Some(&b"resp"[..]));
+    drop(b);
+    s.terminate();
+}
+
+#[test]
 fn acknowledged_boom_puts_survive_sigkill() {
     let tmp = tempfile::tempdir().unwrap();
     let (s, socket) = boom_server(tmp.path(), &["--fsync", "no", "--internal-fault-storage"]);

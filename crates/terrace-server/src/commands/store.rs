@@ -181,11 +181,16 @@ impl Store {
         keys: impl IntoIterator<Item = &'k [u8]>,
     ) -> Result<(), Fail> {
         self.db.write(batch, self.write_opts)?;
-        // After the write: a WATCH registered while it ran still sees it.
+        self.written(keys);
+        Ok(())
+    }
+
+    /// Marks the watchers of `keys`, just written (by this store or beside it: a BOOM
+    /// PUT). After the write: a WATCH registered while it ran still sees it.
+    pub(crate) fn written<'k>(&self, keys: impl IntoIterator<Item = &'k [u8]>) {
         if self.watches.count.load(Ordering::Acquire) > 0 {
             keys.into_iter().for_each(|k| self.watches.touch(k));
         }
-        Ok(())
     }
 
     /// Deletes `key`.

@@ -32,6 +32,21 @@ impl DbHandle for Engine {
     fn db(&self) -> &terrace::Db {
         Engine::db(self)
     }
+
+    /// A BOOM PUT runs as a RESP write of its key does: beside other commands (not
+    /// inside an EXEC), holding the key's stripe (so INCR and the like read-modify-write
+    /// around it, not through it), and marking its watchers.
+    fn write_key(
+        &self,
+        key: &[u8],
+        write: &mut dyn FnMut() -> terrace::Result<u64>,
+    ) -> terrace::Result<u64> {
+        let _shared = self.store.exclusive.read();
+        let _stripe = self.store.lock_keys(std::iter::once(key));
+        let version = write()?;
+        self.store.written([key]);
+        Ok(version)
+    }
 }
 
 /// The running BOOM listener.
