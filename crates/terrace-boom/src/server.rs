@@ -425,7 +425,7 @@ impl BoomServer {
     /// Looks `key` up and copies its value into the connection's reply buffer (inline
     /// in the reply when it does not fit).
     fn stage(&self, key: &[u8], c: &mut Conn) -> Result<Reply> {
-        let stored = self.db.db().get(key)?;
+        let stored = self.db.db().get(&self.store.codec().engine_key(key))?;
         let value = stored.and_then(|v| self.store.codec().decode(&v));
         Ok(match value {
             None => Reply::Get {

@@ -144,6 +144,11 @@ pub trait ValueCodec: Send + Sync + std::fmt::Debug {
     /// The client's value in the engine's `stored`, or `None` if it is not one a GET
     /// returns (another type, an expired key).
     fn decode(&self, stored: &[u8]) -> Option<Vec<u8>>;
+    /// The engine's key for a client's `key` (the key itself unless the holder keeps
+    /// other records beside its clients' keys).
+    fn engine_key<'k>(&self, key: &'k [u8]) -> std::borrow::Cow<'k, [u8]> {
+        std::borrow::Cow::Borrowed(key)
+    }
 }
 
 /// Values as they are: the library's own encoding.
@@ -530,7 +535,10 @@ impl BoomStore {
         // The entry is durable before anything names it.
         self.region.persist(at, header.alloc_len as usize)?;
         let mut batch = WriteBatch::new();
-        batch.put(entry.key, &self.codec.encode(entry.value));
+        batch.put(
+            &self.codec.engine_key(entry.key),
+            &self.codec.encode(entry.value),
+        );
         let record = CommitRecord {
             offset: offset as u32,
             alloc_len: header.alloc_len,
@@ -672,7 +680,10 @@ impl terrace::wal::ExternalLog for BoomStore {
                     _ => continue,
                 };
                 let mut batch = WriteBatch::new();
-                batch.put(entry.key, &self.codec.encode(entry.value));
+                batch.put(
+                    &self.codec.engine_key(entry.key),
+                    &self.codec.encode(entry.value),
+                );
                 batch.set_sequence(rec.version);
                 apply(&batch)?;
             }

@@ -89,7 +89,9 @@ pub fn run(args: &CompactdArgs, out: &mut impl std::io::Write) -> anyhow::Result
     }));
     // The server's filter (expired keys dropped in compaction), so that the tasks of a
     // `terrace serve` database run here too.
-    worker.register_filter(Arc::new(terrace_server::value::ExpiryFilterFactory));
+    worker.register_filter(Arc::new(
+        terrace_server::value::ExpiryFilterFactory::default(),
+    ));
     match WorkerAddr::parse(&args.listen) {
         WorkerAddr::Tcp(addr) => {
             let listener =

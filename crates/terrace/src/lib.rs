@@ -50,8 +50,8 @@ pub mod wal;
 
 pub use batch::WriteBatch;
 pub use db::{
-    CompactionInfo, Db, DbIterator, DbStats, EventListener, FlushInfo, LatencySummary, LevelStats,
-    PinnedValue, Snapshot,
+    CompactionInfo, Db, DbIterator, DbReader, DbStats, EventListener, FlushInfo, LatencySummary,
+    LevelStats, PinnedValue, Snapshot,
 };
 pub use error::{Error, Result};
 pub use inspect::{inspect_database, DatabaseLayout};

@@ -237,8 +237,8 @@ impl Engine {
             }),
             ..Options::default()
         };
-        opts.compaction_filter_factories
-            .push(Arc::new(ExpiryFilterFactory));
+        let filter = Arc::new(ExpiryFilterFactory::default());
+        opts.compaction_filter_factories.push(filter.clone());
         opts.compaction_executor = match config.compaction_mode {
             CompactionMode::Linear => ExecutionMode::Linear,
             CompactionMode::Pipelined => ExecutionMode::Pipelined,
@@ -284,6 +284,7 @@ impl Engine {
             None => None,
         };
         let db = Db::open(&config.dir, opts)?;
+        filter.set_reader(db.reader());
         Ok(Arc::new(Engine {
             store: Store::new(db, config.fsync == Fsync::Always),
             config: RwLock::new(config.clone()),

@@ -55,10 +55,12 @@ fn expire_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], unit: Unit, cmd: &str) -> C
         Unit::AbsMillis => Some(n),
     }
     .ok_or_else(invalid)?;
-    let Some(mut v) = ctx.engine.store.get(key(args), ctx.now_ms)? else {
+    let Some(v) = ctx.engine.store.get_top(key(args), ctx.now_ms)? else {
         return Ok(Reply::Integer(0));
     };
-    let current = v.expire_at_ms.map(|c| i64::try_from(c).unwrap_or(i64::MAX));
+    let current = v
+        .expire_at_ms()
+        .map(|c| i64::try_from(c).unwrap_or(i64::MAX));
     let allowed = match current {
         None => !(xx || gt),
         Some(c) => !nx && (!gt || at > c) && (!lt || at < c),
@@ -69,8 +71,10 @@ fn expire_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], unit: Unit, cmd: &str) -> C
     if at <= now {
         ctx.engine.store.delete(key(args))?;
     } else {
-        v.expire_at_ms = Some(u64::try_from(at).map_err(|_| invalid())?);
-        ctx.engine.store.put(key(args), &v)?;
+        let at = u64::try_from(at).map_err(|_| invalid())?;
+        ctx.engine
+            .store
+            .put_top(key(args), &v.with_expiry(Some(at)))?;
     }
     Ok(Reply::Integer(1))
 }
@@ -94,9 +98,9 @@ pub(crate) fn pexpireat(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 /// -2 for a missing key, -1 for a persistent one, else `f(expire_at_ms)`.
 fn ttl_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], f: impl Fn(u64, u64) -> i64) -> CmdResult {
     Ok(Reply::Integer(
-        match ctx.engine.store.get(key(args), ctx.now_ms)? {
+        match ctx.engine.store.get_top(key(args), ctx.now_ms)? {
             None => -2,
-            Some(v) => v.expire_at_ms.map_or(-1, |at| f(at, ctx.now_ms)),
+            Some(v) => v.expire_at_ms().map_or(-1, |at| f(at, ctx.now_ms)),
         },
     ))
 }
@@ -124,10 +128,9 @@ pub(crate) fn pexpiretime(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 }
 
 pub(crate) fn persist(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    match ctx.engine.store.get(key(args), ctx.now_ms)? {
-        Some(mut v) if v.expire_at_ms.is_some() => {
-            v.expire_at_ms = None;
-            ctx.engine.store.put(key(args), &v)?;
+    match ctx.engine.store.get_top(key(args), ctx.now_ms)? {
+        Some(v) if v.expire_at_ms().is_some() => {
+            ctx.engine.store.put_top(key(args), &v.with_expiry(None))?;
             Ok(Reply::Integer(1))
         }
         _ => Ok(Reply::Integer(0)),

@@ -132,7 +132,7 @@ fn section_body(ctx: &Ctx<'_>, section: &str, out: &mut String) -> Result<(), Fa
             let (mut keys, mut expires) = (0u64, 0u64);
             e.store.for_each_from(b"", ctx.now_ms, |_, v| {
                 keys += 1;
-                expires += u64::from(v.expire_at_ms.is_some());
+                expires += u64::from(v.expire_at_ms().is_some());
                 true
             })?;
             if keys > 0 {

@@ -7,6 +7,11 @@ use super::arg::{int, is};
 use super::glob::glob_match;
 use super::{CmdResult, Ctx, Fail};
 use crate::resp::Reply;
+use crate::value::Top;
+use terrace::WriteBatch;
+
+use super::collection;
+use super::store::{delete_top, put_top};
 
 fn arg<'a>(args: &[&'a [u8]], i: usize) -> &'a [u8] {
     args.get(i).copied().unwrap_or_default()
@@ -15,7 +20,7 @@ fn arg<'a>(args: &[&'a [u8]], i: usize) -> &'a [u8] {
 pub(crate) fn del(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let mut gone = Vec::new();
     for k in args.iter().skip(1) {
-        if !gone.contains(k) && ctx.engine.store.get(k, ctx.now_ms)?.is_some() {
+        if !gone.contains(k) && ctx.engine.store.get_top(k, ctx.now_ms)?.is_some() {
             gone.push(*k);
         }
     }
@@ -32,7 +37,7 @@ pub(crate) fn del(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 pub(crate) fn exists(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let mut n = 0;
     for k in args.iter().skip(1) {
-        if ctx.engine.store.get(k, ctx.now_ms)?.is_some() {
+        if ctx.engine.store.get_top(k, ctx.now_ms)?.is_some() {
             n += 1;
         }
     }
@@ -40,8 +45,8 @@ pub(crate) fn exists(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 }
 
 pub(crate) fn type_of(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    let t = match ctx.engine.store.get(arg(args, 1), ctx.now_ms)? {
-        Some(_) => "string",
+    let t = match ctx.engine.store.get_top(arg(args, 1), ctx.now_ms)? {
+        Some(t) => t.type_name(),
         None => "none",
     };
     Ok(Reply::Status(t.to_string()))
@@ -49,18 +54,19 @@ pub(crate) fn type_of(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 
 fn rename_inner(ctx: &mut Ctx<'_>, args: &[&[u8]], nx: bool) -> CmdResult {
     let (src, dst) = (arg(args, 1), arg(args, 2));
-    let Some(v) = ctx.engine.store.get(src, ctx.now_ms)? else {
+    let Some(v) = ctx.engine.store.get_top(src, ctx.now_ms)? else {
         return Err(Fail::err("no such key"));
     };
     if src == dst {
         return Ok(if nx { Reply::Integer(0) } else { Reply::Ok });
     }
-    if nx && ctx.engine.store.get(dst, ctx.now_ms)?.is_some() {
+    if nx && ctx.engine.store.get_top(dst, ctx.now_ms)?.is_some() {
         return Ok(Reply::Integer(0));
     }
-    ctx.engine
-        .store
-        .apply(vec![(dst.to_vec(), Some(v)), (src.to_vec(), None)])?;
+    let mut batch = WriteBatch::new();
+    copy_top(ctx, &mut batch, src, dst, &v)?;
+    delete_top(&mut batch, src);
+    ctx.engine.store.write(batch, [src, dst])?;
     Ok(if nx { Reply::Integer(1) } else { Reply::Ok })
 }
 
@@ -92,14 +98,33 @@ pub(crate) fn copy(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     if src == dst {
         return Err(Fail::err("source and destination objects are the same"));
     }
-    let Some(v) = ctx.engine.store.get(src, ctx.now_ms)? else {
+    let Some(v) = ctx.engine.store.get_top(src, ctx.now_ms)? else {
         return Ok(Reply::Integer(0));
     };
-    if !replace && ctx.engine.store.get(dst, ctx.now_ms)?.is_some() {
+    if !replace && ctx.engine.store.get_top(dst, ctx.now_ms)?.is_some() {
         return Ok(Reply::Integer(0));
     }
-    ctx.engine.store.put(dst, &v)?;
+    let mut batch = WriteBatch::new();
+    copy_top(ctx, &mut batch, src, dst, &v)?;
+    ctx.engine.store.write(batch, [dst])?;
     Ok(Reply::Integer(1))
+}
+
+/// Adds to `batch` `src`'s record `v` (and a collection's members) as `dst`'s.
+fn copy_top(
+    ctx: &Ctx<'_>,
+    batch: &mut WriteBatch,
+    src: &[u8],
+    dst: &[u8],
+    v: &Top,
+) -> Result<(), Fail> {
+    match v {
+        Top::String(_) => put_top(batch, dst, v),
+        Top::Coll(meta) => {
+            collection::copy(ctx, batch, src, dst, meta)?;
+        }
+    }
+    Ok(())
 }
 
 pub(crate) fn dbsize(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
@@ -169,13 +194,15 @@ pub(crate) fn scan(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let mut out = Vec::new();
     let mut visited = 0usize;
     let mut resume: Option<Vec<u8>> = None;
-    ctx.engine.store.for_each_from(&start, ctx.now_ms, |k, _| {
+    ctx.engine.store.for_each_from(&start, ctx.now_ms, |k, v| {
         if visited == count {
             resume = Some(k.to_vec());
             return false;
         }
         visited += 1;
-        let type_ok = type_filter.as_deref().is_none_or(|t| t == b"string");
+        let type_ok = type_filter
+            .as_deref()
+            .is_none_or(|t| t == v.type_name().as_bytes());
         if type_ok && pattern.is_none_or(|p| glob_match(p, k, false)) {
             out.push(Reply::Bulk(k.to_vec().into()));
         }
@@ -203,8 +230,8 @@ pub(crate) fn randomkey(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
     Ok(Reply::bulk_or_nil(found))
 }
 
-/// TRANGE start count: up to `count` live keys from `start` (inclusive) in byte order,
-/// as a flat array of key, value, key, value... (YCSB workload E's scan).
+/// TRANGE start count: up to `count` live string keys from `start` (inclusive) in byte
+/// order, as a flat array of key, value, key, value... (YCSB workload E's scan).
 pub(crate) fn trange(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     if args.len() != 3 {
         return Err(Fail::syntax());
@@ -215,8 +242,11 @@ pub(crate) fn trange(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         ctx.engine
             .store
             .for_each_from(arg(args, 1), ctx.now_ms, |k, v| {
-                out.push(Reply::Bulk(k.to_vec().into()));
-                out.push(Reply::Bulk(v.data.clone().into()));
+                // Strings only: a collection has no one value to show.
+                if let Top::String(v) = v {
+                    out.push(Reply::Bulk(k.to_vec().into()));
+                    out.push(Reply::Bulk(v.data.clone().into()));
+                }
                 out.len() < count * 2
             })?;
     }

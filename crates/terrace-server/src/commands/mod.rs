@@ -17,9 +17,11 @@
 //! the shared counters after each batch of commands.
 
 mod arg;
+mod collection;
 mod engine;
 mod expiry;
 mod glob;
+mod hashes;
 mod info;
 mod keyspace;
 mod run;
@@ -102,7 +104,15 @@ impl Fail {
     pub(crate) fn not_integer() -> Fail {
         Fail::err("value is not an integer or out of range")
     }
+    pub(crate) fn wrongtype() -> Fail {
+        Fail::Reply(Reply::Error(
+            "WRONGTYPE Operation against a key holding the wrong kind of value".into(),
+        ))
+    }
     pub(crate) fn corrupt(key: &[u8], e: ValueError) -> Fail {
+        if let ValueError::NotAString(_) = e {
+            return Fail::wrongtype();
+        }
         Fail::err(format!(
             "stored value of key {:?} is unreadable: {e}",
             String::from_utf8_lossy(key)

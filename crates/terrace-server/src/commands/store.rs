@@ -11,7 +11,8 @@ use parking_lot::{Mutex, MutexGuard, RwLock};
 use terrace::{Db, ReadOptions, WriteBatch, WriteOptions};
 
 use super::Fail;
-use crate::value::{split_header, StoredValue, ValueHeader};
+use crate::value::keys::{self, top};
+use crate::value::{split_header, StoredValue, Top, ValueHeader};
 
 /// `clear` deletes the keys below this with one range tombstone and those at or above it
 /// one by one.
@@ -19,6 +20,9 @@ const CLEAR_FENCE: [u8; 16] = [0xff; 16];
 
 /// One write of a batch: a put (`Some`) or a delete (`None`).
 pub(crate) type Op = (Vec<u8>, Option<StoredValue>);
+
+/// The bookkeeping record of the highest collection version that may have been used.
+const VERSION_CEILING: &[u8] = b"version-ceiling";
 
 /// Number of key-hash stripes serialising read-modify-write commands.
 pub(crate) const STRIPES: usize = 1024;
@@ -31,7 +35,17 @@ pub(crate) struct Store {
     /// Commands hold it shared; EXEC and FLUSHDB hold it exclusively.
     pub(crate) exclusive: RwLock<()>,
     watches: Watches,
+    versions: Versions,
 }
+
+/// Hands out collection versions: increasing across restarts, even if the clock goes
+/// back, because the highest one that may be handed out is recorded first.
+struct Versions {
+    next: Mutex<(u64, u64)>,
+}
+
+/// How many versions one recorded ceiling covers.
+const VERSION_BLOCK: u64 = 1 << 20;
 
 /// Which clients watch which keys; a write to a watched key marks its watchers dirty.
 #[derive(Default)]
@@ -58,7 +72,44 @@ impl Store {
             stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
             exclusive: RwLock::new(()),
             watches: Watches::default(),
+            versions: Versions {
+                next: Mutex::new((0, 0)),
+            },
         }
+    }
+
+    /// A version for a new collection, above every version handed out before (in this
+    /// run or an earlier one: the ceiling is recorded before versions below it are used).
+    pub(crate) fn new_version(&self) -> Result<u64, Fail> {
+        let mut v = self.versions.next.lock();
+        let (next, ceiling) = &mut *v;
+        if *next >= *ceiling {
+            let recorded = match self.db.get(&keys::bookkeeping(VERSION_CEILING))? {
+                Some(b) => b
+                    .as_slice()
+                    .try_into()
+                    .map(u64::from_be_bytes)
+                    .map_err(|_| Fail::err("the recorded collection version is damaged"))?,
+                None => 0,
+            };
+            let clock = u64::try_from(
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_micros()),
+            )
+            .unwrap_or(u64::MAX / 2);
+            *next = (*next).max(recorded).max(clock);
+            let new_ceiling = *next + VERSION_BLOCK;
+            let mut b = WriteBatch::new();
+            b.put(
+                &keys::bookkeeping(VERSION_CEILING),
+                &new_ceiling.to_be_bytes(),
+            );
+            self.db.write(b, self.write_opts)?;
+            *ceiling = new_ceiling;
+        }
+        *next += 1;
+        Ok(*next)
     }
 
     /// Locks the stripes of `keys` in a fixed order (no deadlock between commands).
@@ -97,7 +148,7 @@ impl Store {
         key: &[u8],
         now_ms: u64,
     ) -> Result<Option<(Option<u64>, Bytes)>, Fail> {
-        let Some(raw) = self.db.get_pinned(&ReadOptions::default(), key)? else {
+        let Some(raw) = self.db.get_pinned(&ReadOptions::default(), &top(key))? else {
             return Ok(None);
         };
         let raw = raw.into_bytes();
@@ -125,7 +176,9 @@ impl Store {
         now_ms: u64,
         opts: &ReadOptions,
     ) -> Result<Vec<Option<Bytes>>, Fail> {
-        let raw = self.db.multi_get_pinned(opts, keys)?;
+        let engine_keys: Vec<std::borrow::Cow<'_, [u8]>> = keys.iter().map(|k| top(k)).collect();
+        let engine_keys: Vec<&[u8]> = engine_keys.iter().map(AsRef::as_ref).collect();
+        let raw = self.db.multi_get_pinned(opts, &engine_keys)?;
         let mut out = Vec::with_capacity(raw.len());
         for (key, raw) in keys.iter().zip(raw) {
             let Some(raw) = raw else {
@@ -148,11 +201,70 @@ impl Store {
     fn expire_lazily(&self, key: &[u8], now_ms: u64) -> Result<(), Fail> {
         // A command already holding this stripe overwrites or skips the key.
         if let Some(_guard) = self.stripes.get(stripe_of(key)).and_then(Mutex::try_lock) {
-            if let Some(raw) = self.db.get(key)? {
-                if StoredValue::decode(&raw).is_ok_and(|v| v.is_expired(now_ms)) {
+            if let Some(raw) = self.db.get(&top(key))? {
+                if Top::decode(&raw).is_ok_and(|v| v.expire_at_ms().is_some_and(|at| at <= now_ms))
+                {
                     self.db.write(single_delete(key), self.write_opts)?;
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// The live top-level record of `key` (a string or a collection's metadata) at
+    /// `now_ms`; an expired one reads as absent and is deleted if its stripe is free.
+    pub(crate) fn get_top(&self, key: &[u8], now_ms: u64) -> Result<Option<Top>, Fail> {
+        let Some(raw) = self.db.get_pinned(&ReadOptions::default(), &top(key))? else {
+            return Ok(None);
+        };
+        let t = Top::decode(&raw).map_err(|e| Fail::corrupt(key, e))?;
+        if t.expire_at_ms().is_none_or(|at| at > now_ms) {
+            return Ok(Some(t));
+        }
+        self.expire_lazily(key, now_ms)?;
+        Ok(None)
+    }
+
+    /// Stores the top-level record `t` under `key` (a collection's members stay where
+    /// they are: the caller writes them in the same batch, see [`Store::batch`]).
+    pub(crate) fn put_top(&self, key: &[u8], t: &Top) -> Result<(), Fail> {
+        let mut batch = WriteBatch::new();
+        batch.put(&top(key), &t.encode());
+        self.write(batch, [key])
+    }
+
+    /// The value of the member record `engine_key` (see `value::keys`), if any.
+    pub(crate) fn get_member(&self, engine_key: &[u8]) -> Result<Option<Bytes>, Fail> {
+        Ok(self
+            .db
+            .get_pinned(&ReadOptions::default(), engine_key)?
+            .map(|v| v.into_bytes()))
+    }
+
+    /// Member records from `start` on while they start with `prefix`, calling `visit`
+    /// with each one's member (the key past `prefix`) and value until it returns false.
+    pub(crate) fn for_each_member(
+        &self,
+        prefix: &[u8],
+        start: &[u8],
+        mut visit: impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<(), Fail> {
+        let opts = ReadOptions {
+            upper_bound: keys::prefix_end(prefix),
+            ..ReadOptions::default()
+        };
+        let mut it = self.db.iter(opts)?;
+        let mut from = prefix.to_vec();
+        from.extend_from_slice(start);
+        it.seek(&from)?;
+        while it.valid() {
+            let Some(member) = it.key().strip_prefix(prefix) else {
+                break;
+            };
+            if !visit(member, it.value()) {
+                break;
+            }
+            it.next()?;
         }
         Ok(())
     }
@@ -204,7 +316,7 @@ impl Store {
         for (k, v) in &ops {
             match v {
                 Some(v) => put_value(&mut batch, k, v.expire_at_ms, &v.data),
-                None => batch.delete(k),
+                None => batch.delete(&top(k)),
             }
         }
         self.write(batch, ops.iter().map(|(k, _)| k.as_slice()))
@@ -230,19 +342,25 @@ impl Store {
         Ok(())
     }
 
-    /// Live keys (and values) from `start` on in key order, calling `visit` until it
-    /// returns false.
+    /// Live keys (and their top-level records) from `start` on in key order, calling
+    /// `visit` until it returns false. Collections' members are not keys: the walk ends
+    /// where they start.
     pub(crate) fn for_each_from(
         &self,
         start: &[u8],
         now_ms: u64,
-        mut visit: impl FnMut(&[u8], &StoredValue) -> bool,
+        mut visit: impl FnMut(&[u8], &Top) -> bool,
     ) -> Result<(), Fail> {
         let mut it = self.db.iter(ReadOptions::default())?;
-        it.seek(start)?;
-        while it.valid() {
-            let v = StoredValue::decode(it.value()).map_err(|e| Fail::corrupt(it.key(), e))?;
-            if !v.is_expired(now_ms) && !visit(it.key(), &v) {
+        it.seek(&top(start))?;
+        let end = keys::top_end();
+        while it.valid() && it.key() < end.as_slice() {
+            let Some(key) = keys::client_key(it.key()) else {
+                break;
+            };
+            let v = Top::decode(it.value()).map_err(|e| Fail::corrupt(&key, e))?;
+            let live = v.expire_at_ms().is_none_or(|at| at > now_ms);
+            if live && !visit(&key, &v) {
                 break;
             }
             it.next()?;
@@ -292,6 +410,17 @@ impl Watches {
     }
 }
 
+/// Adds a put of `key`'s top-level record `t`.
+pub(crate) fn put_top(batch: &mut WriteBatch, key: &[u8], t: &Top) {
+    batch.put(&top(key), &t.encode());
+}
+
+/// Adds a delete of `key`'s top-level record (a collection's members stay, under a
+/// version nothing names any more, for compaction to drop).
+pub(crate) fn delete_top(batch: &mut WriteBatch, key: &[u8]) {
+    batch.delete(&top(key));
+}
+
 /// Adds a put of a string value (header and payload side by side, no joined copy).
 pub(crate) fn put_value(
     batch: &mut WriteBatch,
@@ -299,11 +428,14 @@ pub(crate) fn put_value(
     expire_at_ms: Option<u64>,
     data: &[u8],
 ) {
-    batch.put_parts(key, &[ValueHeader::new(expire_at_ms).as_bytes(), data]);
+    batch.put_parts(
+        &top(key),
+        &[ValueHeader::new(expire_at_ms).as_bytes(), data],
+    );
 }
 
 fn single_delete(key: &[u8]) -> WriteBatch {
     let mut b = WriteBatch::with_capacity(6 + key.len());
-    b.delete(key);
+    b.delete(&top(key));
     b
 }

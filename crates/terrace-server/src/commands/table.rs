@@ -1,7 +1,7 @@
 //! The command table: names, arities, flags and key positions (what COMMAND reports and
 //! what the executor locks).
 
-use super::{expiry, keyspace, server, strings, txn, CmdResult, Ctx};
+use super::{expiry, hashes, keyspace, server, strings, txn, CmdResult, Ctx};
 
 /// Writes keys: the executor locks the stripes of its keys.
 pub(crate) const WRITE: u32 = 1;
@@ -367,6 +367,17 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
         strings::getset
     ),
     cmd!(
+        "hdel",
+        -3,
+        WF,
+        1,
+        1,
+        1,
+        "hash",
+        "Deletes one or more fields and their values from a hash. Deletes the hash if no fields remain.",
+        hashes::hdel
+    ),
+    cmd!(
         "hello",
         -1,
         NOAUTH | FAST,
@@ -376,6 +387,171 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
         "connection",
         "Handshakes with the server.",
         server::hello
+    ),
+    cmd!(
+        "hexists",
+        3,
+        RF,
+        1,
+        1,
+        1,
+        "hash",
+        "Determines whether a field exists in a hash.",
+        hashes::hexists
+    ),
+    cmd!(
+        "hget",
+        3,
+        RF,
+        1,
+        1,
+        1,
+        "hash",
+        "Returns the value of a field in a hash.",
+        hashes::hget
+    ),
+    cmd!(
+        "hgetall",
+        2,
+        R,
+        1,
+        1,
+        1,
+        "hash",
+        "Returns all fields and values in a hash.",
+        hashes::hgetall
+    ),
+    cmd!(
+        "hincrby",
+        4,
+        WF,
+        1,
+        1,
+        1,
+        "hash",
+        "Increments the integer value of a field in a hash by a number. Uses 0 as initial value if the field doesn't exist.",
+        hashes::hincrby
+    ),
+    cmd!(
+        "hincrbyfloat",
+        4,
+        WF,
+        1,
+        1,
+        1,
+        "hash",
+        "Increments the floating point value of a field by a number. Uses 0 as initial value if the field doesn't exist.",
+        hashes::hincrbyfloat
+    ),
+    cmd!(
+        "hkeys",
+        2,
+        R,
+        1,
+        1,
+        1,
+        "hash",
+        "Returns all fields in a hash.",
+        hashes::hkeys
+    ),
+    cmd!(
+        "hlen",
+        2,
+        RF,
+        1,
+        1,
+        1,
+        "hash",
+        "Returns the number of fields in a hash.",
+        hashes::hlen
+    ),
+    cmd!(
+        "hmget",
+        -3,
+        RF,
+        1,
+        1,
+        1,
+        "hash",
+        "Returns the values of all fields in a hash.",
+        hashes::hmget
+    ),
+    cmd!(
+        "hmset",
+        -4,
+        WF,
+        1,
+        1,
+        1,
+        "hash",
+        "Sets the values of multiple fields.",
+        hashes::hmset
+    ),
+    cmd!(
+        "hrandfield",
+        -2,
+        R,
+        1,
+        1,
+        1,
+        "hash",
+        "Returns one or more random fields from a hash.",
+        hashes::hrandfield
+    ),
+    cmd!(
+        "hscan",
+        -3,
+        R,
+        1,
+        1,
+        1,
+        "hash",
+        "Iterates over fields and values of a hash.",
+        hashes::hscan
+    ),
+    cmd!(
+        "hset",
+        -4,
+        WF,
+        1,
+        1,
+        1,
+        "hash",
+        "Creates or modifies the value of a field in a hash.",
+        hashes::hset
+    ),
+    cmd!(
+        "hsetnx",
+        4,
+        WF,
+        1,
+        1,
+        1,
+        "hash",
+        "Sets the value of a field in a hash only when the field doesn't exist.",
+        hashes::hsetnx
+    ),
+    cmd!(
+        "hstrlen",
+        3,
+        RF,
+        1,
+        1,
+        1,
+        "hash",
+        "Returns the length of the value of a field.",
+        hashes::hstrlen
+    ),
+    cmd!(
+        "hvals",
+        2,
+        R,
+        1,
+        1,
+        1,
+        "hash",
+        "Returns all values in a hash.",
+        hashes::hvals
     ),
     cmd!(
         "incr",

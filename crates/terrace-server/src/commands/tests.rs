@@ -4,7 +4,7 @@ use super::glob::glob_match;
 use super::*;
 use crate::config::Config;
 
-fn engine(dir: &std::path::Path) -> Arc<Engine> {
+pub(crate) fn engine(dir: &std::path::Path) -> Arc<Engine> {
     let config = Config {
         dir: dir.to_path_buf(),
         ..Config::default()
@@ -12,16 +12,16 @@ fn engine(dir: &std::path::Path) -> Arc<Engine> {
     Engine::open(&config).unwrap()
 }
 
-fn run(s: &mut Session, line: &str) -> Reply {
+pub(crate) fn run(s: &mut Session, line: &str) -> Reply {
     let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
     s.execute(&args).unwrap()
 }
 
-fn bulk(s: &str) -> Reply {
+pub(crate) fn bulk(s: &str) -> Reply {
     Reply::Bulk(s.as_bytes().to_vec().into())
 }
 
-fn err(s: &str) -> Reply {
+pub(crate) fn err(s: &str) -> Reply {
     Reply::Error(s.to_string())
 }
 
@@ -52,8 +52,8 @@ fn set_options_and_get() {
         err("ERR wrong number of arguments for 'get' command")
     );
     assert_eq!(
-        run(&mut s, "HSET h f v"),
-        err("ERR unknown command 'HSET', with args beginning with: 'h' 'f' 'v' ")
+        run(&mut s, "NOSUCH h f v"),
+        err("ERR unknown command 'NOSUCH', with args beginning with: 'h' 'f' 'v' ")
     );
 }
 

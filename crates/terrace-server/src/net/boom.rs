@@ -26,6 +26,10 @@ impl ValueCodec for RespStrings {
         let v = StoredValue::decode(stored).ok()?;
         (!v.is_expired(crate::value::now_ms())).then_some(v.data)
     }
+
+    fn engine_key<'k>(&self, key: &'k [u8]) -> std::borrow::Cow<'k, [u8]> {
+        crate::value::keys::top(key)
+    }
 }
 
 impl DbHandle for Engine {

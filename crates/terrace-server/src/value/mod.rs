@@ -10,10 +10,151 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use terrace::compaction::{CompactionFilter, CompactionFilterFactory, FilterDecision};
 
+pub mod keys;
+
 /// Tag of a string value without expiry.
 const TAG_STRING: u8 = 0x00;
 /// Tag of a string value followed by an 8-byte big-endian expiry time in Unix milliseconds.
 const TAG_STRING_EXPIRING: u8 = 0x01;
+/// Tag of a hash's metadata ([`CollMeta`]).
+const TAG_HASH: u8 = 0x10;
+
+/// Bytes of a collection's metadata: tag, expiry, version, size.
+const COLL_META_BYTES: usize = 25;
+
+/// A collection type: what its metadata's tag says and where its members live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CollKind {
+    /// A hash: fields and values.
+    Hash,
+}
+
+impl CollKind {
+    fn tag(self) -> u8 {
+        match self {
+            CollKind::Hash => TAG_HASH,
+        }
+    }
+
+    /// The name TYPE reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            CollKind::Hash => "hash",
+        }
+    }
+
+    /// Where its members live.
+    pub fn sub(self) -> keys::Sub {
+        match self {
+            CollKind::Hash => keys::Sub::HashField,
+        }
+    }
+}
+
+/// A collection's top-level record: its type, expiry, the version its members are
+/// stored under (a new one each time the collection is created, so that deleting or
+/// overwriting it never touches its members) and how many members it has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CollMeta {
+    /// The collection's type.
+    pub kind: CollKind,
+    /// Expiry as Unix time in milliseconds; `None` for a persistent key.
+    pub expire_at_ms: Option<u64>,
+    /// The version its members are stored under.
+    pub version: u64,
+    /// How many members it has (a collection with none does not exist).
+    pub size: u64,
+}
+
+impl CollMeta {
+    /// The stored bytes.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(COLL_META_BYTES);
+        out.push(self.kind.tag());
+        out.extend_from_slice(&self.expire_at_ms.unwrap_or(0).to_be_bytes());
+        out.extend_from_slice(&self.version.to_be_bytes());
+        out.extend_from_slice(&self.size.to_be_bytes());
+        out
+    }
+
+    /// Whether the collection has expired at `now_ms`.
+    pub fn is_expired(&self, now_ms: u64) -> bool {
+        self.expire_at_ms.is_some_and(|at| at <= now_ms)
+    }
+}
+
+/// A key's top-level record, decoded: a string or a collection's metadata.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Top {
+    /// A string.
+    String(StoredValue),
+    /// A collection.
+    Coll(CollMeta),
+}
+
+impl Top {
+    /// Decodes stored bytes.
+    ///
+    /// # Errors
+    /// [`ValueError`] for bytes this version did not write.
+    pub fn decode(bytes: &[u8]) -> Result<Top, ValueError> {
+        match bytes.first() {
+            Some(&TAG_HASH) => {
+                let field = |at: usize| -> Result<u64, ValueError> {
+                    bytes
+                        .get(at..at + 8)
+                        .and_then(|s| s.try_into().ok())
+                        .map(u64::from_be_bytes)
+                        .ok_or(ValueError::Truncated)
+                };
+                if bytes.len() > COLL_META_BYTES {
+                    return Err(ValueError::TrailingBytes);
+                }
+                let expire = field(1)?;
+                Ok(Top::Coll(CollMeta {
+                    kind: CollKind::Hash,
+                    expire_at_ms: (expire != 0).then_some(expire),
+                    version: field(9)?,
+                    size: field(17)?,
+                }))
+            }
+            _ => StoredValue::decode(bytes).map(Top::String),
+        }
+    }
+
+    /// When it expires.
+    pub fn expire_at_ms(&self) -> Option<u64> {
+        match self {
+            Top::String(v) => v.expire_at_ms,
+            Top::Coll(m) => m.expire_at_ms,
+        }
+    }
+
+    /// The name TYPE reports.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Top::String(_) => "string",
+            Top::Coll(m) => m.kind.name(),
+        }
+    }
+
+    /// The same record expiring at `at` instead.
+    pub fn with_expiry(mut self, at: Option<u64>) -> Top {
+        match &mut self {
+            Top::String(v) => v.expire_at_ms = at,
+            Top::Coll(m) => m.expire_at_ms = at,
+        }
+        self
+    }
+
+    /// The stored bytes.
+    pub fn encode(&self) -> Vec<u8> {
+        match self {
+            Top::String(v) => v.encode(),
+            Top::Coll(m) => m.encode(),
+        }
+    }
+}
 
 /// A decoded value: its payload and when it expires.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,9 +174,15 @@ pub enum ValueError {
     /// A tag this version does not know (a newer type, or corruption).
     #[error("unknown value tag {0:#04x}")]
     UnknownTag(u8),
-    /// The expiry field is cut short.
+    /// The expiry field (or a collection's metadata) is cut short.
     #[error("stored value truncated in its expiry field")]
     Truncated,
+    /// A collection's metadata longer than its fields.
+    #[error("stored collection metadata has trailing bytes")]
+    TrailingBytes,
+    /// A collection where a string was read: the command's WRONGTYPE.
+    #[error("a {0} where a string was expected")]
+    NotAString(&'static str),
 }
 
 impl StoredValue {
@@ -76,6 +223,7 @@ impl StoredValue {
                     data: rest.get(8..).unwrap_or_default().to_vec(),
                 })
             }
+            TAG_HASH => Err(ValueError::NotAString(CollKind::Hash.name())),
             other => Err(ValueError::UnknownTag(other)),
         }
     }
@@ -118,7 +266,7 @@ impl ValueHeader {
 /// # Errors
 /// As [`StoredValue::decode`].
 pub fn split_header(bytes: &[u8]) -> Result<(Option<u64>, usize), ValueError> {
-    let expire_at_ms = expiry_of(bytes)?;
+    let expire_at_ms = string_expiry_of(bytes)?;
     Ok((expire_at_ms, if expire_at_ms.is_some() { 9 } else { 1 }))
 }
 
@@ -139,7 +287,19 @@ pub fn expiry_of(bytes: &[u8]) -> Result<Option<u64>, ValueError> {
     match tag {
         TAG_STRING => Ok(None),
         TAG_STRING_EXPIRING => expiry_field(rest).map(Some),
+        TAG_HASH => Ok(Top::decode(bytes)?.expire_at_ms()),
         other => Err(ValueError::UnknownTag(other)),
+    }
+}
+
+/// The expiry of the top-level record of a string: `NotAString` for a collection.
+///
+/// # Errors
+/// As [`StoredValue::decode`].
+fn string_expiry_of(bytes: &[u8]) -> Result<Option<u64>, ValueError> {
+    match bytes.first() {
+        Some(&TAG_HASH) => Err(ValueError::NotAString(CollKind::Hash.name())),
+        _ => expiry_of(bytes),
     }
 }
 
@@ -153,16 +313,59 @@ pub fn now_ms() -> u64 {
 /// Registered name of the expiry compaction filter.
 pub const EXPIRY_FILTER: &str = "terrace-expiry";
 
-/// Removes keys whose stored expiry has passed. Values it cannot decode are kept, so a
-/// compaction never destroys data it does not understand.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ExpiryFilter;
+/// Removes keys whose stored expiry has passed and, when it can read the database, the
+/// member records of collections that no longer exist under the version they were
+/// written with (deleted, overwritten, expired or recreated). Values it cannot decode are
+/// kept, so a compaction never destroys data it does not understand; in a compaction
+/// worker process, which cannot read the database, members are all kept.
+#[derive(Debug, Default)]
+pub struct ExpiryFilter {
+    reader: Option<terrace::DbReader>,
+    /// The last collection looked up and whether its members at that version live:
+    /// consecutive member records mostly belong to one collection.
+    last: parking_lot::Mutex<Option<(Vec<u8>, u64, bool)>>,
+}
+
+impl ExpiryFilter {
+    /// Whether the members of `key` written under `version` for `sub` still belong to a
+    /// live collection; `None` when that cannot be known (keep them).
+    fn members_live(&self, key: &[u8], version: u64, sub: keys::Sub) -> Option<bool> {
+        let reader = self.reader.as_ref()?;
+        let mut last = self.last.lock();
+        if let Some((k, v, live)) = last.as_ref() {
+            if k.as_slice() == key && *v == version {
+                return Some(*live);
+            }
+        }
+        let live = match reader.get(&keys::top(key)).ok()? {
+            None => false,
+            Some(raw) => match Top::decode(&raw) {
+                Ok(Top::Coll(m)) => {
+                    m.version == version && m.kind.sub() == sub && !m.is_expired(now_ms())
+                }
+                Ok(Top::String(_)) => false,
+                Err(_) => return None,
+            },
+        };
+        *last = Some((key.to_vec(), version, live));
+        Some(live)
+    }
+}
 
 impl CompactionFilter for ExpiryFilter {
     fn name(&self) -> &str {
         EXPIRY_FILTER
     }
-    fn filter(&self, _level: usize, _user_key: &[u8], value: &[u8]) -> FilterDecision {
+    fn filter(&self, _level: usize, user_key: &[u8], value: &[u8]) -> FilterDecision {
+        if let Some(m) = keys::parse_member(user_key) {
+            return match self.members_live(m.key, m.version, m.sub) {
+                Some(false) => FilterDecision::Remove,
+                _ => FilterDecision::Keep,
+            };
+        }
+        if user_key.starts_with(&keys::RESERVED) && keys::client_key(user_key).is_none() {
+            return FilterDecision::Keep;
+        }
         match expiry_of(value) {
             Ok(Some(at)) if at <= now_ms() => FilterDecision::Remove,
             _ => FilterDecision::Keep,
@@ -170,16 +373,29 @@ impl CompactionFilter for ExpiryFilter {
     }
 }
 
-/// Builds [`ExpiryFilter`]s; takes no parameters.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ExpiryFilterFactory;
+/// Builds [`ExpiryFilter`]s; takes no parameters. Given a reader of the database
+/// ([`ExpiryFilterFactory::set_reader`]) its filters also drop stale members.
+#[derive(Debug, Default)]
+pub struct ExpiryFilterFactory {
+    reader: std::sync::OnceLock<terrace::DbReader>,
+}
+
+impl ExpiryFilterFactory {
+    /// Lets the filters read the database (once it is open).
+    pub fn set_reader(&self, reader: terrace::DbReader) {
+        let _ = self.reader.set(reader);
+    }
+}
 
 impl CompactionFilterFactory for ExpiryFilterFactory {
     fn name(&self) -> &str {
         EXPIRY_FILTER
     }
     fn create(&self, _params: &str) -> terrace::Result<Box<dyn CompactionFilter>> {
-        Ok(Box::new(ExpiryFilter))
+        Ok(Box::new(ExpiryFilter {
+            reader: self.reader.get().cloned(),
+            last: parking_lot::Mutex::new(None),
+        }))
     }
 }
 

@@ -43,7 +43,7 @@ fn bad_bytes_are_errors() {
 
 #[test]
 fn filter_drops_only_expired() {
-    let f = ExpiryFilter;
+    let f = ExpiryFilter::default();
     let past = StoredValue {
         expire_at_ms: Some(1),
         data: vec![],

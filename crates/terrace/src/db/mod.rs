@@ -140,6 +140,33 @@ pub struct Db {
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
+/// Reads a database without keeping it open: for a compaction filter that must look at
+/// other keys than the one it judges (a collection's metadata, for its members). `Send +
+/// Sync`, cheap to clone. Reads fail with `Closed` once the database has closed.
+#[derive(Clone)]
+pub struct DbReader {
+    inner: std::sync::Weak<DbInner>,
+}
+
+impl std::fmt::Debug for DbReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DbReader").finish_non_exhaustive()
+    }
+}
+
+impl DbReader {
+    /// The latest value of `key`, or `None`.
+    ///
+    /// # Errors
+    /// `Closed` after the database closed; as [`Db::get`].
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let inner = self.inner.upgrade().ok_or(Error::Closed)?;
+        Ok(inner
+            .get_pinned(&ReadOptions::default(), key)?
+            .map(|v| v.to_vec()))
+    }
+}
+
 impl std::fmt::Debug for Db {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Db").field("dir", &self.inner.dir).finish()
@@ -260,6 +287,13 @@ impl Db {
             ));
         }
         self.inner.write_external(batch, Box::new(persist))
+    }
+
+    /// A reader of this database that does not keep it open ([`DbReader`]).
+    pub fn reader(&self) -> DbReader {
+        DbReader {
+            inner: Arc::downgrade(&self.inner),
+        }
     }
 
     /// The value of `key`, or `None`.

@@ -1,0 +1,215 @@
+//! Where the server's data lives in the engine's one ordered key space
+//! (docs/formats/resp-collections.md).
+//!
+//! - A key's top-level record (a string, or a collection's metadata) is stored at the
+//!   key itself, so strings cost no extra bytes and keys sort as the client's bytes do.
+//!   A key starting with [`RESERVED`] is stored escaped (`RESERVED, 0x00, rest`).
+//! - A collection's members are stored after every key, under `RESERVED` and a tag:
+//!   `RESERVED, tag, len(key) as u32 BE, key, version as u64 BE, member`. Each
+//!   collection's members are one contiguous, ordered range per version, and a
+//!   collection dropped or recreated under a new version leaves its old range to be
+//!   removed by compaction.
+//!
+//! Owns: the mapping between client keys and engine keys. Must not touch: the values.
+
+use std::borrow::Cow;
+
+/// The first bytes of every engine key that is not a client's key as it is.
+pub const RESERVED: [u8; 2] = [0xff, 0xff];
+
+/// After [`RESERVED`]: a client key that itself starts with `RESERVED`.
+const ESCAPED: u8 = 0x00;
+
+/// What a member record belongs to, the byte after [`RESERVED`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Sub {
+    /// A hash field; the value is the field's value.
+    HashField = 0x01,
+}
+
+impl Sub {
+    fn from_byte(b: u8) -> Option<Sub> {
+        match b {
+            0x01 => Some(Sub::HashField),
+            _ => None,
+        }
+    }
+}
+
+/// The engine key of `key`'s top-level record.
+pub fn top(key: &[u8]) -> Cow<'_, [u8]> {
+    match key.strip_prefix(&RESERVED) {
+        None => Cow::Borrowed(key),
+        Some(rest) => {
+            let mut out = Vec::with_capacity(key.len() + 1);
+            out.extend_from_slice(&RESERVED);
+            out.push(ESCAPED);
+            out.extend_from_slice(rest);
+            Cow::Owned(out)
+        }
+    }
+}
+
+/// The engine keys of top-level records end before this one.
+pub fn top_end() -> [u8; 3] {
+    [RESERVED[0], RESERVED[1], ESCAPED + 1]
+}
+
+/// The client key of a top-level record's engine key; `None` for a member record.
+pub fn client_key(engine_key: &[u8]) -> Option<Cow<'_, [u8]>> {
+    match engine_key.strip_prefix(&RESERVED) {
+        None => Some(Cow::Borrowed(engine_key)),
+        Some([ESCAPED, rest @ ..]) => {
+            let mut out = Vec::with_capacity(engine_key.len() - 1);
+            out.extend_from_slice(&RESERVED);
+            out.extend_from_slice(rest);
+            Some(Cow::Owned(out))
+        }
+        Some(_) => None,
+    }
+}
+
+/// The prefix of every member record of `key`'s collection at `version`.
+pub fn members(sub: Sub, key: &[u8], version: u64) -> Vec<u8> {
+    let mut out = Vec::with_capacity(RESERVED.len() + 13 + key.len());
+    out.extend_from_slice(&RESERVED);
+    out.push(sub as u8);
+    out.extend_from_slice(&u32::try_from(key.len()).unwrap_or(u32::MAX).to_be_bytes());
+    out.extend_from_slice(key);
+    out.extend_from_slice(&version.to_be_bytes());
+    out
+}
+
+/// The engine key of `member` of `key`'s collection at `version`.
+pub fn member(sub: Sub, key: &[u8], version: u64, member: &[u8]) -> Vec<u8> {
+    let mut out = members(sub, key, version);
+    out.extend_from_slice(member);
+    out
+}
+
+/// The first key after every key starting with `prefix` (`None`: no such key).
+pub fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return Some(end);
+        }
+    }
+    None
+}
+
+/// A hash field's or set member's bytes in its record's key: its [`member_hash`] first,
+/// so that members are stored in hash order and a scan can resume at a hash (a cursor
+/// that needs no state on the server), then the member itself.
+pub fn hashed(member: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(8 + member.len());
+    out.extend_from_slice(&member_hash(member).to_be_bytes());
+    out.extend_from_slice(member);
+    out
+}
+
+/// Splits a [`hashed`] member into its hash and the member; `None` if too short.
+pub fn unhash(stored: &[u8]) -> Option<(u64, &[u8])> {
+    let hash = u64::from_be_bytes(stored.get(..8)?.try_into().ok()?);
+    Some((hash, stored.get(8..)?))
+}
+
+/// The 64-bit FNV-1a hash of `member`: part of the stored format, so it never changes.
+pub fn member_hash(member: &[u8]) -> u64 {
+    member.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// Server bookkeeping records (not a client's, not a member's): `RESERVED, 0x7f, name`.
+pub fn bookkeeping(name: &[u8]) -> Vec<u8> {
+    let mut out = RESERVED.to_vec();
+    out.push(0x7f);
+    out.extend_from_slice(name);
+    out
+}
+
+/// A member record's engine key, parsed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemberKey<'a> {
+    /// What it belongs to.
+    pub sub: Sub,
+    /// The collection's client key.
+    pub key: &'a [u8],
+    /// The collection's version it was written under.
+    pub version: u64,
+    /// The member (field, element) itself.
+    pub member: &'a [u8],
+}
+
+/// Parses a member record's engine key; `None` for any other key.
+pub fn parse_member(engine_key: &[u8]) -> Option<MemberKey<'_>> {
+    let rest = engine_key.strip_prefix(&RESERVED)?;
+    let (&tag, rest) = rest.split_first()?;
+    let sub = Sub::from_byte(tag)?;
+    let len = u32::from_be_bytes(rest.get(..4)?.try_into().ok()?) as usize;
+    let rest = rest.get(4..)?;
+    let key = rest.get(..len)?;
+    let version = u64::from_be_bytes(rest.get(len..len + 8)?.try_into().ok()?);
+    let member = rest.get(len + 8..)?;
+    Some(MemberKey {
+        sub,
+        key,
+        version,
+        member,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn top_level_keys_round_trip_and_keep_their_order() {
+        let keys: [&[u8]; 6] = [
+            b"",
+            b"a",
+            b"\xff",
+            b"\xff\xff",
+            b"\xff\xff\x00",
+            b"\xff\xff\xff",
+        ];
+        let mut engine: Vec<Vec<u8>> = keys.iter().map(|k| top(k).into_owned()).collect();
+        for (k, e) in keys.iter().zip(&engine) {
+            assert_eq!(client_key(e).as_deref(), Some(*k));
+            assert!(e.as_slice() < top_end().as_slice());
+        }
+        let sorted = engine.clone();
+        engine.sort();
+        assert_eq!(engine, sorted, "escaping keeps the client keys' order");
+    }
+
+    #[test]
+    fn members_sort_after_every_key_and_parse_back() {
+        let m = member(Sub::HashField, b"\xff\xffk", 7, b"field");
+        assert!(m.as_slice() >= top_end().as_slice());
+        assert_eq!(client_key(&m), None);
+        let p = parse_member(&m).unwrap();
+        assert_eq!(
+            (p.sub, p.key, p.version, p.member),
+            (Sub::HashField, &b"\xff\xffk"[..], 7, &b"field"[..])
+        );
+        // A key that is a prefix of another does not share its members' range.
+        let a = members(Sub::HashField, b"a", 1);
+        let ab = member(Sub::HashField, b"ab", 1, b"");
+        assert!(!ab.starts_with(&a));
+        assert_eq!(parse_member(b"plain"), None);
+        assert_eq!(parse_member(&m[..m.len() - 7]), None);
+        assert_eq!(prefix_end(b"a\xff").as_deref(), Some(&b"b"[..]));
+        assert_eq!(prefix_end(b"\xff\xff"), None);
+        let h = hashed(b"f");
+        assert_eq!(unhash(&h), Some((member_hash(b"f"), &b"f"[..])));
+        assert_eq!(unhash(b"short"), None);
+        // FNV-1a's published test vector: the format depends on it never changing.
+        assert_eq!(member_hash(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert!(bookkeeping(b"v").as_slice() > top_end().as_slice());
+        assert_eq!(parse_member(&bookkeeping(b"v")), None);
+    }
+}
