@@ -26,6 +26,7 @@ mod info;
 mod keyspace;
 mod run;
 mod server;
+mod sets;
 mod store;
 mod strings;
 mod table;

@@ -1,7 +1,7 @@
 //! The command table: names, arities, flags and key positions (what COMMAND reports and
 //! what the executor locks).
 
-use super::{expiry, hashes, keyspace, server, strings, txn, CmdResult, Ctx};
+use super::{expiry, hashes, keyspace, server, sets, strings, txn, CmdResult, Ctx};
 
 /// Writes keys: the executor locks the stripes of its keys.
 pub(crate) const WRITE: u32 = 1;
@@ -774,6 +774,17 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
         keyspace::renamenx
     ),
     cmd!(
+        "sadd",
+        -3,
+        WF,
+        1,
+        1,
+        1,
+        "set",
+        "Adds one or more members to a set. Creates the key if it doesn't exist.",
+        sets::sadd
+    ),
+    cmd!(
         "scan",
         -2,
         R,
@@ -783,6 +794,39 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
         "generic",
         "Iterates over the key names in the database.",
         keyspace::scan
+    ),
+    cmd!(
+        "scard",
+        2,
+        RF,
+        1,
+        1,
+        1,
+        "set",
+        "Returns the number of members in a set.",
+        sets::scard
+    ),
+    cmd!(
+        "sdiff",
+        -2,
+        R,
+        1,
+        -1,
+        1,
+        "set",
+        "Returns the difference of multiple sets.",
+        sets::sdiff
+    ),
+    cmd!(
+        "sdiffstore",
+        -3,
+        W,
+        1,
+        -1,
+        1,
+        "set",
+        "Stores the difference of multiple sets in a key.",
+        sets::sdiffstore
     ),
     cmd!(
         "select",
@@ -851,6 +895,127 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
         server::shutdown
     ),
     cmd!(
+        "sinter",
+        -2,
+        R,
+        1,
+        -1,
+        1,
+        "set",
+        "Returns the intersect of multiple sets.",
+        sets::sinter
+    ),
+    cmd!(
+        "sintercard",
+        -3,
+        R,
+        2,
+        -1,
+        1,
+        "set",
+        "Returns the number of members of the intersect of multiple sets.",
+        sets::sintercard
+    ),
+    cmd!(
+        "sinterstore",
+        -3,
+        W,
+        1,
+        -1,
+        1,
+        "set",
+        "Stores the intersect of multiple sets in a key.",
+        sets::sinterstore
+    ),
+    cmd!(
+        "sismember",
+        3,
+        RF,
+        1,
+        1,
+        1,
+        "set",
+        "Determines whether a member belongs to a set.",
+        sets::sismember
+    ),
+    cmd!(
+        "smembers",
+        2,
+        R,
+        1,
+        1,
+        1,
+        "set",
+        "Returns all members of a set.",
+        sets::smembers
+    ),
+    cmd!(
+        "smismember",
+        -3,
+        RF,
+        1,
+        1,
+        1,
+        "set",
+        "Determines whether multiple members belong to a set.",
+        sets::smismember
+    ),
+    cmd!(
+        "smove",
+        4,
+        WF,
+        1,
+        2,
+        1,
+        "set",
+        "Moves a member from one set to another.",
+        sets::smove
+    ),
+    cmd!(
+        "spop",
+        -2,
+        WF,
+        1,
+        1,
+        1,
+        "set",
+        "Returns one or more random members from a set after removing them. Deletes the set if the last member was popped.",
+        sets::spop
+    ),
+    cmd!(
+        "srandmember",
+        -2,
+        R,
+        1,
+        1,
+        1,
+        "set",
+        "Get one or multiple random members from a set",
+        sets::srandmember
+    ),
+    cmd!(
+        "srem",
+        -3,
+        WF,
+        1,
+        1,
+        1,
+        "set",
+        "Removes one or more members from a set. Deletes the set if the last member was removed.",
+        sets::srem
+    ),
+    cmd!(
+        "sscan",
+        -3,
+        R,
+        1,
+        1,
+        1,
+        "set",
+        "Iterates over members of a set.",
+        sets::sscan
+    ),
+    cmd!(
         "strlen",
         2,
         RF,
@@ -871,6 +1036,28 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
         "string",
         "Returns a substring from a string value.",
         strings::getrange
+    ),
+    cmd!(
+        "sunion",
+        -2,
+        R,
+        1,
+        -1,
+        1,
+        "set",
+        "Returns the union of multiple sets.",
+        sets::sunion
+    ),
+    cmd!(
+        "sunionstore",
+        -3,
+        W,
+        1,
+        -1,
+        1,
+        "set",
+        "Stores the union of multiple sets in a key.",
+        sets::sunionstore
     ),
     cmd!(
         "time",

@@ -26,12 +26,15 @@ const ESCAPED: u8 = 0x00;
 pub enum Sub {
     /// A hash field; the value is the field's value.
     HashField = 0x01,
+    /// A set member; the value is empty.
+    SetMember = 0x02,
 }
 
 impl Sub {
     fn from_byte(b: u8) -> Option<Sub> {
         match b {
             0x01 => Some(Sub::HashField),
+            0x02 => Some(Sub::SetMember),
             _ => None,
         }
     }

@@ -18,6 +18,8 @@ const TAG_STRING: u8 = 0x00;
 const TAG_STRING_EXPIRING: u8 = 0x01;
 /// Tag of a hash's metadata ([`CollMeta`]).
 const TAG_HASH: u8 = 0x10;
+/// Tag of a set's metadata.
+const TAG_SET: u8 = 0x11;
 
 /// Bytes of a collection's metadata: tag, expiry, version, size.
 const COLL_META_BYTES: usize = 25;
@@ -27,12 +29,23 @@ const COLL_META_BYTES: usize = 25;
 pub enum CollKind {
     /// A hash: fields and values.
     Hash,
+    /// A set: members.
+    Set,
 }
 
 impl CollKind {
     fn tag(self) -> u8 {
         match self {
             CollKind::Hash => TAG_HASH,
+            CollKind::Set => TAG_SET,
+        }
+    }
+
+    fn from_tag(tag: u8) -> Option<CollKind> {
+        match tag {
+            TAG_HASH => Some(CollKind::Hash),
+            TAG_SET => Some(CollKind::Set),
+            _ => None,
         }
     }
 
@@ -40,6 +53,7 @@ impl CollKind {
     pub fn name(self) -> &'static str {
         match self {
             CollKind::Hash => "hash",
+            CollKind::Set => "set",
         }
     }
 
@@ -47,6 +61,7 @@ impl CollKind {
     pub fn sub(self) -> keys::Sub {
         match self {
             CollKind::Hash => keys::Sub::HashField,
+            CollKind::Set => keys::Sub::SetMember,
         }
     }
 }
@@ -98,8 +113,8 @@ impl Top {
     /// # Errors
     /// [`ValueError`] for bytes this version did not write.
     pub fn decode(bytes: &[u8]) -> Result<Top, ValueError> {
-        match bytes.first() {
-            Some(&TAG_HASH) => {
+        match bytes.first().copied().and_then(CollKind::from_tag) {
+            Some(kind) => {
                 let field = |at: usize| -> Result<u64, ValueError> {
                     bytes
                         .get(at..at + 8)
@@ -112,13 +127,13 @@ impl Top {
                 }
                 let expire = field(1)?;
                 Ok(Top::Coll(CollMeta {
-                    kind: CollKind::Hash,
+                    kind,
                     expire_at_ms: (expire != 0).then_some(expire),
                     version: field(9)?,
                     size: field(17)?,
                 }))
             }
-            _ => StoredValue::decode(bytes).map(Top::String),
+            None => StoredValue::decode(bytes).map(Top::String),
         }
     }
 
@@ -223,8 +238,11 @@ impl StoredValue {
                     data: rest.get(8..).unwrap_or_default().to_vec(),
                 })
             }
-            TAG_HASH => Err(ValueError::NotAString(CollKind::Hash.name())),
-            other => Err(ValueError::UnknownTag(other)),
+            other => Err(
+                CollKind::from_tag(other).map_or(ValueError::UnknownTag(other), |k| {
+                    ValueError::NotAString(k.name())
+                }),
+            ),
         }
     }
 }
@@ -287,7 +305,7 @@ pub fn expiry_of(bytes: &[u8]) -> Result<Option<u64>, ValueError> {
     match tag {
         TAG_STRING => Ok(None),
         TAG_STRING_EXPIRING => expiry_field(rest).map(Some),
-        TAG_HASH => Ok(Top::decode(bytes)?.expire_at_ms()),
+        other if CollKind::from_tag(other).is_some() => Ok(Top::decode(bytes)?.expire_at_ms()),
         other => Err(ValueError::UnknownTag(other)),
     }
 }
@@ -297,9 +315,9 @@ pub fn expiry_of(bytes: &[u8]) -> Result<Option<u64>, ValueError> {
 /// # Errors
 /// As [`StoredValue::decode`].
 fn string_expiry_of(bytes: &[u8]) -> Result<Option<u64>, ValueError> {
-    match bytes.first() {
-        Some(&TAG_HASH) => Err(ValueError::NotAString(CollKind::Hash.name())),
-        _ => expiry_of(bytes),
+    match bytes.first().copied().and_then(CollKind::from_tag) {
+        Some(kind) => Err(ValueError::NotAString(kind.name())),
+        None => expiry_of(bytes),
     }
 }
 

@@ -1,0 +1,409 @@
+//! Set commands: SADD, SREM, SISMEMBER, SMISMEMBER, SCARD, SMEMBERS, SPOP, SRANDMEMBER,
+//! SMOVE, SINTER, SUNION, SDIFF and their STORE forms, SINTERCARD, SSCAN.
+//!
+//! A set is its metadata (`value::CollMeta`) at its key and one empty engine record per
+//! member, in member-hash order under its version (docs/formats/resp-collections.md).
+//! SCARD reads the metadata alone; SPOP and SRANDMEMBER seek to a random hash instead of
+//! reading the whole set.
+
+use std::collections::BTreeSet;
+
+use rand::Rng;
+
+use super::arg::{int, is};
+use super::collection::{self, ScanArgs};
+use super::{CmdResult, Ctx, Fail};
+use crate::resp::Reply;
+use crate::value::keys::{self, Sub};
+use crate::value::{CollKind, CollMeta};
+
+const SET: CollKind = CollKind::Set;
+
+fn arg<'a>(args: &[&'a [u8]], i: usize) -> &'a [u8] {
+    args.get(i).copied().unwrap_or_default()
+}
+
+fn member_key(key: &[u8], meta: &CollMeta, member: &[u8]) -> Vec<u8> {
+    keys::member(Sub::SetMember, key, meta.version, &keys::hashed(member))
+}
+
+fn has(ctx: &Ctx<'_>, key: &[u8], meta: &CollMeta, member: &[u8]) -> Result<bool, Fail> {
+    Ok(ctx
+        .engine
+        .store
+        .get_member(&member_key(key, meta, member))?
+        .is_some())
+}
+
+/// Every member of the set at `key` (empty when absent), in storage order.
+fn members_of(ctx: &Ctx<'_>, key: &[u8]) -> Result<Vec<Vec<u8>>, Fail> {
+    let Some(meta) = collection::find(ctx, key, SET)? else {
+        return Ok(Vec::new());
+    };
+    let prefix = keys::members(Sub::SetMember, key, meta.version);
+    let mut out = Vec::new();
+    ctx.engine
+        .store
+        .for_each_member(&prefix, b"", |stored, _| {
+            if let Some((_, m)) = keys::unhash(stored) {
+                out.push(m.to_vec());
+            }
+            true
+        })?;
+    Ok(out)
+}
+
+/// The member at or after a random hash (wrapping round), or `None` for an empty set.
+fn random_member(ctx: &Ctx<'_>, key: &[u8], meta: &CollMeta) -> Result<Option<Vec<u8>>, Fail> {
+    let prefix = keys::members(Sub::SetMember, key, meta.version);
+    let start: u64 = rand::thread_rng().gen();
+    for from in [start.to_be_bytes(), 0u64.to_be_bytes()] {
+        let mut found = None;
+        ctx.engine
+            .store
+            .for_each_member(&prefix, &from, |stored, _| {
+                found = keys::unhash(stored).map(|(_, m)| m.to_vec());
+                false
+            })?;
+        if found.is_some() {
+            return Ok(found);
+        }
+    }
+    Ok(None)
+}
+
+fn bulks(members: impl IntoIterator<Item = Vec<u8>>) -> Vec<Reply> {
+    members.into_iter().map(|m| Reply::Bulk(m.into())).collect()
+}
+
+pub(crate) fn sadd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let key = arg(args, 1);
+    let mut meta = collection::find_or_new(ctx, key, SET)?;
+    let mut batch = terrace::WriteBatch::new();
+    let mut added: Vec<&[u8]> = Vec::new();
+    for m in args.iter().skip(2) {
+        if added.contains(m) || has(ctx, key, &meta, m)? {
+            continue;
+        }
+        batch.put(&member_key(key, &meta, m), b"");
+        added.push(m);
+    }
+    if !added.is_empty() {
+        meta.size += added.len() as u64;
+        collection::put_meta(&mut batch, key, &meta);
+        ctx.engine.store.write(batch, [key])?;
+    }
+    Ok(Reply::Integer(added.len() as i64))
+}
+
+/// Removes `members` from the set at `key`; returns how many were there.
+fn remove(ctx: &Ctx<'_>, key: &[u8], members: &[&[u8]]) -> Result<i64, Fail> {
+    let Some(mut meta) = collection::find(ctx, key, SET)? else {
+        return Ok(0);
+    };
+    let mut batch = terrace::WriteBatch::new();
+    let mut removed: Vec<&[u8]> = Vec::new();
+    for m in members {
+        if !removed.contains(m) && has(ctx, key, &meta, m)? {
+            batch.delete(&member_key(key, &meta, m));
+            removed.push(m);
+        }
+    }
+    if !removed.is_empty() {
+        meta.size = meta.size.saturating_sub(removed.len() as u64);
+        collection::put_meta(&mut batch, key, &meta);
+        ctx.engine.store.write(batch, [key])?;
+    }
+    Ok(removed.len() as i64)
+}
+
+pub(crate) fn srem(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    Ok(Reply::Integer(remove(
+        ctx,
+        arg(args, 1),
+        args.get(2..).unwrap_or_default(),
+    )?))
+}
+
+pub(crate) fn sismember(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let key = arg(args, 1);
+    let found = match collection::find(ctx, key, SET)? {
+        Some(meta) => has(ctx, key, &meta, arg(args, 2))?,
+        None => false,
+    };
+    Ok(Reply::Integer(i64::from(found)))
+}
+
+pub(crate) fn smismember(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let key = arg(args, 1);
+    let meta = collection::find(ctx, key, SET)?;
+    let mut out = Vec::new();
+    for m in args.iter().skip(2) {
+        let found = match &meta {
+            Some(meta) => has(ctx, key, meta, m)?,
+            None => false,
+        };
+        out.push(Reply::Integer(i64::from(found)));
+    }
+    Ok(Reply::Array(out))
+}
+
+pub(crate) fn scard(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let size = collection::find(ctx, arg(args, 1), SET)?.map_or(0, |m| m.size);
+    Ok(Reply::Integer(i64::try_from(size).unwrap_or(i64::MAX)))
+}
+
+pub(crate) fn smembers(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    Ok(Reply::Set(bulks(members_of(ctx, arg(args, 1))?)))
+}
+
+/// The optional count argument of SPOP and SRANDMEMBER.
+fn count_arg(args: &[&[u8]]) -> Result<Option<i64>, Fail> {
+    match args.len() {
+        2 => Ok(None),
+        3 => int(arg(args, 2)).map(Some),
+        _ => Err(Fail::syntax()),
+    }
+}
+
+pub(crate) fn spop(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let key = arg(args, 1);
+    let count = count_arg(args)?;
+    if count.is_some_and(|c| c < 0) {
+        return Err(Fail::err("value is out of range, must be positive"));
+    }
+    let Some(mut meta) = collection::find(ctx, key, SET)? else {
+        return Ok(match count {
+            None => Reply::Nil,
+            Some(_) => Reply::Set(Vec::new()),
+        });
+    };
+    let want = count
+        .map_or(1, |c| u64::try_from(c).unwrap_or(0))
+        .min(meta.size);
+    let mut chosen: BTreeSet<Vec<u8>> = BTreeSet::new();
+    if want == meta.size {
+        chosen.extend(members_of(ctx, key)?);
+    } else {
+        while (chosen.len() as u64) < want {
+            match random_member(ctx, key, &meta)? {
+                Some(m) => {
+                    chosen.insert(m);
+                }
+                None => break,
+            }
+        }
+    }
+    let mut batch = terrace::WriteBatch::new();
+    for m in &chosen {
+        batch.delete(&member_key(key, &meta, m));
+    }
+    if !chosen.is_empty() {
+        meta.size = meta.size.saturating_sub(chosen.len() as u64);
+        collection::put_meta(&mut batch, key, &meta);
+        ctx.engine.store.write(batch, [key])?;
+    }
+    Ok(match count {
+        None => Reply::bulk_or_nil(chosen.into_iter().next()),
+        Some(_) => Reply::Set(bulks(chosen)),
+    })
+}
+
+pub(crate) fn srandmember(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let key = arg(args, 1);
+    let count = count_arg(args)?;
+    let Some(meta) = collection::find(ctx, key, SET)? else {
+        return Ok(match count {
+            None => Reply::Nil,
+            Some(_) => Reply::Array(Vec::new()),
+        });
+    };
+    let Some(count) = count else {
+        return Ok(Reply::bulk_or_nil(random_member(ctx, key, &meta)?));
+    };
+    if count < 0 {
+        let n = count.unsigned_abs();
+        if n > 1 << 24 {
+            return Err(Fail::err("value is out of range"));
+        }
+        let mut out = Vec::new();
+        for _ in 0..n {
+            if let Some(m) = random_member(ctx, key, &meta)? {
+                out.push(Reply::Bulk(m.into()));
+            }
+        }
+        return Ok(Reply::Array(out));
+    }
+    let want = u64::try_from(count).unwrap_or(0);
+    if want >= meta.size || want > meta.size / 2 {
+        let mut all = members_of(ctx, key)?;
+        use rand::seq::SliceRandom;
+        all.shuffle(&mut rand::thread_rng());
+        all.truncate(usize::try_from(want).unwrap_or(usize::MAX));
+        return Ok(Reply::Array(bulks(all)));
+    }
+    let mut chosen: BTreeSet<Vec<u8>> = BTreeSet::new();
+    while (chosen.len() as u64) < want {
+        match random_member(ctx, key, &meta)? {
+            Some(m) => {
+                chosen.insert(m);
+            }
+            None => break,
+        }
+    }
+    Ok(Reply::Array(bulks(chosen)))
+}
+
+pub(crate) fn smove(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let (src, dst, member) = (arg(args, 1), arg(args, 2), arg(args, 3));
+    let src_meta = collection::find(ctx, src, SET)?;
+    // The destination's type is checked even when nothing moves, as Redis does.
+    let dst_meta = collection::find(ctx, dst, SET)?;
+    let Some(mut src_meta) = src_meta else {
+        return Ok(Reply::Integer(0));
+    };
+    if !has(ctx, src, &src_meta, member)? {
+        return Ok(Reply::Integer(0));
+    }
+    if src == dst {
+        return Ok(Reply::Integer(1));
+    }
+    let mut dst_meta = match dst_meta {
+        Some(m) => m,
+        None => collection::find_or_new(ctx, dst, SET)?,
+    };
+    let mut batch = terrace::WriteBatch::new();
+    batch.delete(&member_key(src, &src_meta, member));
+    src_meta.size -= 1;
+    collection::put_meta(&mut batch, src, &src_meta);
+    if !has(ctx, dst, &dst_meta, member)? {
+        batch.put(&member_key(dst, &dst_meta, member), b"");
+        dst_meta.size += 1;
+        collection::put_meta(&mut batch, dst, &dst_meta);
+    }
+    ctx.engine.store.write(batch, [src, dst])?;
+    Ok(Reply::Integer(1))
+}
+
+/// What SINTER, SUNION and SDIFF compute.
+#[derive(Clone, Copy)]
+enum Algebra {
+    Inter,
+    Union,
+    Diff,
+}
+
+/// The result of `op` over the sets at `keys` (absent keys are empty sets).
+fn combine(ctx: &Ctx<'_>, op: Algebra, keys: &[&[u8]]) -> Result<BTreeSet<Vec<u8>>, Fail> {
+    let mut sets = Vec::with_capacity(keys.len());
+    for k in keys {
+        // Every key's type is checked before any result, as Redis does.
+        collection::find(ctx, k, SET)?;
+    }
+    for k in keys {
+        sets.push(members_of(ctx, k)?.into_iter().collect::<BTreeSet<_>>());
+    }
+    let mut it = sets.into_iter();
+    let first = it.next().unwrap_or_default();
+    Ok(it.fold(first, |acc, s| match op {
+        Algebra::Inter => acc.intersection(&s).cloned().collect(),
+        Algebra::Union => acc.union(&s).cloned().collect(),
+        Algebra::Diff => acc.difference(&s).cloned().collect(),
+    }))
+}
+
+fn algebra(ctx: &mut Ctx<'_>, args: &[&[u8]], op: Algebra) -> CmdResult {
+    let result = combine(ctx, op, args.get(1..).unwrap_or_default())?;
+    Ok(Reply::Set(bulks(result)))
+}
+
+/// The STORE forms: the result replaces whatever `dst` held; an empty one deletes it.
+fn algebra_store(ctx: &mut Ctx<'_>, args: &[&[u8]], op: Algebra) -> CmdResult {
+    let dst = arg(args, 1);
+    let result = combine(ctx, op, args.get(2..).unwrap_or_default())?;
+    let meta = CollMeta {
+        kind: SET,
+        expire_at_ms: None,
+        version: ctx.engine.store.new_version()?,
+        size: result.len() as u64,
+    };
+    let mut batch = terrace::WriteBatch::new();
+    for m in &result {
+        batch.put(&member_key(dst, &meta, m), b"");
+    }
+    collection::put_meta(&mut batch, dst, &meta);
+    ctx.engine.store.write(batch, [dst])?;
+    Ok(Reply::Integer(result.len() as i64))
+}
+
+pub(crate) fn sinter(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    algebra(ctx, args, Algebra::Inter)
+}
+
+pub(crate) fn sunion(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    algebra(ctx, args, Algebra::Union)
+}
+
+pub(crate) fn sdiff(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    algebra(ctx, args, Algebra::Diff)
+}
+
+pub(crate) fn sinterstore(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    algebra_store(ctx, args, Algebra::Inter)
+}
+
+pub(crate) fn sunionstore(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    algebra_store(ctx, args, Algebra::Union)
+}
+
+pub(crate) fn sdiffstore(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    algebra_store(ctx, args, Algebra::Diff)
+}
+
+/// SINTERCARD numkeys key [key ...] [LIMIT limit].
+pub(crate) fn sintercard(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let n = int(arg(args, 1))?;
+    if n <= 0 {
+        return Err(Fail::err("numkeys should be greater than 0"));
+    }
+    let n = usize::try_from(n).unwrap_or(usize::MAX);
+    let keys = args
+        .get(2..2usize.saturating_add(n))
+        .filter(|k| k.len() == n)
+        .ok_or_else(|| Fail::err("Number of keys can't be greater than number of args"))?;
+    let mut limit = 0usize;
+    let rest = args.get(2 + n..).unwrap_or_default();
+    match rest {
+        [] => {}
+        [opt, value] if is(opt, "limit") => {
+            let l = int(value)?;
+            if l < 0 {
+                return Err(Fail::err("LIMIT can't be negative"));
+            }
+            limit = usize::try_from(l).unwrap_or(usize::MAX);
+        }
+        _ => return Err(Fail::syntax()),
+    }
+    let count = combine(ctx, Algebra::Inter, keys)?.len();
+    let count = if limit > 0 { count.min(limit) } else { count };
+    Ok(Reply::Integer(count as i64))
+}
+
+/// SSCAN key cursor [MATCH pattern] [COUNT count]: the cursor is the member hash to
+/// resume from, so it needs no state on the server.
+pub(crate) fn sscan(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let key = arg(args, 1);
+    let scan = ScanArgs::parse(args, false)?;
+    let Some(meta) = collection::find(ctx, key, SET)? else {
+        return Ok(Reply::Array(vec![
+            Reply::Bulk("0".into()),
+            Reply::Array(Vec::new()),
+        ]));
+    };
+    collection::scan_page(ctx, key, &meta, Sub::SetMember, &scan, |member, _, out| {
+        out.push(Reply::Bulk(member.to_vec().into()));
+    })
+}
+
+#[cfg(test)]
+mod tests;
