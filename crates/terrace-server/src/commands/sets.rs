@@ -8,6 +8,7 @@
 
 use std::collections::BTreeSet;
 
+use rand::seq::SliceRandom;
 use rand::Rng;
 
 use super::arg::{int, is};
@@ -70,6 +71,34 @@ fn random_member(ctx: &Ctx<'_>, key: &[u8], meta: &CollMeta) -> Result<Option<Ve
         }
     }
     Ok(None)
+}
+
+/// `want` (at most the set's size) distinct random members: by seeks to random hashes
+/// while they are few against the set, else (or when seeks keep finding the same
+/// members) from the whole set, shuffled.
+fn distinct_random(
+    ctx: &Ctx<'_>,
+    key: &[u8],
+    meta: &CollMeta,
+    want: u64,
+) -> Result<Vec<Vec<u8>>, Fail> {
+    let mut chosen: BTreeSet<Vec<u8>> = BTreeSet::new();
+    if want <= meta.size / 4 {
+        let mut tries = 4 * want + 16;
+        while (chosen.len() as u64) < want && tries > 0 {
+            tries -= 1;
+            if let Some(m) = random_member(ctx, key, meta)? {
+                chosen.insert(m);
+            }
+        }
+    }
+    if (chosen.len() as u64) < want {
+        let mut all = members_of(ctx, key)?;
+        all.shuffle(&mut rand::thread_rng());
+        all.truncate(usize::try_from(want).unwrap_or(usize::MAX));
+        return Ok(all);
+    }
+    Ok(chosen.into_iter().collect())
 }
 
 fn bulks(members: impl IntoIterator<Item = Vec<u8>>) -> Vec<Reply> {
@@ -181,19 +210,7 @@ pub(crate) fn spop(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let want = count
         .map_or(1, |c| u64::try_from(c).unwrap_or(0))
         .min(meta.size);
-    let mut chosen: BTreeSet<Vec<u8>> = BTreeSet::new();
-    if want == meta.size {
-        chosen.extend(members_of(ctx, key)?);
-    } else {
-        while (chosen.len() as u64) < want {
-            match random_member(ctx, key, &meta)? {
-                Some(m) => {
-                    chosen.insert(m);
-                }
-                None => break,
-            }
-        }
-    }
+    let chosen = distinct_random(ctx, key, &meta, want)?;
     let mut batch = terrace::WriteBatch::new();
     for m in &chosen {
         batch.delete(&member_key(key, &meta, m));
@@ -234,23 +251,8 @@ pub(crate) fn srandmember(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         }
         return Ok(Reply::Array(out));
     }
-    let want = u64::try_from(count).unwrap_or(0);
-    if want >= meta.size || want > meta.size / 2 {
-        let mut all = members_of(ctx, key)?;
-        use rand::seq::SliceRandom;
-        all.shuffle(&mut rand::thread_rng());
-        all.truncate(usize::try_from(want).unwrap_or(usize::MAX));
-        return Ok(Reply::Array(bulks(all)));
-    }
-    let mut chosen: BTreeSet<Vec<u8>> = BTreeSet::new();
-    while (chosen.len() as u64) < want {
-        match random_member(ctx, key, &meta)? {
-            Some(m) => {
-                chosen.insert(m);
-            }
-            None => break,
-        }
-    }
+    let want = u64::try_from(count).unwrap_or(0).min(meta.size);
+    let chosen = distinct_random(ctx, key, &meta, want)?;
     Ok(Reply::Array(bulks(chosen)))
 }
 
