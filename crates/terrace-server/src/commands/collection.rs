@@ -15,6 +15,10 @@ use crate::resp::Reply;
 use crate::value::keys::{self, Sub};
 use crate::value::{CollKind, CollMeta, Top};
 
+/// A new list's head index: the middle of the index range, so that it can grow as far
+/// at either end.
+pub(crate) const LIST_START: u64 = 1 << 63;
+
 /// `key`'s live collection of `kind`; `None` if the key does not exist; WRONGTYPE if it
 /// holds something else.
 pub(crate) fn find(ctx: &Ctx<'_>, key: &[u8], kind: CollKind) -> Result<Option<CollMeta>, Fail> {
@@ -36,6 +40,11 @@ pub(crate) fn find_or_new(ctx: &Ctx<'_>, key: &[u8], kind: CollKind) -> Result<C
             expire_at_ms: None,
             version: ctx.engine.store.new_version()?,
             size: 0,
+            head: if kind == CollKind::List {
+                LIST_START
+            } else {
+                0
+            },
         }),
     }
 }

@@ -24,6 +24,7 @@ mod glob;
 mod hashes;
 mod info;
 mod keyspace;
+mod lists;
 mod run;
 mod server;
 mod sets;

@@ -328,6 +328,7 @@ fn algebra_store(ctx: &mut Ctx<'_>, args: &[&[u8]], op: Algebra) -> CmdResult {
         expire_at_ms: None,
         version: ctx.engine.store.new_version()?,
         size: result.len() as u64,
+        head: 0,
     };
     let mut batch = terrace::WriteBatch::new();
     for m in &result {

@@ -1,7 +1,7 @@
 //! The command table: names, arities, flags and key positions (what COMMAND reports and
 //! what the executor locks).
 
-use super::{expiry, hashes, keyspace, server, sets, strings, txn, CmdResult, Ctx};
+use super::{expiry, hashes, keyspace, lists, server, sets, strings, txn, CmdResult, Ctx};
 
 /// Writes keys: the executor locks the stripes of its keys.
 pub(crate) const WRITE: u32 = 1;
@@ -609,6 +609,138 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
         keyspace::keys
     ),
     cmd!(
+        "lindex",
+        3,
+        R,
+        1,
+        1,
+        1,
+        "list",
+        "Returns an element from a list by its index.",
+        lists::lindex
+    ),
+    cmd!(
+        "linsert",
+        5,
+        W,
+        1,
+        1,
+        1,
+        "list",
+        "Inserts an element before or after another element in a list.",
+        lists::linsert
+    ),
+    cmd!(
+        "llen",
+        2,
+        RF,
+        1,
+        1,
+        1,
+        "list",
+        "Returns the length of a list.",
+        lists::llen
+    ),
+    cmd!(
+        "lmove",
+        5,
+        W,
+        1,
+        2,
+        1,
+        "list",
+        "Returns an element after popping it from one list and pushing it to another. Deletes the list if the last element was moved.",
+        lists::lmove
+    ),
+    cmd!(
+        "lpop",
+        -2,
+        WF,
+        1,
+        1,
+        1,
+        "list",
+        "Returns the first elements in a list after removing it. Deletes the list if the last element was popped.",
+        lists::lpop
+    ),
+    cmd!(
+        "lpos",
+        -3,
+        R,
+        1,
+        1,
+        1,
+        "list",
+        "Returns the index of matching elements in a list.",
+        lists::lpos
+    ),
+    cmd!(
+        "lpush",
+        -3,
+        WF,
+        1,
+        1,
+        1,
+        "list",
+        "Prepends one or more elements to a list. Creates the key if it doesn't exist.",
+        lists::lpush
+    ),
+    cmd!(
+        "lpushx",
+        -3,
+        WF,
+        1,
+        1,
+        1,
+        "list",
+        "Prepends one or more elements to a list only when the list exists.",
+        lists::lpushx
+    ),
+    cmd!(
+        "lrange",
+        4,
+        R,
+        1,
+        1,
+        1,
+        "list",
+        "Returns a range of elements from a list.",
+        lists::lrange
+    ),
+    cmd!(
+        "lrem",
+        4,
+        W,
+        1,
+        1,
+        1,
+        "list",
+        "Removes elements from a list. Deletes the list if the last element was removed.",
+        lists::lrem
+    ),
+    cmd!(
+        "lset",
+        4,
+        W,
+        1,
+        1,
+        1,
+        "list",
+        "Sets the value of an element in a list by its index.",
+        lists::lset
+    ),
+    cmd!(
+        "ltrim",
+        4,
+        W,
+        1,
+        1,
+        1,
+        "list",
+        "Removes elements from both ends a list. Deletes the list if all elements were trimmed.",
+        lists::ltrim
+    ),
+    cmd!(
         "mget",
         -2,
         RF,
@@ -772,6 +904,50 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
         "generic",
         "Renames a key only when the target key name doesn't exist.",
         keyspace::renamenx
+    ),
+    cmd!(
+        "rpop",
+        -2,
+        WF,
+        1,
+        1,
+        1,
+        "list",
+        "Returns and removes the last elements of a list. Deletes the list if the last element was popped.",
+        lists::rpop
+    ),
+    cmd!(
+        "rpoplpush",
+        3,
+        W,
+        1,
+        2,
+        1,
+        "list",
+        "Returns the last element of a list after removing and pushing it to another list. Deletes the list if the last element was popped.",
+        lists::rpoplpush
+    ),
+    cmd!(
+        "rpush",
+        -3,
+        WF,
+        1,
+        1,
+        1,
+        "list",
+        "Appends one or more elements to a list. Creates the key if it doesn't exist.",
+        lists::rpush
+    ),
+    cmd!(
+        "rpushx",
+        -3,
+        WF,
+        1,
+        1,
+        1,
+        "list",
+        "Appends an element to a list only when the list exists.",
+        lists::rpushx
     ),
     cmd!(
         "sadd",

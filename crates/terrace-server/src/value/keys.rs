@@ -28,6 +28,8 @@ pub enum Sub {
     HashField = 0x01,
     /// A set member; the value is empty.
     SetMember = 0x02,
+    /// A list element at its index (`u64` big-endian); the value is the element.
+    ListElement = 0x05,
 }
 
 impl Sub {
@@ -35,6 +37,7 @@ impl Sub {
         match b {
             0x01 => Some(Sub::HashField),
             0x02 => Some(Sub::SetMember),
+            0x05 => Some(Sub::ListElement),
             _ => None,
         }
     }

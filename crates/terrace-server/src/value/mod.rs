@@ -20,9 +20,12 @@ const TAG_STRING_EXPIRING: u8 = 0x01;
 const TAG_HASH: u8 = 0x10;
 /// Tag of a set's metadata.
 const TAG_SET: u8 = 0x11;
+/// Tag of a list's metadata (followed by its head index).
+const TAG_LIST: u8 = 0x13;
 
-/// Bytes of a collection's metadata: tag, expiry, version, size.
+/// Bytes of a collection's metadata: tag, expiry, version, size (and a list's head).
 const COLL_META_BYTES: usize = 25;
+const LIST_META_BYTES: usize = 33;
 
 /// A collection type: what its metadata's tag says and where its members live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,6 +34,8 @@ pub enum CollKind {
     Hash,
     /// A set: members.
     Set,
+    /// A list: elements by position.
+    List,
 }
 
 impl CollKind {
@@ -38,6 +43,7 @@ impl CollKind {
         match self {
             CollKind::Hash => TAG_HASH,
             CollKind::Set => TAG_SET,
+            CollKind::List => TAG_LIST,
         }
     }
 
@@ -45,6 +51,7 @@ impl CollKind {
         match tag {
             TAG_HASH => Some(CollKind::Hash),
             TAG_SET => Some(CollKind::Set),
+            TAG_LIST => Some(CollKind::List),
             _ => None,
         }
     }
@@ -54,6 +61,7 @@ impl CollKind {
         match self {
             CollKind::Hash => "hash",
             CollKind::Set => "set",
+            CollKind::List => "list",
         }
     }
 
@@ -62,6 +70,7 @@ impl CollKind {
         match self {
             CollKind::Hash => keys::Sub::HashField,
             CollKind::Set => keys::Sub::SetMember,
+            CollKind::List => keys::Sub::ListElement,
         }
     }
 }
@@ -79,6 +88,9 @@ pub struct CollMeta {
     pub version: u64,
     /// How many members it has (a collection with none does not exist).
     pub size: u64,
+    /// A list's first element's index (its elements are at `head..head + size`); 0 for
+    /// other types.
+    pub head: u64,
 }
 
 impl CollMeta {
@@ -89,6 +101,9 @@ impl CollMeta {
         out.extend_from_slice(&self.expire_at_ms.unwrap_or(0).to_be_bytes());
         out.extend_from_slice(&self.version.to_be_bytes());
         out.extend_from_slice(&self.size.to_be_bytes());
+        if self.kind == CollKind::List {
+            out.extend_from_slice(&self.head.to_be_bytes());
+        }
         out
     }
 
@@ -122,7 +137,11 @@ impl Top {
                         .map(u64::from_be_bytes)
                         .ok_or(ValueError::Truncated)
                 };
-                if bytes.len() > COLL_META_BYTES {
+                let (len, head) = match kind {
+                    CollKind::List => (LIST_META_BYTES, field(25)?),
+                    _ => (COLL_META_BYTES, 0),
+                };
+                if bytes.len() > len {
                     return Err(ValueError::TrailingBytes);
                 }
                 let expire = field(1)?;
@@ -131,6 +150,7 @@ impl Top {
                     expire_at_ms: (expire != 0).then_some(expire),
                     version: field(9)?,
                     size: field(17)?,
+                    head,
                 }))
             }
             None => StoredValue::decode(bytes).map(Top::String),
