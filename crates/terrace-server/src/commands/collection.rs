@@ -72,17 +72,18 @@ pub(crate) fn copy(
         version: ctx.engine.store.new_version()?,
         ..*meta
     };
-    let sub = meta.kind.sub();
-    let from = keys::members(sub, src, meta.version);
-    let to = keys::members(sub, dst, copy.version);
-    ctx.engine
-        .store
-        .for_each_member(&from, b"", |member, value| {
-            let mut k = to.clone();
-            k.extend_from_slice(member);
-            batch.put(&k, value);
-            true
-        })?;
+    for &sub in meta.kind.subs() {
+        let from = keys::members(sub, src, meta.version);
+        let to = keys::members(sub, dst, copy.version);
+        ctx.engine
+            .store
+            .for_each_member(&from, b"", |member, value| {
+                let mut k = to.clone();
+                k.extend_from_slice(member);
+                batch.put(&k, value);
+                true
+            })?;
+    }
     put_top(batch, dst, &Top::Coll(copy));
     Ok(copy)
 }

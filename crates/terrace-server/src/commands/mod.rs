@@ -32,6 +32,7 @@ mod store;
 mod strings;
 mod table;
 mod txn;
+mod zsets;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! The command table: names, arities, flags and key positions (what COMMAND reports and
 //! what the executor locks).
 
-use super::{expiry, hashes, keyspace, lists, server, sets, strings, txn, CmdResult, Ctx};
+use super::{expiry, hashes, keyspace, lists, server, sets, strings, txn, zsets, CmdResult, Ctx};
 
 /// Writes keys: the executor locks the stripes of its keys.
 pub(crate) const WRITE: u32 = 1;
@@ -1322,6 +1322,347 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
         "transactions",
         "Monitors changes to keys.",
         txn::watch
+    ),
+    cmd!(
+        "zadd",
+        -4,
+        WF,
+        1,
+        1,
+        1,
+        "sorted_set",
+        "Adds one or more members to a sorted set, or updates their scores. Creates the key if it doesn't exist.",
+        zsets::zadd
+    ),
+    cmd!(
+        "zcard",
+        2,
+        RF,
+        1,
+        1,
+        1,
+        "sorted_set",
+        "Returns the number of members in a sorted set.",
+        zsets::zcard
+    ),
+    cmd!(
+        "zcount",
+        4,
+        R,
+        1,
+        1,
+        1,
+        "sorted_set",
+        "Returns the count of members in a sorted set that have scores within a range.",
+        zsets::zcount
+    ),
+    cmd!(
+        "zdiff",
+        -3,
+        R,
+        2,
+        -1,
+        1,
+        "sorted_set",
+        "Returns the difference between multiple sorted sets.",
+        zsets::zdiff
+    ),
+    cmd!(
+        "zdiffstore",
+        -4,
+        W,
+        1,
+        -1,
+        1,
+        "sorted_set",
+        "Stores the difference of multiple sorted sets in a key.",
+        zsets::zdiffstore
+    ),
+    cmd!(
+        "zincrby",
+        4,
+        WF,
+        1,
+        1,
+        1,
+        "sorted_set",
+        "Increments the score of a member in a sorted set.",
+        zsets::zincrby
+    ),
+    cmd!(
+        "zinter",
+        -3,
+        R,
+        2,
+        -1,
+        1,
+        "sorted_set",
+        "Returns the intersect of multiple sorted sets.",
+        zsets::zinter
+    ),
+    cmd!(
+        "zintercard",
+        -3,
+        R,
+        2,
+        -1,
+        1,
+        "sorted_set",
+        "Returns the number of members of the intersect of multiple sorted sets.",
+        zsets::zintercard
+    ),
+    cmd!(
+        "zinterstore",
+        -4,
+        W,
+        1,
+        1,
+        1,
+        "sorted_set",
+        "Stores the intersect of multiple sorted sets in a key.",
+        zsets::zinterstore
+    ),
+    cmd!(
+        "zlexcount",
+        4,
+        R,
+        1,
+        1,
+        1,
+        "sorted_set",
+        "Returns the number of members in a sorted set within a lexicographical range.",
+        zsets::zlexcount
+    ),
+    cmd!(
+        "zmscore",
+        -3,
+        RF,
+        1,
+        1,
+        1,
+        "sorted_set",
+        "Returns the score of one or more members in a sorted set.",
+        zsets::zmscore
+    ),
+    cmd!(
+        "zpopmax",
+        -2,
+        WF,
+        1,
+        1,
+        1,
+        "sorted_set",
+        "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.",
+        zsets::zpopmax
+    ),
+    cmd!(
+        "zpopmin",
+        -2,
+        WF,
+        1,
+        1,
+        1,
+        "sorted_set",
+        "Returns the lowest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.",
+        zsets::zpopmin
+    ),
+    cmd!(
+        "zrandmember",
+        -2,
+        R,
+        1,
+        1,
+        1,
+        "sorted_set",
+        "Returns one or more random members from a sorted set.",
+        zsets::zrandmember
+    ),
+    cmd!(
+        "zrange",
+        -4,
+        R,
+        1,
+        1,
+        1,
+        "sorted_set",
+        "Returns members in a sorted set within a range of indexes.",
+        zsets::zrange
+    ),
+    cmd!(
+        "zrangebylex",
+        -4,
+        R,
+        1,
+        1,
+        1,
+        "sorted_set",
+        "Returns members in a sorted set within a lexicographical range.",
+        zsets::zrangebylex
+    ),
+    cmd!(
+        "zrangebyscore",
+        -4,
+        R,
+        1,
+        1,
+        1,
+        "sorted_set",
+        "Returns members in a sorted set within a range of scores.",
+        zsets::zrangebyscore
+    ),
+    cmd!(
+        "zrangestore",
+        -5,
+        W,
+        1,
+        2,
+        1,
+        "sorted_set",
+        "Stores a range of members from sorted set in a key.",
+        zsets::zrangestore
+    ),
+    cmd!(
+        "zrank",
+        -3,
+        RF,
+        1,
+        1,
+        1,
+        "sorted_set",
+        "Returns the index of a member in a sorted set ordered by ascending scores.",
+        zsets::zrank
+    ),
+    cmd!(
+        "zrem",
+        -3,
+        WF,
+        1,
+        1,
+        1,
+        "sorted_set",
+        "Removes one or more members from a sorted set. Deletes the sorted set if all members were removed.",
+        zsets::zrem
+    ),
+    cmd!(
+        "zremrangebylex",
+        4,
+        W,
+        1,
+        1,
+        1,
+        "sorted_set",
+        "Removes members in a sorted set within a lexicographical range. Deletes the sorted set if all members were removed.",
+        zsets::zremrangebylex
+    ),
+    cmd!(
+        "zremrangebyrank",
+        4,
+        W,
+        1,
+        1,
+        1,
+        "sorted_set",
+        "Removes members in a sorted set within a range of indexes. Deletes the sorted set if all members were removed.",
+        zsets::zremrangebyrank
+    ),
+    cmd!(
+        "zremrangebyscore",
+        4,
+        W,
+        1,
+        1,
+        1,
+        "sorted_set",
+        "Removes members in a sorted set within a range of scores. Deletes the sorted set if all members were removed.",
+        zsets::zremrangebyscore
+    ),
+    cmd!(
+        "zrevrange",
+        -4,
+        R,
+        1,
+        1,
+        1,
+        "sorted_set",
+        "Returns members in a sorted set within a range of indexes in reverse order.",
+        zsets::zrevrange
+    ),
+    cmd!(
+        "zrevrangebylex",
+        -4,
+        R,
+        1,
+        1,
+        1,
+        "sorted_set",
+        "Returns members in a sorted set within a lexicographical range in reverse order.",
+        zsets::zrevrangebylex
+    ),
+    cmd!(
+        "zrevrangebyscore",
+        -4,
+        R,
+        1,
+        1,
+        1,
+        "sorted_set",
+        "Returns members in a sorted set within a range of scores in reverse order.",
+        zsets::zrevrangebyscore
+    ),
+    cmd!(
+        "zrevrank",
+        -3,
+        RF,
+        1,
+        1,
+        1,
+        "sorted_set",
+        "Returns the index of a member in a sorted set ordered by descending scores.",
+        zsets::zrevrank
+    ),
+    cmd!(
+        "zscan",
+        -3,
+        R,
+        1,
+        1,
+        1,
+        "sorted_set",
+        "Iterates over members and scores of a sorted set.",
+        zsets::zscan
+    ),
+    cmd!(
+        "zscore",
+        3,
+        RF,
+        1,
+        1,
+        1,
+        "sorted_set",
+        "Returns the score of a member in a sorted set.",
+        zsets::zscore
+    ),
+    cmd!(
+        "zunion",
+        -3,
+        R,
+        2,
+        -1,
+        1,
+        "sorted_set",
+        "Returns the union of multiple sorted sets.",
+        zsets::zunion
+    ),
+    cmd!(
+        "zunionstore",
+        -4,
+        W,
+        1,
+        1,
+        1,
+        "sorted_set",
+        "Stores the union of multiple sorted sets in a key.",
+        zsets::zunionstore
     ),
 ];
 

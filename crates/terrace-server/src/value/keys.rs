@@ -28,6 +28,11 @@ pub enum Sub {
     HashField = 0x01,
     /// A set member; the value is empty.
     SetMember = 0x02,
+    /// A sorted-set member; the value is its score ([`score_bytes`]).
+    ZsetMember = 0x03,
+    /// A sorted set's score index: the score ([`score_bytes`]) then the member; the value
+    /// is empty.
+    ZsetScore = 0x04,
     /// A list element at its index (`u64` big-endian); the value is the element.
     ListElement = 0x05,
 }
@@ -37,6 +42,8 @@ impl Sub {
         match b {
             0x01 => Some(Sub::HashField),
             0x02 => Some(Sub::SetMember),
+            0x03 => Some(Sub::ZsetMember),
+            0x04 => Some(Sub::ZsetScore),
             0x05 => Some(Sub::ListElement),
             _ => None,
         }
@@ -137,6 +144,30 @@ pub fn member_hash(member: &[u8]) -> u64 {
     h ^ (h >> 33)
 }
 
+/// A score as 8 bytes that sort as the scores do (negative scores with every bit
+/// flipped, the others with the sign bit set; -0 as 0). Scores are never NaN.
+pub fn score_bytes(score: f64) -> [u8; 8] {
+    let score = if score == 0.0 { 0.0 } else { score };
+    let bits = score.to_bits();
+    let ordered = if bits >> 63 == 1 {
+        !bits
+    } else {
+        bits | (1 << 63)
+    };
+    ordered.to_be_bytes()
+}
+
+/// The score of [`score_bytes`]; `None` if `b` is not 8 bytes.
+pub fn score_of(b: &[u8]) -> Option<f64> {
+    let ordered = u64::from_be_bytes(b.get(..8)?.try_into().ok()?);
+    let bits = if ordered >> 63 == 1 {
+        ordered & !(1 << 63)
+    } else {
+        !ordered
+    };
+    Some(f64::from_bits(bits))
+}
+
 /// Server bookkeeping records (not a client's, not a member's): `RESERVED, 0x7f, name`.
 pub fn bookkeeping(name: &[u8]) -> Vec<u8> {
     let mut out = RESERVED.to_vec();
@@ -233,6 +264,27 @@ mod tests {
             spread.iter().any(|&h| h < u64::MAX / 2) && spread.iter().any(|&h| h > u64::MAX / 2)
         );
         assert!(bookkeeping(b"v").as_slice() > top_end().as_slice());
+        let scores = [
+            f64::NEG_INFINITY,
+            -1e300,
+            -2.5,
+            -0.0,
+            0.0,
+            1e-300,
+            3.0,
+            f64::INFINITY,
+        ];
+        let encoded: Vec<[u8; 8]> = scores.iter().map(|&s| score_bytes(s)).collect();
+        assert!(
+            encoded.windows(2).all(|w| w[0] <= w[1]),
+            "scores sort as bytes"
+        );
+        for s in scores {
+            assert_eq!(
+                score_of(&score_bytes(s)),
+                Some(if s == 0.0 { 0.0 } else { s })
+            );
+        }
         assert_eq!(parse_member(&bookkeeping(b"v")), None);
     }
 }

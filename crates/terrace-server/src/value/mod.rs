@@ -20,6 +20,8 @@ const TAG_STRING_EXPIRING: u8 = 0x01;
 const TAG_HASH: u8 = 0x10;
 /// Tag of a set's metadata.
 const TAG_SET: u8 = 0x11;
+/// Tag of a sorted set's metadata.
+const TAG_ZSET: u8 = 0x12;
 /// Tag of a list's metadata (followed by its head index).
 const TAG_LIST: u8 = 0x13;
 
@@ -36,6 +38,8 @@ pub enum CollKind {
     Set,
     /// A list: elements by position.
     List,
+    /// A sorted set: members with scores.
+    Zset,
 }
 
 impl CollKind {
@@ -44,6 +48,7 @@ impl CollKind {
             CollKind::Hash => TAG_HASH,
             CollKind::Set => TAG_SET,
             CollKind::List => TAG_LIST,
+            CollKind::Zset => TAG_ZSET,
         }
     }
 
@@ -52,6 +57,7 @@ impl CollKind {
             TAG_HASH => Some(CollKind::Hash),
             TAG_SET => Some(CollKind::Set),
             TAG_LIST => Some(CollKind::List),
+            TAG_ZSET => Some(CollKind::Zset),
             _ => None,
         }
     }
@@ -62,6 +68,18 @@ impl CollKind {
             CollKind::Hash => "hash",
             CollKind::Set => "set",
             CollKind::List => "list",
+            CollKind::Zset => "zset",
+        }
+    }
+
+    /// Every kind of member record it has (a sorted set's score index besides its
+    /// members).
+    pub fn subs(self) -> &'static [keys::Sub] {
+        match self {
+            CollKind::Hash => &[keys::Sub::HashField],
+            CollKind::Set => &[keys::Sub::SetMember],
+            CollKind::List => &[keys::Sub::ListElement],
+            CollKind::Zset => &[keys::Sub::ZsetMember, keys::Sub::ZsetScore],
         }
     }
 
@@ -71,6 +89,7 @@ impl CollKind {
             CollKind::Hash => keys::Sub::HashField,
             CollKind::Set => keys::Sub::SetMember,
             CollKind::List => keys::Sub::ListElement,
+            CollKind::Zset => keys::Sub::ZsetMember,
         }
     }
 }
@@ -379,7 +398,7 @@ impl ExpiryFilter {
             None => false,
             Some(raw) => match Top::decode(&raw) {
                 Ok(Top::Coll(m)) => {
-                    m.version == version && m.kind.sub() == sub && !m.is_expired(now_ms())
+                    m.version == version && m.kind.subs().contains(&sub) && !m.is_expired(now_ms())
                 }
                 Ok(Top::String(_)) => false,
                 Err(_) => return None,

@@ -1,0 +1,145 @@
+use crate::commands::tests::{bulk, engine, err, run};
+use crate::resp::Reply;
+
+fn bulks(items: &[&str]) -> Reply {
+    Reply::Array(items.iter().map(|s| bulk(s)).collect())
+}
+
+#[test]
+fn add_score_rank_and_ranges() {
+    let tmp = tempfile::tempdir().unwrap();
+    let e = engine(tmp.path());
+    let mut s = e.connect("t".into()).unwrap();
+    assert_eq!(run(&mut s, "ZADD z 1 a 2 b 3 c"), Reply::Integer(3));
+    assert_eq!(run(&mut s, "ZADD z 10 a 4 d"), Reply::Integer(1));
+    assert_eq!(run(&mut s, "ZADD z CH 11 a 4 d"), Reply::Integer(1));
+    assert_eq!(run(&mut s, "ZADD z NX 0 a"), Reply::Integer(0));
+    assert_eq!(run(&mut s, "ZADD z XX 0 new"), Reply::Integer(0));
+    assert_eq!(run(&mut s, "ZADD z GT CH 5 a"), Reply::Integer(0));
+    assert_eq!(run(&mut s, "ZADD z LT CH 5 a"), Reply::Integer(1));
+    assert_eq!(run(&mut s, "ZADD z INCR 1.5 a"), Reply::Double(6.5));
+    assert_eq!(run(&mut s, "ZINCRBY z -0.5 a"), Reply::Double(6.0));
+    assert_eq!(run(&mut s, "ZSCORE z a"), Reply::Double(6.0));
+    assert_eq!(run(&mut s, "ZSCORE z zz"), Reply::Nil);
+    assert_eq!(run(&mut s, "ZCARD z"), Reply::Integer(4));
+    // b 2, c 3, d 4, a 6
+    assert_eq!(run(&mut s, "ZRANGE z 0 -1"), bulks(&["b", "c", "d", "a"]));
+    assert_eq!(run(&mut s, "ZRANGE z 0 1 REV"), bulks(&["a", "d"]));
+    assert_eq!(run(&mut s, "ZREVRANGE z 0 0"), bulks(&["a"]));
+    assert_eq!(
+        run(&mut s, "ZRANGE z 0 0 WITHSCORES"),
+        Reply::Array(vec![bulk("b"), Reply::Double(2.0)])
+    );
+    assert_eq!(run(&mut s, "ZRANGEBYSCORE z (2 4"), bulks(&["c", "d"]));
+    assert_eq!(run(&mut s, "ZRANGE z 4 (2 BYSCORE REV"), bulks(&["d", "c"]));
+    assert_eq!(
+        run(&mut s, "ZREVRANGEBYSCORE z +inf -inf LIMIT 1 2"),
+        bulks(&["d", "c"])
+    );
+    assert_eq!(run(&mut s, "ZCOUNT z -inf 3"), Reply::Integer(2));
+    assert_eq!(run(&mut s, "ZRANK z d"), Reply::Integer(2));
+    assert_eq!(run(&mut s, "ZREVRANK z d"), Reply::Integer(1));
+    assert_eq!(run(&mut s, "ZRANK z nope"), Reply::Nil);
+    assert_eq!(
+        run(&mut s, "ZMSCORE z a nope"),
+        Reply::Array(vec![Reply::Double(6.0), Reply::Nil])
+    );
+    assert_eq!(run(&mut s, "ZREM z a nope"), Reply::Integer(1));
+    assert_eq!(run(&mut s, "TYPE z"), Reply::Status("zset".into()));
+    assert_eq!(run(&mut s, "ZADD z 1 a x"), err("ERR syntax error"));
+    assert_eq!(
+        run(&mut s, "ZADD z nan a"),
+        err("ERR value is not a valid float")
+    );
+    assert_eq!(
+        run(&mut s, "ZRANGE z 0 1 LIMIT 0 1"),
+        err(
+            "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX"
+        )
+    );
+}
+
+#[test]
+fn lex_pop_remove_ranges_and_store() {
+    let tmp = tempfile::tempdir().unwrap();
+    let e = engine(tmp.path());
+    let mut s = e.connect("t".into()).unwrap();
+    run(&mut s, "ZADD l 0 a 0 b 0 c 0 d 0 e");
+    assert_eq!(run(&mut s, "ZRANGEBYLEX l [b (d"), bulks(&["b", "c"]));
+    assert_eq!(run(&mut s, "ZREVRANGEBYLEX l + [d"), bulks(&["e", "d"]));
+    assert_eq!(run(&mut s, "ZLEXCOUNT l - +"), Reply::Integer(5));
+    assert_eq!(run(&mut s, "ZREMRANGEBYLEX l [a [b"), Reply::Integer(2));
+    assert_eq!(
+        run(&mut s, "ZPOPMIN l"),
+        Reply::Array(vec![bulk("c"), Reply::Double(0.0)])
+    );
+    assert_eq!(
+        run(&mut s, "ZPOPMAX l 5"),
+        Reply::Array(vec![
+            bulk("e"),
+            Reply::Double(0.0),
+            bulk("d"),
+            Reply::Double(0.0)
+        ])
+    );
+    assert_eq!(run(&mut s, "EXISTS l"), Reply::Integer(0));
+    run(&mut s, "ZADD n 1 a 2 b 3 c 4 d");
+    assert_eq!(run(&mut s, "ZREMRANGEBYRANK n 0 1"), Reply::Integer(2));
+    assert_eq!(run(&mut s, "ZREMRANGEBYSCORE n 4 4"), Reply::Integer(1));
+    assert_eq!(run(&mut s, "ZRANGE n 0 -1"), bulks(&["c"]));
+    run(&mut s, "ZADD x 1 a 2 b");
+    run(&mut s, "ZADD y 10 b 20 c");
+    run(&mut s, "SADD plain a");
+    assert_eq!(run(&mut s, "ZUNIONSTORE u 2 x y"), Reply::Integer(3));
+    assert_eq!(
+        run(&mut s, "ZRANGE u 0 -1 WITHSCORES"),
+        Reply::Array(vec![
+            bulk("a"),
+            Reply::Double(1.0),
+            bulk("b"),
+            Reply::Double(12.0),
+            bulk("c"),
+            Reply::Double(20.0)
+        ])
+    );
+    assert_eq!(
+        run(&mut s, "ZINTERSTORE i 2 x y WEIGHTS 2 1 AGGREGATE MAX"),
+        Reply::Integer(1)
+    );
+    assert_eq!(run(&mut s, "ZSCORE i b"), Reply::Double(10.0));
+    assert_eq!(run(&mut s, "ZUNIONSTORE v 2 x plain"), Reply::Integer(2));
+    assert_eq!(run(&mut s, "ZSCORE v a"), Reply::Double(2.0));
+    assert_eq!(run(&mut s, "ZRANGESTORE r u 1 -1"), Reply::Integer(2));
+    assert_eq!(run(&mut s, "ZRANGE r 0 -1"), bulks(&["b", "c"]));
+    assert!(matches!(run(&mut s, "ZRANDMEMBER u"), Reply::Bulk(_)));
+    let Reply::Array(v) = run(&mut s, "ZRANDMEMBER u -5 WITHSCORES") else {
+        panic!()
+    };
+    assert_eq!(v.len(), 10);
+    let Reply::Array(page) = run(&mut s, "ZSCAN u 0") else {
+        panic!()
+    };
+    assert_eq!(page[0], bulk("0"));
+    let Reply::Array(items) = &page[1] else {
+        panic!()
+    };
+    assert_eq!(items.len(), 6);
+}
+
+#[test]
+fn copies_keep_the_score_index_and_compaction_keeps_it_too() {
+    let tmp = tempfile::tempdir().unwrap();
+    let e = engine(tmp.path());
+    let mut s = e.connect("t".into()).unwrap();
+    for i in 0..30 {
+        run(&mut s, &format!("ZADD z {i} m{i}"));
+    }
+    assert_eq!(run(&mut s, "COPY z c"), Reply::Integer(1));
+    assert_eq!(run(&mut s, "RENAME z r"), Reply::Ok);
+    e.db().flush().unwrap();
+    e.db().compact_range(None, None).unwrap();
+    assert_eq!(run(&mut s, "ZRANGE c 0 2"), bulks(&["m0", "m1", "m2"]));
+    assert_eq!(run(&mut s, "ZRANGE r -1 -1"), bulks(&["m29"]));
+    assert_eq!(run(&mut s, "ZCARD r"), Reply::Integer(30));
+    assert_eq!(run(&mut s, "ZRANGE z 0 -1"), bulks(&[]));
+}
