@@ -2,8 +2,9 @@
 # Side-by-side redis-benchmark of `terrace serve` (WAL on, --fsync everysec) and Redis
 # 7.0.15 (persistence off), alternating, median of ROUNDS runs, without and with -P 16.
 #
-#   bench/server-vs-redis.sh            # the issue's settings: -n 1000000
+#   bench/server-vs-redis.sh            # SET and GET, -n 1000000
 #   REQUESTS=200000 ROUNDS=3 bench/server-vs-redis.sh
+#   TESTS=hset,lpush,rpush,lpop,rpop,sadd,spop,zadd,zpopmin,lrange_100 bench/server-vs-redis.sh
 #
 # Prints one line per (server, pipeline, test): median requests/s, p50 and p99 latency
 # (ms), then Terrace's throughput as a fraction of Redis's. Installs redis-server and
@@ -14,6 +15,7 @@ ROOT=$PWD
 REQUESTS="${REQUESTS:-1000000}"
 ROUNDS="${ROUNDS:-3}"
 CLIENTS="${CLIENTS:-50}"
+TESTS="${TESTS:-set,get}"
 WORK=$(mktemp -d)
 PIDS=()
 cleanup() {
@@ -38,14 +40,14 @@ for _ in $(seq 100); do grep -q '^listening on' "$WORK/terrace.out" 2>/dev/null 
 TERRACE_PORT=$(sed -n 's/^listening on .*:\([0-9]*\)$/\1/p' "$WORK/terrace.out")
 for _ in $(seq 50); do redis-cli -p "$REDIS_PORT" PING >/dev/null 2>&1 && break; sleep 0.1; done
 
-echo "redis-benchmark -c $CLIENTS -n $REQUESTS -r 1000000 -d 100 -t set,get, median of $ROUNDS, $(nproc) cores"
+echo "redis-benchmark -c $CLIENTS -n $REQUESTS -r 1000000 -d 100 -t $TESTS, median of $ROUNDS, $(nproc) cores"
 echo "$(redis-server --version | cut -d' ' -f1-3); terrace $("$BIN" version | cut -d' ' -f2) (fsync everysec)"
 RESULTS="$WORK/results.csv"
 for pipeline in 1 16; do
   for round in $(seq "$ROUNDS"); do
     for server in redis terrace; do
       port=$REDIS_PORT; [ "$server" = terrace ] && port=$TERRACE_PORT
-      redis-benchmark -p "$port" -c "$CLIENTS" -n "$REQUESTS" -r 1000000 -d 100 -t set,get \
+      redis-benchmark -p "$port" -c "$CLIENTS" -n "$REQUESTS" -r 1000000 -d 100 -t "$TESTS" \
         -P "$pipeline" --csv 2>/dev/null | tail -n +2 | tr -d '"' \
         | awk -F, -v s="$server" -v p="$pipeline" -v r="$round" '{ print s "," p "," r "," $1 "," $2 "," $5 "," $7 }' \
         >>"$RESULTS"
@@ -60,13 +62,13 @@ groups = {}
 for server, pipeline, _round, test, rps, p50, p99 in rows:
     groups.setdefault((server, int(pipeline), test), []).append((float(rps), float(p50), float(p99)))
 med = {}
-print(f"{'server':8} {'-P':>3} {'test':5} {'rps':>10} {'p50 ms':>8} {'p99 ms':>8}")
+print(f"{'server':8} {'-P':>3} {'test':12} {'rps':>10} {'p50 ms':>8} {'p99 ms':>8}")
 for (server, pipeline, test), runs in sorted(groups.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][0])):
     rps = statistics.median(r[0] for r in runs)
     p50 = statistics.median(r[1] for r in runs)
     p99 = statistics.median(r[2] for r in runs)
     med[(server, pipeline, test)] = rps
-    print(f"{server:8} {pipeline:>3} {test:5} {rps:>10.0f} {p50:>8.3f} {p99:>8.3f}")
+    print(f"{server:8} {pipeline:>3} {test:12} {rps:>10.0f} {p50:>8.3f} {p99:>8.3f}")
 for (server, pipeline, test), rps in sorted(med.items()):
     if server == "terrace" and ("redis", pipeline, test) in med:
         print(f"terrace/redis -P {pipeline} {test}: {rps / med[('redis', pipeline, test)]:.2f}x")

@@ -28,9 +28,47 @@ fn sigterm_flushes_and_exits_zero() {
     assert!((990..=1000).contains(&ttl));
 }
 
-/// Writes keys, SIGKILLs the server, restarts it, and counts acknowledged keys missing.
-/// `fault` runs the server on the fault-injection storage, where unsynced bytes live in
-/// the process and die with it (as they would in a power cut); otherwise on the real one.
+/// One acknowledged write of a string or of a collection's member, and the read (and its
+/// answer) that finds it after a restart.
+fn acknowledged_write(t: usize, i: usize) -> (String, Value, String, Value) {
+    match i % 5 {
+        0 => (
+            format!("SET t{t}-{i} x"),
+            Value::Status("OK".into()),
+            format!("EXISTS t{t}-{i}"),
+            Value::Int(1),
+        ),
+        1 => (
+            format!("HSET h{t} f{i} x"),
+            Value::Int(1),
+            format!("HEXISTS h{t} f{i}"),
+            Value::Int(1),
+        ),
+        2 => (
+            format!("SADD s{t} m{i}"),
+            Value::Int(1),
+            format!("SISMEMBER s{t} m{i}"),
+            Value::Int(1),
+        ),
+        3 => (
+            format!("ZADD z{t} {i} m{i}"),
+            Value::Int(1),
+            format!("ZSCORE z{t} m{i}"),
+            Value::bulk(&i.to_string()),
+        ),
+        _ => (
+            format!("RPUSH l{t} e{i}"),
+            Value::Int(i as i64 / 5 + 1),
+            format!("LPOS l{t} e{i}"),
+            Value::Int(i as i64 / 5),
+        ),
+    }
+}
+
+/// Writes strings and members of hashes, sets, sorted sets and lists, SIGKILLs the
+/// server, restarts it, and counts acknowledged writes missing. `fault` runs the server on
+/// the fault-injection storage, where unsynced bytes live in the process and die with it
+/// (as they would in a power cut); otherwise on the real one.
 fn acknowledged_keys_lost_after_sigkill(fsync: &str, fault: bool) -> usize {
     let tmp = tempfile::tempdir().unwrap();
     let mut args = vec!["--fsync", fsync];
@@ -45,16 +83,16 @@ fn acknowledged_keys_lost_after_sigkill(fsync: &str, fault: bool) -> usize {
                 let mut c = super::Client::connect(&addr);
                 let mut acked = Vec::new();
                 for i in 0..150 {
-                    let key = format!("t{t}-{i}");
-                    if c.cmd(&format!("SET {key} x")) == Value::Status("OK".into()) {
-                        acked.push(key);
+                    let (write, ok, read, found) = acknowledged_write(t, i);
+                    if c.cmd(&write) == ok {
+                        acked.push((read, found));
                     }
                 }
                 acked
             })
         })
         .collect();
-    let acked: Vec<String> = writers
+    let acked: Vec<(String, Value)> = writers
         .into_iter()
         .flat_map(|w| w.join().unwrap())
         .collect();
@@ -64,7 +102,7 @@ fn acknowledged_keys_lost_after_sigkill(fsync: &str, fault: bool) -> usize {
     let mut c = s.client();
     acked
         .iter()
-        .filter(|k| c.cmd(&format!("EXISTS {k}")) != Value::Int(1))
+        .filter(|(read, found)| c.cmd(read) != *found)
         .count()
 }
 

@@ -305,4 +305,6 @@ pub(crate) fn is_dirty(st: &SessionState) -> bool {
 }
 
 #[cfg(test)]
+mod model_tests;
+#[cfg(test)]
 mod tests;

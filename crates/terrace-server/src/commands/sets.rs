@@ -3,8 +3,11 @@
 //!
 //! A set is its metadata (`value::CollMeta`) at its key and one empty engine record per
 //! member, in member-hash order under its version (docs/formats/resp-collections.md).
-//! SCARD reads the metadata alone; SPOP and SRANDMEMBER seek to a random hash instead of
-//! reading the whole set.
+//! SCARD reads the metadata alone. SRANDMEMBER seeks to random hashes instead of reading
+//! the whole set; SPOP removes the members first in hash order from the set's head (a
+//! fixed function of the member, so the order does not change from call to call, as
+//! Redis's random choice would), which keeps each pop from stepping over the deletions
+//! of earlier ones.
 
 use std::collections::BTreeSet;
 
@@ -115,6 +118,7 @@ pub(crate) fn sadd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             continue;
         }
         batch.put(&member_key(key, &meta, m), b"");
+        meta.head = meta.head.min(keys::member_hash(m));
         added.push(m);
     }
     if !added.is_empty() {
@@ -210,10 +214,32 @@ pub(crate) fn spop(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let want = count
         .map_or(1, |c| u64::try_from(c).unwrap_or(0))
         .min(meta.size);
-    let chosen = distinct_random(ctx, key, &meta, want)?;
+    // The members first in hash order from the head: each pop seeks past the ones before
+    // it instead of stepping over their deletions (docs/formats/resp-collections.md).
+    let prefix = keys::members(Sub::SetMember, key, meta.version);
+    let want = usize::try_from(want).unwrap_or(usize::MAX);
+    let mut chosen = Vec::new();
+    let mut next = None;
+    ctx.engine
+        .store
+        .for_each_member(&prefix, &meta.head.to_be_bytes(), |stored, _| {
+            let Some((hash, m)) = keys::unhash(stored) else {
+                return true;
+            };
+            if chosen.len() < want {
+                chosen.push(m.to_vec());
+                true
+            } else {
+                next = Some(hash);
+                false
+            }
+        })?;
     let mut batch = terrace::WriteBatch::new();
     for m in &chosen {
         batch.delete(&member_key(key, &meta, m));
+    }
+    if let Some(hash) = next {
+        meta.head = hash;
     }
     if !chosen.is_empty() {
         meta.size = meta.size.saturating_sub(chosen.len() as u64);
@@ -280,6 +306,7 @@ pub(crate) fn smove(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     collection::put_meta(&mut batch, src, &src_meta);
     if !has(ctx, dst, &dst_meta, member)? {
         batch.put(&member_key(dst, &dst_meta, member), b"");
+        dst_meta.head = dst_meta.head.min(keys::member_hash(member));
         dst_meta.size += 1;
         collection::put_meta(&mut batch, dst, &dst_meta);
     }

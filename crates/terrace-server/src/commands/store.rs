@@ -269,6 +269,31 @@ impl Store {
         Ok(())
     }
 
+    /// As [`Store::for_each_member`], from the last record backwards.
+    pub(crate) fn for_each_member_rev(
+        &self,
+        prefix: &[u8],
+        mut visit: impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<(), Fail> {
+        let opts = ReadOptions {
+            lower_bound: Some(prefix.to_vec()),
+            upper_bound: keys::prefix_end(prefix),
+            ..ReadOptions::default()
+        };
+        let mut it = self.db.iter(opts)?;
+        it.seek_to_last()?;
+        while it.valid() {
+            let Some(member) = it.key().strip_prefix(prefix) else {
+                break;
+            };
+            if !visit(member, it.value()) {
+                break;
+            }
+            it.prev()?;
+        }
+        Ok(())
+    }
+
     /// Stores `value` under `key`.
     pub(crate) fn put(&self, key: &[u8], value: &StoredValue) -> Result<(), Fail> {
         self.put_data(key, value.expire_at_ms, &value.data)

@@ -90,28 +90,18 @@ fn walk(
     mut visit: impl FnMut(f64, &[u8]) -> bool,
 ) -> Result<(), Fail> {
     let prefix = keys::members(Sub::ZsetScore, key, meta.version);
-    if !rev {
-        return ctx.engine.store.for_each_member(&prefix, b"", |entry, _| {
-            match keys::score_of(entry) {
-                Some(score) => visit(score, entry.get(8..).unwrap_or_default()),
-                None => true,
-            }
-        });
+    let mut step = |entry: &[u8], _: &[u8]| match keys::score_of(entry) {
+        Some(score) => visit(score, entry.get(8..).unwrap_or_default()),
+        None => true,
+    };
+    if rev {
+        ctx.engine.store.for_each_member_rev(&prefix, step)
+    } else {
+        // From the head: every score below it was popped (its index records deleted).
+        ctx.engine
+            .store
+            .for_each_member(&prefix, &meta.head.to_be_bytes(), &mut step)
     }
-    // Backwards: the whole index, then reversed (the store iterates forwards only).
-    let mut all = Vec::new();
-    ctx.engine.store.for_each_member(&prefix, b"", |entry, _| {
-        if let Some(score) = keys::score_of(entry) {
-            all.push((score, entry.get(8..).unwrap_or_default().to_vec()));
-        }
-        true
-    })?;
-    for (score, member) in all.iter().rev() {
-        if !visit(*score, member) {
-            break;
-        }
-    }
-    Ok(())
 }
 
 /// A score bound: `(1.5`, `1.5`, `-inf`, `+inf`.
@@ -265,6 +255,7 @@ pub(crate) fn zadd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
                 continue;
             }
         }
+        meta.head = meta.head.min(u64::from_be_bytes(keys::score_bytes(new)));
         put_score(&mut batch, key, &meta, member, new, old);
         pending.insert(member, new);
     }
@@ -660,18 +651,38 @@ fn pop(ctx: &mut Ctx<'_>, args: &[&[u8]], max: bool) -> CmdResult {
     if args.len() > 3 {
         return Err(Fail::syntax());
     }
-    let spec = RangeSpec {
-        select: Select::Rank(0, count - 1),
-        rev: max,
-        limit: None,
-        with_scores: true,
+    let Some(mut meta) = collection::find(ctx, key, ZSET)? else {
+        return Ok(Reply::Array(Vec::new()));
     };
-    let items = if count == 0 {
-        Vec::new()
-    } else {
-        select(ctx, key, &spec)?
-    };
-    remove_items(ctx, key, &items)?;
+    // The popped members, and the first one left (the new head, for ZPOPMIN).
+    let want = usize::try_from(count).unwrap_or(usize::MAX);
+    let mut items = Vec::new();
+    let mut next = None;
+    if want > 0 {
+        walk(ctx, key, &meta, max, |score, member| {
+            if items.len() < want {
+                items.push((score, member.to_vec()));
+                true
+            } else {
+                next = Some(score);
+                false
+            }
+        })?;
+    }
+    if !items.is_empty() {
+        let mut batch = terrace::WriteBatch::new();
+        for (score, member) in &items {
+            delete_member(&mut batch, key, &meta, member, *score);
+        }
+        meta.size -= items.len() as u64;
+        if !max {
+            if let Some(score) = next {
+                meta.head = u64::from_be_bytes(keys::score_bytes(score));
+            }
+        }
+        collection::put_meta(&mut batch, key, &meta);
+        ctx.engine.store.write(batch, [key])?;
+    }
     // ZPOPMIN answers a flat list, pairs only under RESP3 with a count.
     let protocol = if args.len() == 3 {
         ctx.st.protocol

@@ -27,7 +27,7 @@ const TAG_LIST: u8 = 0x13;
 
 /// Bytes of a collection's metadata: tag, expiry, version, size (and a list's head).
 const COLL_META_BYTES: usize = 25;
-const LIST_META_BYTES: usize = 33;
+const HEADED_META_BYTES: usize = 33;
 
 /// A collection type: what its metadata's tag says and where its members live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,6 +72,11 @@ impl CollKind {
         }
     }
 
+    /// Whether its metadata carries a head (sets, sorted sets, lists).
+    fn has_head(self) -> bool {
+        !matches!(self, CollKind::Hash)
+    }
+
     /// Every kind of member record it has (a sorted set's score index besides its
     /// members).
     pub fn subs(self) -> &'static [keys::Sub] {
@@ -107,8 +112,11 @@ pub struct CollMeta {
     pub version: u64,
     /// How many members it has (a collection with none does not exist).
     pub size: u64,
-    /// A list's first element's index (its elements are at `head..head + size`); 0 for
-    /// other types.
+    /// Where its ordered records start: a list's first element's index (its elements
+    /// are at `head..head + size`); for a set, a lower bound of its members' hashes; for
+    /// a sorted set, a lower bound of its scores' index bytes (as a big-endian `u64`).
+    /// Pops advance it past what they removed, so that the next one seeks past the
+    /// deletions instead of stepping over them. 0 for hashes.
     pub head: u64,
 }
 
@@ -120,7 +128,7 @@ impl CollMeta {
         out.extend_from_slice(&self.expire_at_ms.unwrap_or(0).to_be_bytes());
         out.extend_from_slice(&self.version.to_be_bytes());
         out.extend_from_slice(&self.size.to_be_bytes());
-        if self.kind == CollKind::List {
+        if self.kind.has_head() {
             out.extend_from_slice(&self.head.to_be_bytes());
         }
         out
@@ -156,9 +164,10 @@ impl Top {
                         .map(u64::from_be_bytes)
                         .ok_or(ValueError::Truncated)
                 };
-                let (len, head) = match kind {
-                    CollKind::List => (LIST_META_BYTES, field(25)?),
-                    _ => (COLL_META_BYTES, 0),
+                let (len, head) = if kind.has_head() {
+                    (HEADED_META_BYTES, field(25)?)
+                } else {
+                    (COLL_META_BYTES, 0)
                 };
                 if bytes.len() > len {
                     return Err(ValueError::TrailingBytes);
