@@ -48,6 +48,8 @@ pub struct Engine {
     pub(crate) clients: Mutex<BTreeMap<u64, ClientInfo>>,
     next_client_id: AtomicU64,
     cursors: Mutex<Cursors>,
+    /// Pub/sub subscriptions of every client.
+    pub(crate) pubsub: super::pubsub::PubSub,
     pub(crate) started: Instant,
     /// The fault-injection storage under the engine (`internal_fault_storage`), for the
     /// tests that make its device fail (read only by them).
@@ -299,6 +301,7 @@ impl Engine {
             clients: Mutex::new(BTreeMap::new()),
             next_client_id: AtomicU64::new(1),
             cursors: Mutex::new(Cursors::default()),
+            pubsub: super::pubsub::PubSub::default(),
             started: Instant::now(),
             fault,
             boom,
@@ -342,6 +345,7 @@ impl Engine {
                 dirty: Arc::new(AtomicBool::new(false)),
                 action: None,
                 stats: LocalStats::default(),
+                pubsub: None,
             },
         })
     }

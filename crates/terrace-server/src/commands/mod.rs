@@ -25,6 +25,7 @@ mod hashes;
 mod info;
 mod keyspace;
 mod lists;
+mod pubsub;
 mod run;
 mod server;
 mod sets;
@@ -75,6 +76,8 @@ pub(crate) struct SessionState {
     pub(crate) action: Option<Action>,
     /// Counts not yet added to the engine's statistics.
     pub(crate) stats: LocalStats,
+    /// Pub/sub subscriptions and the mailbox, from the first SUBSCRIBE on.
+    pub(crate) pubsub: Option<pubsub::Subscriber>,
 }
 
 /// What a command handler sees.
@@ -181,6 +184,15 @@ impl Session {
         }
     }
 
+    /// The next pub/sub message for this client: never, while it subscribes to nothing;
+    /// `None` when it let its mailbox overflow (close the connection).
+    pub async fn next_message(&mut self) -> Option<pubsub::Message> {
+        match self.st.pubsub.as_mut() {
+            Some(sub) => sub.next().await,
+            None => std::future::pending().await,
+        }
+    }
+
     /// Counts `bytes` read from the client (INFO's `total_net_input_bytes`).
     pub fn count_input(&mut self, bytes: usize) {
         self.st.stats.count_net(bytes, 0);
@@ -221,6 +233,24 @@ fn execute(engine: &Engine, st: &mut SessionState, args: &[&[u8]]) -> Option<Rep
             spec.name
         )));
     }
+    // RESP2's subscribed mode: a connection that subscribes takes only the pub/sub
+    // commands, PING (answered as a push) and QUIT (RESP3 takes every command).
+    if st.protocol == Protocol::Resp2 && st.pubsub.as_ref().is_some_and(pubsub::Subscriber::active)
+    {
+        if !pubsub::allowed_while_subscribed(spec.name) {
+            return Some(Reply::err(format!(
+                "Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+                spec.name
+            )));
+        }
+        if spec.name == "ping" {
+            let payload = args.get(1).map_or(Vec::new(), |a| a.to_vec());
+            return Some(Reply::Push(vec![
+                Reply::Bulk(b"pong".to_vec().into()),
+                Reply::Bulk(payload.into()),
+            ]));
+        }
+    }
     if !st.authenticated && spec.flags & NOAUTH == 0 && engine.requires_auth() {
         st.flag_multi_error();
         return Some(Reply::Error("NOAUTH Authentication required.".to_string()));
@@ -243,6 +273,9 @@ fn execute(engine: &Engine, st: &mut SessionState, args: &[&[u8]]) -> Option<Rep
 
 impl Drop for Session {
     fn drop(&mut self) {
+        if let Some(sub) = &self.st.pubsub {
+            self.engine.pubsub.forget(self.st.id, sub);
+        }
         self.st.stats.merge_into(&self.engine.stats);
         self.engine.store.unwatch(&self.st.watched, &self.st.dirty);
         self.engine.disconnect(self.st.id);

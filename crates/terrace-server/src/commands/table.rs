@@ -1,7 +1,9 @@
 //! The command table: names, arities, flags and key positions (what COMMAND reports and
 //! what the executor locks).
 
-use super::{expiry, hashes, keyspace, lists, server, sets, strings, txn, zsets, CmdResult, Ctx};
+use super::{
+    expiry, hashes, keyspace, lists, pubsub, server, sets, strings, txn, zsets, CmdResult, Ctx,
+};
 
 /// Writes keys: the executor locks the stripes of its keys.
 pub(crate) const WRITE: u32 = 1;
@@ -851,6 +853,17 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
         strings::psetex
     ),
     cmd!(
+        "psubscribe",
+        -2,
+        NOQUEUE,
+        0,
+        0,
+        0,
+        "pubsub",
+        "Listens for messages published to channels that match one or more patterns.",
+        pubsub::psubscribe
+    ),
+    cmd!(
         "pttl",
         2,
         RF,
@@ -860,6 +873,39 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
         "generic",
         "Returns the expiration time in milliseconds of a key.",
         expiry::pttl
+    ),
+    cmd!(
+        "publish",
+        3,
+        FAST,
+        0,
+        0,
+        0,
+        "pubsub",
+        "Posts a message to a channel.",
+        pubsub::publish
+    ),
+    cmd!(
+        "pubsub",
+        -2,
+        0,
+        0,
+        0,
+        0,
+        "pubsub",
+        "A container for Pub/Sub commands.",
+        pubsub::pubsub
+    ),
+    cmd!(
+        "punsubscribe",
+        -1,
+        NOQUEUE,
+        0,
+        0,
+        0,
+        "pubsub",
+        "Stops listening to messages published to channels that match one or more patterns.",
+        pubsub::punsubscribe
     ),
     cmd!(
         "quit",
@@ -1203,6 +1249,17 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
         strings::strlen
     ),
     cmd!(
+        "subscribe",
+        -2,
+        NOQUEUE,
+        0,
+        0,
+        0,
+        "pubsub",
+        "Listens for messages published to channels.",
+        pubsub::subscribe_cmd
+    ),
+    cmd!(
         "substr",
         4,
         R,
@@ -1300,6 +1357,17 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
         "generic",
         "Deletes one or more keys.",
         keyspace::del
+    ),
+    cmd!(
+        "unsubscribe",
+        -1,
+        NOQUEUE,
+        0,
+        0,
+        0,
+        "pubsub",
+        "Stops listening to messages posted to channels.",
+        pubsub::unsubscribe_cmd
     ),
     cmd!(
         "unwatch",

@@ -92,6 +92,17 @@ pub(super) async fn handle(
                 // CONFIG SET timeout: wait again with the new value.
                 changed = timeout.changed() => if changed.is_err() { return },
                 () = idle => return,
+                message = session.next_message() => {
+                    // A pub/sub message: written at once, between replies; a client that
+                    // let its mailbox overflow is cut off.
+                    let Some(message) = message else { return };
+                    message.reply().write(session.protocol(), &mut out);
+                    session.count_output(out.len());
+                    if stream.write_all(&out).await.is_err() {
+                        return;
+                    }
+                    out.clear();
+                }
             }
         };
         match read {

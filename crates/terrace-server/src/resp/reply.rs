@@ -37,6 +37,12 @@ pub enum Reply {
     Set(Vec<Reply>),
     /// A double; a bulk string in RESP2.
     Double(f64),
+    /// An out-of-band push (`>` in RESP3; an array in RESP2): pub/sub messages and the
+    /// replies of the subscribe commands.
+    Push(Vec<Reply>),
+    /// Several replies to one command, each written as its own reply (SUBSCRIBE with
+    /// several channels answers once per channel).
+    Multi(Vec<Reply>),
 }
 
 impl Reply {
@@ -102,6 +108,12 @@ impl Reply {
                     v.write(proto, out);
                 }
             }
+            Reply::Push(items) => {
+                let tag = if resp3 { b'>' } else { b'*' };
+                line(out, tag, items.len().to_string().as_bytes());
+                items.iter().for_each(|r| r.write(proto, out));
+            }
+            Reply::Multi(replies) => replies.iter().for_each(|r| r.write(proto, out)),
             Reply::Double(d) => {
                 let text = format_double(*d);
                 if resp3 {
