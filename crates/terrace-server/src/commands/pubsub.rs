@@ -1,6 +1,8 @@
-//! Pub/sub: SUBSCRIBE, UNSUBSCRIBE, PSUBSCRIBE, PUNSUBSCRIBE, PUBLISH and PUBSUB
-//! CHANNELS/NUMSUB/NUMPAT. Nothing is stored: a message goes to the clients subscribed at
-//! the moment it is published, as in Redis.
+//! Pub/sub: SUBSCRIBE, UNSUBSCRIBE, PSUBSCRIBE, PUNSUBSCRIBE, PUBLISH, the sharded
+//! SSUBSCRIBE, SUNSUBSCRIBE and SPUBLISH (one server is one shard: shard channels are a
+//! namespace of their own), and PUBSUB CHANNELS/NUMSUB/NUMPAT/SHARDCHANNELS/SHARDNUMSUB.
+//! Nothing is stored: a message goes to the clients subscribed at the moment it is
+//! published, as in Redis.
 //!
 //! Owns: the registry of subscriptions ([`PubSub`], in the engine) and each session's
 //! mailbox ([`Subscriber`]). The transport waits on the mailbox beside the socket and
@@ -26,6 +28,8 @@ const MAILBOX_MESSAGES: usize = 16 * 1024;
 /// A published message as one subscriber receives it.
 #[derive(Debug, Clone)]
 pub struct Message {
+    /// A shard channel's message (`smessage`).
+    shard: bool,
     /// The pattern that matched (PSUBSCRIBE), or `None` for a channel subscription.
     pattern: Option<Arc<[u8]>>,
     channel: Arc<[u8]>,
@@ -38,6 +42,9 @@ impl Message {
     pub fn reply(&self) -> Reply {
         let b = |s: &[u8]| Reply::Bulk(s.to_vec().into());
         match &self.pattern {
+            None if self.shard => {
+                Reply::Push(vec![b(b"smessage"), b(&self.channel), b(&self.payload)])
+            }
             None => Reply::Push(vec![b(b"message"), b(&self.channel), b(&self.payload)]),
             Some(p) => Reply::Push(vec![
                 b(b"pmessage"),
@@ -75,6 +82,42 @@ pub(crate) struct PubSub {
 struct Registry {
     channels: HashMap<Vec<u8>, HashMap<u64, Mailbox>>,
     patterns: HashMap<Vec<u8>, HashMap<u64, Mailbox>>,
+    shards: HashMap<Vec<u8>, HashMap<u64, Mailbox>>,
+}
+
+/// What a subscription names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Channel,
+    Pattern,
+    Shard,
+}
+
+impl Kind {
+    fn subscribe_word(self) -> &'static [u8] {
+        match self {
+            Kind::Channel => b"subscribe",
+            Kind::Pattern => b"psubscribe",
+            Kind::Shard => b"ssubscribe",
+        }
+    }
+    fn unsubscribe_word(self) -> &'static [u8] {
+        match self {
+            Kind::Channel => b"unsubscribe",
+            Kind::Pattern => b"punsubscribe",
+            Kind::Shard => b"sunsubscribe",
+        }
+    }
+}
+
+impl Registry {
+    fn map(&mut self, kind: Kind) -> &mut HashMap<Vec<u8>, HashMap<u64, Mailbox>> {
+        match kind {
+            Kind::Channel => &mut self.channels,
+            Kind::Pattern => &mut self.patterns,
+            Kind::Shard => &mut self.shards,
+        }
+    }
 }
 
 /// One session's subscriptions and its mailbox.
@@ -82,6 +125,7 @@ struct Registry {
 pub(crate) struct Subscriber {
     channels: BTreeSet<Vec<u8>>,
     patterns: BTreeSet<Vec<u8>>,
+    shards: BTreeSet<Vec<u8>>,
     mailbox: Mailbox,
     rx: mpsc::Receiver<Message>,
 }
@@ -92,6 +136,7 @@ impl Subscriber {
         Subscriber {
             channels: BTreeSet::new(),
             patterns: BTreeSet::new(),
+            shards: BTreeSet::new(),
             mailbox: Mailbox {
                 tx,
                 overflow: Arc::new(AtomicBool::new(false)),
@@ -100,9 +145,21 @@ impl Subscriber {
         }
     }
 
-    /// Channels and patterns subscribed: what the subscribe replies count.
-    fn count(&self) -> i64 {
-        (self.channels.len() + self.patterns.len()) as i64
+    /// What a (un)subscribe reply of `kind` counts: channels and patterns together,
+    /// shard channels apart (as Redis counts them).
+    fn count(&self, kind: Kind) -> i64 {
+        match kind {
+            Kind::Shard => self.shards.len() as i64,
+            _ => (self.channels.len() + self.patterns.len()) as i64,
+        }
+    }
+
+    fn set(&mut self, kind: Kind) -> &mut BTreeSet<Vec<u8>> {
+        match kind {
+            Kind::Channel => &mut self.channels,
+            Kind::Pattern => &mut self.patterns,
+            Kind::Shard => &mut self.shards,
+        }
     }
 
     /// The next message; `None` when the mailbox overflowed (close the connection).
@@ -119,20 +176,23 @@ impl Subscriber {
 
     /// Whether the session is in subscribed mode (RESP2 then takes only a few commands).
     pub(crate) fn active(&self) -> bool {
-        self.count() > 0
+        !(self.channels.is_empty() && self.patterns.is_empty() && self.shards.is_empty())
     }
 }
 
 impl PubSub {
-    /// Delivers `payload` on `channel`; returns how many subscriptions received it.
-    fn publish(&self, channel: &[u8], payload: &[u8]) -> i64 {
+    /// Delivers `payload` on `channel` (a shard channel when `shard`); returns how many
+    /// subscriptions received it.
+    fn publish(&self, channel: &[u8], payload: &[u8], shard: bool) -> i64 {
         let reg = self.inner.lock();
         let channel: Arc<[u8]> = channel.into();
         let payload: Arc<[u8]> = payload.into();
         let mut n = 0;
-        if let Some(subs) = reg.channels.get(&*channel) {
+        let direct = if shard { &reg.shards } else { &reg.channels };
+        if let Some(subs) = direct.get(&*channel) {
             for mb in subs.values() {
                 mb.deliver(Message {
+                    shard,
                     pattern: None,
                     channel: channel.clone(),
                     payload: payload.clone(),
@@ -140,11 +200,15 @@ impl PubSub {
                 n += 1;
             }
         }
+        if shard {
+            return n;
+        }
         for (pattern, subs) in &reg.patterns {
             if glob_match(pattern, &channel, false) {
                 let pattern: Arc<[u8]> = pattern.as_slice().into();
                 for mb in subs.values() {
                     mb.deliver(Message {
+                        shard: false,
                         pattern: Some(pattern.clone()),
                         channel: channel.clone(),
                         payload: payload.clone(),
@@ -164,6 +228,9 @@ impl PubSub {
         }
         for p in &sub.patterns {
             remove(&mut reg.patterns, p, id);
+        }
+        for c in &sub.shards {
+            remove(&mut reg.shards, c, id);
         }
     }
 }
@@ -185,131 +252,128 @@ fn bulk(s: &[u8]) -> Reply {
 pub(crate) fn allowed_while_subscribed(name: &str) -> bool {
     matches!(
         name,
-        "subscribe" | "unsubscribe" | "psubscribe" | "punsubscribe" | "ping" | "quit" | "reset"
+        "subscribe"
+            | "unsubscribe"
+            | "psubscribe"
+            | "punsubscribe"
+            | "ssubscribe"
+            | "sunsubscribe"
+            | "ping"
+            | "quit"
+            | "reset"
     )
 }
 
-/// SUBSCRIBE and PSUBSCRIBE.
-fn subscribe(ctx: &mut Ctx<'_>, names: &[&[u8]], patterns: bool) -> CmdResult {
+/// SUBSCRIBE, PSUBSCRIBE and SSUBSCRIBE.
+fn subscribe(ctx: &mut Ctx<'_>, names: &[&[u8]], kind: Kind) -> CmdResult {
     let id = ctx.st.id;
     let sub = ctx.st.pubsub.get_or_insert_with(Subscriber::new);
     let mut reg = ctx.engine.pubsub.inner.lock();
     let mut out = Vec::with_capacity(names.len());
     for name in names {
-        let (set, map) = if patterns {
-            (&mut sub.patterns, &mut reg.patterns)
-        } else {
-            (&mut sub.channels, &mut reg.channels)
-        };
-        if set.insert(name.to_vec()) {
-            map.entry(name.to_vec())
+        if sub.set(kind).insert(name.to_vec()) {
+            reg.map(kind)
+                .entry(name.to_vec())
                 .or_default()
                 .insert(id, sub.mailbox.clone());
         }
-        let kind: &[u8] = if patterns {
-            b"psubscribe"
-        } else {
-            b"subscribe"
-        };
         out.push(Reply::Push(vec![
-            bulk(kind),
+            bulk(kind.subscribe_word()),
             bulk(name),
-            Reply::Integer(sub.count()),
+            Reply::Integer(sub.count(kind)),
         ]));
     }
     Ok(Reply::Multi(out))
 }
 
-/// UNSUBSCRIBE and PUNSUBSCRIBE (every subscription of the kind without arguments).
-fn unsubscribe(ctx: &mut Ctx<'_>, names: &[&[u8]], patterns: bool) -> CmdResult {
+/// UNSUBSCRIBE, PUNSUBSCRIBE and SUNSUBSCRIBE (every subscription of the kind without
+/// arguments).
+fn unsubscribe(ctx: &mut Ctx<'_>, names: &[&[u8]], kind: Kind) -> CmdResult {
     let id = ctx.st.id;
-    let kind: &[u8] = if patterns {
-        b"punsubscribe"
-    } else {
-        b"unsubscribe"
-    };
-    let Some(sub) = ctx.st.pubsub.as_mut() else {
-        let names: Vec<Reply> = if names.is_empty() {
-            vec![Reply::Nil]
-        } else {
-            names.iter().map(|n| bulk(n)).collect()
-        };
-        return Ok(Reply::Multi(
-            names
-                .into_iter()
-                .map(|n| Reply::Push(vec![bulk(kind), n, Reply::Integer(0)]))
-                .collect(),
-        ));
-    };
+    let word = kind.unsubscribe_word();
+    let sub = ctx.st.pubsub.get_or_insert_with(Subscriber::new);
     let mut reg = ctx.engine.pubsub.inner.lock();
     let targets: Vec<Vec<u8>> = if names.is_empty() {
-        let set = if patterns {
-            &sub.patterns
-        } else {
-            &sub.channels
-        };
-        set.iter().cloned().collect()
+        sub.set(kind).iter().cloned().collect()
     } else {
         names.iter().map(|n| n.to_vec()).collect()
     };
     let mut out = Vec::new();
     for name in &targets {
-        let (set, map) = if patterns {
-            (&mut sub.patterns, &mut reg.patterns)
-        } else {
-            (&mut sub.channels, &mut reg.channels)
-        };
-        if set.remove(name) {
-            remove(map, name, id);
+        if sub.set(kind).remove(name) {
+            remove(reg.map(kind), name, id);
         }
         out.push(Reply::Push(vec![
-            bulk(kind),
+            bulk(word),
             bulk(name),
-            Reply::Integer(sub.count()),
+            Reply::Integer(sub.count(kind)),
         ]));
     }
     if out.is_empty() {
         out.push(Reply::Push(vec![
-            bulk(kind),
+            bulk(word),
             Reply::Nil,
-            Reply::Integer(sub.count()),
+            Reply::Integer(sub.count(kind)),
         ]));
     }
     Ok(Reply::Multi(out))
 }
 
 pub(crate) fn subscribe_cmd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    subscribe(ctx, args.get(1..).unwrap_or_default(), false)
+    subscribe(ctx, args.get(1..).unwrap_or_default(), Kind::Channel)
+}
+
+pub(crate) fn ssubscribe(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    subscribe(ctx, args.get(1..).unwrap_or_default(), Kind::Shard)
+}
+
+pub(crate) fn sunsubscribe(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    unsubscribe(ctx, args.get(1..).unwrap_or_default(), Kind::Shard)
+}
+
+pub(crate) fn spublish(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let channel = args.get(1).copied().unwrap_or_default();
+    let payload = args.get(2).copied().unwrap_or_default();
+    Ok(Reply::Integer(
+        ctx.engine.pubsub.publish(channel, payload, true),
+    ))
 }
 
 pub(crate) fn psubscribe(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    subscribe(ctx, args.get(1..).unwrap_or_default(), true)
+    subscribe(ctx, args.get(1..).unwrap_or_default(), Kind::Pattern)
 }
 
 pub(crate) fn unsubscribe_cmd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    unsubscribe(ctx, args.get(1..).unwrap_or_default(), false)
+    unsubscribe(ctx, args.get(1..).unwrap_or_default(), Kind::Channel)
 }
 
 pub(crate) fn punsubscribe(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    unsubscribe(ctx, args.get(1..).unwrap_or_default(), true)
+    unsubscribe(ctx, args.get(1..).unwrap_or_default(), Kind::Pattern)
 }
 
 pub(crate) fn publish(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let channel = args.get(1).copied().unwrap_or_default();
     let payload = args.get(2).copied().unwrap_or_default();
-    Ok(Reply::Integer(ctx.engine.pubsub.publish(channel, payload)))
+    Ok(Reply::Integer(
+        ctx.engine.pubsub.publish(channel, payload, false),
+    ))
 }
 
-/// PUBSUB CHANNELS [pattern] | NUMSUB [channel ...] | NUMPAT.
+/// PUBSUB CHANNELS [pattern] | NUMSUB [channel ...] | NUMPAT | SHARDCHANNELS [pattern] |
+/// SHARDNUMSUB [channel ...].
 pub(crate) fn pubsub(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let sub =
         String::from_utf8_lossy(args.get(1).copied().unwrap_or_default()).to_ascii_lowercase();
     let reg = ctx.engine.pubsub.inner.lock();
     match sub.as_str() {
-        "channels" if args.len() <= 3 => {
+        "channels" | "shardchannels" if args.len() <= 3 => {
             let pattern = args.get(2).copied();
-            let mut names: Vec<&Vec<u8>> = reg
-                .channels
+            let map = if sub == "channels" {
+                &reg.channels
+            } else {
+                &reg.shards
+            };
+            let mut names: Vec<&Vec<u8>> = map
                 .keys()
                 .filter(|c| pattern.is_none_or(|p| glob_match(p, c, false)))
                 .collect();

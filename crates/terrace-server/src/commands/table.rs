@@ -1205,6 +1205,17 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
         sets::spop
     ),
     cmd!(
+        "spublish",
+        3,
+        FAST,
+        0,
+        0,
+        0,
+        "pubsub",
+        "Post a message to a shard channel",
+        pubsub::spublish
+    ),
+    cmd!(
         "srandmember",
         -2,
         R,
@@ -1236,6 +1247,17 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
         "set",
         "Iterates over members of a set.",
         sets::sscan
+    ),
+    cmd!(
+        "ssubscribe",
+        -2,
+        NOQUEUE,
+        0,
+        0,
+        0,
+        "pubsub",
+        "Listens for messages published to shard channels.",
+        pubsub::ssubscribe
     ),
     cmd!(
         "strlen",
@@ -1291,6 +1313,17 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
         "set",
         "Stores the union of multiple sets in a key.",
         sets::sunionstore
+    ),
+    cmd!(
+        "sunsubscribe",
+        -1,
+        NOQUEUE,
+        0,
+        0,
+        0,
+        "pubsub",
+        "Stops listening to messages posted to shard channels.",
+        pubsub::sunsubscribe
     ),
     cmd!(
         "time",
