@@ -50,6 +50,8 @@ pub struct Engine {
     cursors: Mutex<Cursors>,
     /// Pub/sub subscriptions of every client.
     pub(crate) pubsub: super::pubsub::PubSub,
+    /// Clients blocked in BLPOP and the like, by key.
+    pub(crate) waiters: super::blocking::Waiters,
     pub(crate) started: Instant,
     /// The fault-injection storage under the engine (`internal_fault_storage`), for the
     /// tests that make its device fail (read only by them).
@@ -302,6 +304,7 @@ impl Engine {
             next_client_id: AtomicU64::new(1),
             cursors: Mutex::new(Cursors::default()),
             pubsub: super::pubsub::PubSub::default(),
+            waiters: super::blocking::Waiters::default(),
             started: Instant::now(),
             fault,
             boom,
@@ -346,6 +349,8 @@ impl Engine {
                 action: None,
                 stats: LocalStats::default(),
                 pubsub: None,
+                may_block: false,
+                blocked: None,
             },
         })
     }

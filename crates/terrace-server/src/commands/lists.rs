@@ -22,13 +22,13 @@ fn arg<'a>(args: &[&'a [u8]], i: usize) -> &'a [u8] {
 
 /// Which end of a list.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum End {
+pub(crate) enum End {
     Left,
     Right,
 }
 
 impl End {
-    fn parse(a: &[u8]) -> Result<End, Fail> {
+    pub(crate) fn parse(a: &[u8]) -> Result<End, Fail> {
         if is(a, "left") {
             Ok(End::Left)
         } else if is(a, "right") {
@@ -118,6 +118,8 @@ fn push(
     }
     collection::put_meta(&mut batch, key, &meta);
     ctx.engine.store.write(batch, [key])?;
+    // Clients blocked in BLPOP and the like on this key try again.
+    ctx.engine.waiters.wake(key);
     Ok(i64::try_from(meta.size).unwrap_or(i64::MAX))
 }
 
@@ -166,7 +168,12 @@ pub(crate) fn rpushx(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 }
 
 /// Removes up to `count` elements from `end` of the list; returns them in pop order.
-fn pop(ctx: &Ctx<'_>, key: &[u8], end: End, count: u64) -> Result<Option<Vec<Vec<u8>>>, Fail> {
+pub(crate) fn pop(
+    ctx: &Ctx<'_>,
+    key: &[u8],
+    end: End,
+    count: u64,
+) -> Result<Option<Vec<Vec<u8>>>, Fail> {
     let Some(mut meta) = collection::find(ctx, key, LIST)? else {
         return Ok(None);
     };
@@ -455,7 +462,7 @@ pub(crate) fn lpos(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 }
 
 /// Pops from `from`'s `src_end` and pushes to `to`'s `dst_end`; the element moved.
-fn move_one(
+pub(crate) fn move_one(
     ctx: &Ctx<'_>,
     from: &[u8],
     to: &[u8],

@@ -17,6 +17,7 @@
 //! the shared counters after each batch of commands.
 
 mod arg;
+mod blocking;
 mod collection;
 mod engine;
 mod expiry;
@@ -54,6 +55,9 @@ pub enum Action {
     Close,
     /// Stop the server gracefully (SHUTDOWN).
     Shutdown,
+    /// A blocking command (BLPOP, ...) found nothing: wait with
+    /// [`Session::wait_blocked`], which gives its reply.
+    Block,
 }
 
 /// One client's state. `Send`, not shared: one transport task owns it.
@@ -78,6 +82,11 @@ pub(crate) struct SessionState {
     pub(crate) stats: LocalStats,
     /// Pub/sub subscriptions and the mailbox, from the first SUBSCRIBE on.
     pub(crate) pubsub: Option<pubsub::Subscriber>,
+    /// Whether the command running may block (a client's own command; not one inside
+    /// EXEC, not a blocked command tried again).
+    pub(crate) may_block: bool,
+    /// The blocking command waiting for a push, if any.
+    pub(crate) blocked: Option<blocking::Blocked>,
 }
 
 /// What a command handler sees.
@@ -175,11 +184,54 @@ impl Session {
     /// empty command gets no reply, nor does a SHUTDOWN that stops the server: check
     /// [`Session::take_action`] after each command. Execute any gathered [`Run`] first.
     pub fn execute_into(&mut self, args: &[&[u8]], out: &mut Vec<u8>) {
+        self.st.may_block = true;
         let reply = execute(&self.engine, &mut self.st, args);
+        self.st.may_block = false;
+        if self.st.blocked.is_some() {
+            // No reply yet: the transport waits (`wait_blocked`).
+            self.st.action = Some(Action::Block);
+            return;
+        }
         // Redis closes the connection without a reply to a successful SHUTDOWN.
         if self.st.action != Some(Action::Shutdown) {
             if let Some(reply) = reply {
                 reply.write(self.st.protocol, out);
+            }
+        }
+    }
+
+    /// Waits for the blocking command that left the last [`Action::Block`] to find
+    /// something (woken by pushes to its keys) or time out, and returns its reply.
+    /// Cancel-safe: dropped before it finishes, it leaves the command waiting, and the
+    /// next call goes on.
+    pub async fn wait_blocked(&mut self) -> Reply {
+        loop {
+            let Some(b) = self.st.blocked.as_ref() else {
+                return Reply::Nil;
+            };
+            let (notify, deadline) = (b.notify.clone(), b.deadline);
+            self.engine.waiters.register(&b.keys, self.st.id, &notify);
+            let args: Vec<Vec<u8>> = b.args.clone();
+            let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+            let timeout_reply = b.timeout_reply.clone();
+            // Tried again without blocking: its nil means still nothing.
+            let reply = execute(&self.engine, &mut self.st, &refs).unwrap_or(Reply::Nil);
+            let timed_out = deadline.is_some_and(|d| tokio::time::Instant::now() >= d);
+            if reply != timeout_reply || timed_out {
+                if let Some(b) = self.st.blocked.take() {
+                    self.engine.waiters.unregister(&b.keys, self.st.id);
+                }
+                self.st.stats.merge_into(&self.engine.stats);
+                return reply;
+            }
+            match deadline {
+                Some(d) => {
+                    tokio::select! {
+                        () = notify.notified() => {}
+                        () = tokio::time::sleep_until(d) => {}
+                    }
+                }
+                None => notify.notified().await,
             }
         }
     }
@@ -273,6 +325,9 @@ fn execute(engine: &Engine, st: &mut SessionState, args: &[&[u8]]) -> Option<Rep
 
 impl Drop for Session {
     fn drop(&mut self) {
+        if let Some(b) = &self.st.blocked {
+            self.engine.waiters.unregister(&b.keys, self.st.id);
+        }
         if let Some(sub) = &self.st.pubsub {
             self.engine.pubsub.forget(self.st.id, sub);
         }

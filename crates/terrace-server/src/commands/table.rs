@@ -2,7 +2,8 @@
 //! what the executor locks).
 
 use super::{
-    expiry, hashes, keyspace, lists, pubsub, server, sets, strings, txn, zsets, CmdResult, Ctx,
+    blocking, expiry, hashes, keyspace, lists, pubsub, server, sets, strings, txn, zsets,
+    CmdResult, Ctx,
 };
 
 /// Writes keys: the executor locks the stripes of its keys.
@@ -125,6 +126,50 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
         "connection",
         "Authenticates the connection.",
         server::auth
+    ),
+    cmd!(
+        "blmove",
+        6,
+        W,
+        1,
+        2,
+        1,
+        "list",
+        "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved.",
+        blocking::blmove
+    ),
+    cmd!(
+        "blpop",
+        -3,
+        W,
+        1,
+        -2,
+        1,
+        "list",
+        "Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.",
+        blocking::blpop
+    ),
+    cmd!(
+        "brpop",
+        -3,
+        W,
+        1,
+        -2,
+        1,
+        "list",
+        "Removes and returns the last element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.",
+        blocking::brpop
+    ),
+    cmd!(
+        "brpoplpush",
+        4,
+        W,
+        1,
+        2,
+        1,
+        "list",
+        "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped.",
+        blocking::brpoplpush
     ),
     cmd!(
         "client",

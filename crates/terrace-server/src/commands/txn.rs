@@ -39,6 +39,8 @@ pub(crate) fn exec(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
     if dirty {
         return Ok(Reply::NilArray);
     }
+    // Blocking commands inside a transaction answer at once.
+    ctx.st.may_block = false;
     let replies = queue
         .iter()
         .map(|owned| {

@@ -24,6 +24,8 @@ const READ_CHUNK_BYTES: usize = 64 * 1024;
 /// What ended a batch of commands.
 enum Next {
     Read,
+    /// A blocking command is waiting (`Session::wait_blocked`).
+    Block,
     Close,
     Shutdown,
 }
@@ -66,6 +68,33 @@ pub(super) async fn handle(
         }
         match next {
             Next::Read => {}
+            Next::Block => {
+                // Until a push wakes the command or it times out; reading on, so that a
+                // client that goes away is noticed (its further commands wait in `buf`).
+                let reply = loop {
+                    buf.reserve(READ_CHUNK_BYTES);
+                    tokio::select! {
+                        reply = session.wait_blocked() => break reply,
+                        read = stream.read_buf(&mut buf) => match read {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => {
+                                session.count_input(n);
+                                if buf.len() as u64 > engine.query_buffer_limit() {
+                                    return;
+                                }
+                            }
+                        },
+                        _ = stop.changed() => return,
+                    }
+                };
+                reply.write(session.protocol(), &mut out);
+                session.count_output(out.len());
+                if stream.write_all(&out).await.is_err() {
+                    return;
+                }
+                out.clear();
+                continue;
+            }
             Next::Close => return,
             Next::Shutdown => {
                 let _ = stop_tx.send(true);
@@ -169,6 +198,7 @@ impl Connection<'_> {
             match session.take_action() {
                 Some(Action::Shutdown) => break Next::Shutdown,
                 Some(Action::Close) => break Next::Close,
+                Some(Action::Block) => break Next::Block,
                 None => {}
             }
         };
