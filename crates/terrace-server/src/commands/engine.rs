@@ -345,6 +345,7 @@ impl Engine {
                 multi: None,
                 multi_error: false,
                 watched: Vec::new(),
+                watch_deadline: None,
                 dirty: Arc::new(AtomicBool::new(false)),
                 action: None,
                 stats: LocalStats::default(),

@@ -75,6 +75,9 @@ pub(crate) struct SessionState {
     /// A command was refused while queueing: EXEC aborts.
     pub(crate) multi_error: bool,
     pub(crate) watched: Vec<Vec<u8>>,
+    /// The earliest expiry among the watched keys when they were watched: once it has
+    /// passed, a watched key expired, which aborts EXEC as in Redis.
+    pub(crate) watch_deadline: Option<u64>,
     /// Set by the store when a watched key is written.
     pub(crate) dirty: Arc<AtomicBool>,
     pub(crate) action: Option<Action>,

@@ -690,3 +690,22 @@ fn info_shows_the_write_status_and_the_last_background_error() {
     assert_eq!(run(&mut s, "SET after recovery"), Reply::Ok);
     assert!(info(&mut s).contains("terrace_write_status:ok"));
 }
+
+#[test]
+fn a_watched_key_that_expires_aborts_exec() {
+    let tmp = tempfile::tempdir().unwrap();
+    let e = engine(tmp.path());
+    let mut s = e.connect("t".into()).unwrap();
+    run(&mut s, "SET k v PX 20");
+    run(&mut s, "WATCH k");
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    run(&mut s, "MULTI");
+    run(&mut s, "SET other 1");
+    assert_eq!(run(&mut s, "EXEC"), Reply::NilArray);
+    // The control: a watched key that does not expire in between lets EXEC run.
+    run(&mut s, "SET k v PX 100000");
+    run(&mut s, "WATCH k");
+    run(&mut s, "MULTI");
+    run(&mut s, "SET other 1");
+    assert_eq!(run(&mut s, "EXEC"), Reply::Array(vec![Reply::Ok]));
+}

@@ -20,6 +20,7 @@ pub(crate) fn multi(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
 
 fn unwatch_all(ctx: &mut Ctx<'_>) {
     let keys = std::mem::take(&mut ctx.st.watched);
+    ctx.st.watch_deadline = None;
     ctx.engine.store.unwatch(&keys, &ctx.st.dirty);
     ctx.st.dirty.store(false, Ordering::Release);
 }
@@ -29,7 +30,8 @@ pub(crate) fn exec(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
         return Err(Fail::err("EXEC without MULTI"));
     };
     let aborted = std::mem::take(&mut ctx.st.multi_error);
-    let dirty = is_dirty(ctx.st);
+    let expired = ctx.st.watch_deadline.is_some_and(|at| at <= ctx.now_ms);
+    let dirty = is_dirty(ctx.st) || expired;
     unwatch_all(ctx);
     if aborted {
         return Err(Fail::Reply(Reply::Error(
@@ -68,6 +70,14 @@ pub(crate) fn watch(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         if !ctx.st.watched.iter().any(|w| w == k) {
             ctx.engine.store.watch(k, &ctx.st.dirty);
             ctx.st.watched.push(k.to_vec());
+            if let Some(at) = ctx
+                .engine
+                .store
+                .get_top(k, ctx.now_ms)?
+                .and_then(|t| t.expire_at_ms())
+            {
+                ctx.st.watch_deadline = Some(ctx.st.watch_deadline.map_or(at, |d| d.min(at)));
+            }
         }
     }
     Ok(Reply::Ok)
