@@ -69,6 +69,43 @@ pub(crate) struct ClientInfo {
     pub(crate) lib_name: String,
     pub(crate) lib_ver: String,
     pub(crate) connected_at: Option<Instant>,
+    /// What the session updates as it runs commands, and the kill switch.
+    pub(crate) live: Arc<ClientLive>,
+}
+
+/// A connection's state as other clients see it (CLIENT LIST, CLIENT KILL): written by
+/// its own session after each command, read by others.
+#[derive(Debug)]
+pub(crate) struct ClientLive {
+    /// The last command's name.
+    pub(crate) last_cmd: Mutex<&'static str>,
+    /// When the last command ran, Unix milliseconds.
+    pub(crate) last_active_ms: AtomicU64,
+    /// Channel, pattern and shard-channel subscriptions.
+    pub(crate) subs: [AtomicU64; 3],
+    /// Commands queued in MULTI, or -1 outside MULTI.
+    pub(crate) multi: std::sync::atomic::AtomicI64,
+    pub(crate) blocked: AtomicBool,
+    /// 2 or 3.
+    pub(crate) resp: AtomicU64,
+    /// Set by CLIENT KILL; the transport closes the connection when woken.
+    pub(crate) killed: AtomicBool,
+    pub(crate) kill: tokio::sync::Notify,
+}
+
+impl Default for ClientLive {
+    fn default() -> Self {
+        ClientLive {
+            last_cmd: Mutex::new("NULL"),
+            last_active_ms: AtomicU64::new(crate::value::now_ms()),
+            subs: Default::default(),
+            multi: std::sync::atomic::AtomicI64::new(-1),
+            blocked: AtomicBool::new(false),
+            resp: AtomicU64::new(2),
+            killed: AtomicBool::new(false),
+            kill: tokio::sync::Notify::new(),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -328,11 +365,13 @@ impl Engine {
             .connections_received
             .fetch_add(1, Ordering::Relaxed);
         let id = self.next_client_id.fetch_add(1, Ordering::Relaxed);
+        let live = Arc::new(ClientLive::default());
         clients.insert(
             id,
             ClientInfo {
                 addr,
                 connected_at: Some(Instant::now()),
+                live: live.clone(),
                 ..ClientInfo::default()
             },
         );
@@ -352,6 +391,7 @@ impl Engine {
                 pubsub: None,
                 may_block: false,
                 blocked: None,
+                live,
             },
         })
     }

@@ -60,6 +60,23 @@ pub enum Action {
     Block,
 }
 
+/// Resolves when another client kills this one (CLIENT KILL): the transport then closes
+/// the connection.
+#[derive(Debug, Clone)]
+pub struct KillSwitch(Arc<engine::ClientLive>);
+
+impl KillSwitch {
+    /// Waits until the connection is killed.
+    pub async fn killed(&self) {
+        loop {
+            if self.0.killed.load(Ordering::Acquire) {
+                return;
+            }
+            self.0.kill.notified().await;
+        }
+    }
+}
+
 /// One client's state. `Send`, not shared: one transport task owns it.
 pub struct Session {
     engine: Arc<Engine>,
@@ -90,6 +107,8 @@ pub(crate) struct SessionState {
     pub(crate) may_block: bool,
     /// The blocking command waiting for a push, if any.
     pub(crate) blocked: Option<blocking::Blocked>,
+    /// What CLIENT LIST shows of this session, and CLIENT KILL's switch.
+    pub(crate) live: Arc<engine::ClientLive>,
 }
 
 /// What a command handler sees.
@@ -224,6 +243,7 @@ impl Session {
                 if let Some(b) = self.st.blocked.take() {
                     self.engine.waiters.unregister(&b.keys, self.st.id);
                 }
+                self.st.live.blocked.store(false, Ordering::Relaxed);
                 self.st.stats.merge_into(&self.engine.stats);
                 return reply;
             }
@@ -246,6 +266,11 @@ impl Session {
             Some(sub) => sub.next().await,
             None => std::future::pending().await,
         }
+    }
+
+    /// What resolves when another client kills this one (CLIENT KILL).
+    pub fn kill_switch(&self) -> KillSwitch {
+        KillSwitch(self.st.live.clone())
     }
 
     /// Counts `bytes` read from the client (INFO's `total_net_input_bytes`).
@@ -313,6 +338,7 @@ fn execute(engine: &Engine, st: &mut SessionState, args: &[&[u8]]) -> Option<Rep
     if let Some(queue) = &mut st.multi {
         if spec.flags & NOQUEUE == 0 {
             queue.push(args.iter().map(|a| a.to_vec()).collect());
+            st.show(spec.name);
             return Some(Reply::Status("QUEUED".to_string()));
         }
     }
@@ -323,7 +349,36 @@ fn execute(engine: &Engine, st: &mut SessionState, args: &[&[u8]]) -> Option<Rep
     let started = Instant::now();
     let reply = run(engine, st, spec, args);
     st.stats.record_latency(started.elapsed());
+    st.show(spec.name);
     Some(reply)
+}
+
+impl SessionState {
+    /// Updates what CLIENT LIST shows of this session after running `command`.
+    fn show(&self, command: &'static str) {
+        let live = &self.live;
+        *live.last_cmd.lock() = command;
+        live.last_active_ms.store(now_ms(), Ordering::Relaxed);
+        live.multi.store(
+            self.multi.as_ref().map_or(-1, |q| q.len() as i64),
+            Ordering::Relaxed,
+        );
+        let (c, p, s) = self
+            .pubsub
+            .as_ref()
+            .map_or((0, 0, 0), pubsub::Subscriber::counts);
+        for (slot, n) in live.subs.iter().zip([c, p, s]) {
+            slot.store(n, Ordering::Relaxed);
+        }
+        let resp = if self.protocol == Protocol::Resp3 {
+            3
+        } else {
+            2
+        };
+        live.resp.store(resp, Ordering::Relaxed);
+        live.blocked
+            .store(self.blocked.is_some(), Ordering::Relaxed);
+    }
 }
 
 impl Drop for Session {

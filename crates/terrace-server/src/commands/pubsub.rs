@@ -174,6 +174,15 @@ impl Subscriber {
         m
     }
 
+    /// Subscriptions by kind: channels, patterns, shard channels.
+    pub(crate) fn counts(&self) -> (u64, u64, u64) {
+        (
+            self.channels.len() as u64,
+            self.patterns.len() as u64,
+            self.shards.len() as u64,
+        )
+    }
+
     /// Whether the session is in subscribed mode (RESP2 then takes only a few commands).
     pub(crate) fn active(&self) -> bool {
         !(self.channels.is_empty() && self.patterns.is_empty() && self.shards.is_empty())

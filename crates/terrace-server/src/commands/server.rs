@@ -266,14 +266,99 @@ fn set_name(ctx: &mut Ctx<'_>, name: &[u8]) -> Result<(), Fail> {
 }
 
 fn client_line(id: u64, c: &super::engine::ClientInfo) -> String {
+    use std::sync::atomic::Ordering::Relaxed;
+    let live = &c.live;
     let age = c.connected_at.map_or(0, |t| t.elapsed().as_secs());
+    let idle = crate::value::now_ms().saturating_sub(live.last_active_ms.load(Relaxed)) / 1000;
+    let [sub, psub, ssub] = [0, 1, 2].map(|i| live.subs[i].load(Relaxed));
+    let multi = live.multi.load(Relaxed);
+    let mut flags = String::new();
+    if sub + psub + ssub > 0 {
+        flags.push('P');
+    }
+    if multi >= 0 {
+        flags.push('x');
+    }
+    if live.blocked.load(Relaxed) {
+        flags.push('b');
+    }
+    if flags.is_empty() {
+        flags.push('N');
+    }
+    let cmd = *live.last_cmd.lock();
     format!(
-        "id={id} addr={} laddr= fd=0 name={} age={age} idle=0 flags=N db=0 sub=0 psub=0 \
-         ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 \
-         omem=0 tot-mem=0 events=r cmd=client|list user=default redir=-1 resp=2 \
-         lib-name={} lib-ver={}\n",
-        c.addr, c.name, c.lib_name, c.lib_ver
+        "id={id} addr={} laddr= fd=0 name={} age={age} idle={idle} flags={flags} db=0 \
+         sub={sub} psub={psub} ssub={ssub} multi={multi} qbuf=0 qbuf-free=0 argv-mem=0 \
+         multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={cmd} \
+         user=default redir=-1 resp={} lib-name={} lib-ver={}\n",
+        c.addr,
+        c.name,
+        live.resp.load(Relaxed),
+        c.lib_name,
+        c.lib_ver
     )
+}
+
+/// CLIENT KILL ip:port, or CLIENT KILL [ID id] [ADDR ip:port] [SKIPME yes|no] ...
+fn client_kill(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let old_form = args.len() == 3;
+    let (mut id, mut addr, mut skipme) = (None, None, true);
+    if old_form {
+        addr = Some(text(arg(args, 2)));
+    } else {
+        let mut i = 2;
+        while i < args.len() {
+            let (opt, value) = (
+                text(arg(args, i)).to_ascii_lowercase(),
+                text(arg(args, i + 1)),
+            );
+            if i + 1 >= args.len() {
+                return Err(Fail::syntax());
+            }
+            match opt.as_str() {
+                "id" => {
+                    id = Some(
+                        value
+                            .parse::<u64>()
+                            .map_err(|_| Fail::err("client-id should be greater than 0"))?,
+                    );
+                }
+                "addr" => addr = Some(value),
+                "skipme" => {
+                    skipme = match value.to_ascii_lowercase().as_str() {
+                        "yes" => true,
+                        "no" => false,
+                        _ => return Err(Fail::syntax()),
+                    };
+                }
+                _ => return Err(Fail::syntax()),
+            }
+            i += 2;
+        }
+    }
+    let clients = ctx.engine.clients.lock();
+    let mut killed = 0i64;
+    for (cid, c) in clients.iter() {
+        let me = *cid == ctx.st.id;
+        let matches = id.is_none_or(|i| i == *cid) && addr.as_ref().is_none_or(|a| *a == c.addr);
+        if matches && !(me && skipme && !old_form) {
+            c.live
+                .killed
+                .store(true, std::sync::atomic::Ordering::Release);
+            c.live.kill.notify_one();
+            if me {
+                ctx.st.action = Some(super::Action::Close);
+            }
+            killed += 1;
+        }
+    }
+    if old_form {
+        if killed == 0 {
+            return Err(Fail::err("No such client"));
+        }
+        return Ok(Reply::Ok);
+    }
+    Ok(Reply::Integer(killed))
 }
 
 pub(crate) fn client(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
@@ -328,6 +413,7 @@ pub(crate) fn client(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             Ok(Reply::Bulk(out.into_bytes().into()))
         }
         ("no-evict" | "no-touch", 3) => Ok(Reply::Ok),
+        ("kill", n) if n >= 3 => client_kill(ctx, args),
         _ => Err(Fail::err(format!(
             "unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.",
             text(arg(args, 1))

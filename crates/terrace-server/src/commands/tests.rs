@@ -709,3 +709,48 @@ fn a_watched_key_that_expires_aborts_exec() {
     run(&mut s, "SET other 1");
     assert_eq!(run(&mut s, "EXEC"), Reply::Array(vec![Reply::Ok]));
 }
+
+#[test]
+fn client_list_shows_live_fields_and_client_kill_flags_the_victim() {
+    let tmp = tempfile::tempdir().unwrap();
+    let e = engine(tmp.path());
+    let mut a = e.connect("127.0.0.1:1111".into()).unwrap();
+    let mut b = e.connect("127.0.0.1:2222".into()).unwrap();
+    let mut c = e.connect("127.0.0.1:3333".into()).unwrap();
+    run(&mut a, "SUBSCRIBE news");
+    run(&mut b, "MULTI");
+    run(&mut b, "SET k v");
+    let Reply::Bulk(list) = run(&mut c, "CLIENT LIST") else {
+        panic!("CLIENT LIST answers a bulk string")
+    };
+    let text = String::from_utf8_lossy(&list).into_owned();
+    let line = |port: &str| text.lines().find(|l| l.contains(port)).unwrap().to_string();
+    let (la, lb) = (line("1111"), line("2222"));
+    for want in ["flags=P", "sub=1", "psub=0", "multi=-1", "cmd=subscribe"] {
+        assert!(la.contains(want), "{want} in {la}");
+    }
+    for want in ["flags=x", "multi=1", "cmd=set"] {
+        assert!(lb.contains(want), "{want} in {lb}");
+    }
+    let a_id = a.id();
+    assert_eq!(
+        run(&mut c, &format!("CLIENT KILL ID {a_id}")),
+        Reply::Integer(1)
+    );
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    rt.block_on(a.kill_switch().killed());
+    assert_eq!(
+        run(&mut c, "CLIENT KILL 127.0.0.1:9"),
+        err("ERR No such client")
+    );
+    assert_eq!(
+        run(&mut c, "CLIENT KILL ADDR 127.0.0.1:2222"),
+        Reply::Integer(1)
+    );
+    assert_eq!(
+        run(&mut c, "CLIENT KILL ID 999 SKIPME no"),
+        Reply::Integer(0)
+    );
+}

@@ -53,6 +53,7 @@ pub(super) async fn handle(
         run: Some(Run::new()),
     };
     let mut timeout = engine.watch_timeout();
+    let kill = session.kill_switch();
     let mut buf = BytesMut::with_capacity(16 * 1024);
     let mut out = Vec::with_capacity(16 * 1024);
     loop {
@@ -75,6 +76,7 @@ pub(super) async fn handle(
                     buf.reserve(READ_CHUNK_BYTES);
                     tokio::select! {
                         reply = session.wait_blocked() => break reply,
+                        () = kill.killed() => return,
                         read = stream.read_buf(&mut buf) => match read {
                             Ok(0) | Err(_) => return,
                             Ok(n) => {
@@ -118,6 +120,7 @@ pub(super) async fn handle(
             tokio::select! {
                 read = stream.read_buf(&mut buf) => break read,
                 _ = stop.changed() => return,
+                () = kill.killed() => return,
                 // CONFIG SET timeout: wait again with the new value.
                 changed = timeout.changed() => if changed.is_err() { return },
                 () = idle => return,
