@@ -88,6 +88,32 @@ pub(crate) fn copy(
     Ok(copy)
 }
 
+/// The keys and LIMIT of `SINTERCARD`/`ZINTERCARD numkeys key [key ...] [LIMIT limit]`
+/// (`args` the whole command); a limit of 0 is none.
+pub(crate) fn intercard_args<'a>(args: &[&'a [u8]]) -> Result<(Vec<&'a [u8]>, usize), Fail> {
+    let n = int(args.get(1).copied().unwrap_or_default())?;
+    if n <= 0 {
+        return Err(Fail::err("numkeys should be greater than 0"));
+    }
+    let n = usize::try_from(n).unwrap_or(usize::MAX);
+    let keys = args
+        .get(2..2usize.saturating_add(n))
+        .filter(|k| k.len() == n)
+        .ok_or_else(|| Fail::err("Number of keys can't be greater than number of args"))?;
+    let limit = match args.get(2 + n..).unwrap_or_default() {
+        [] => 0,
+        [opt, value] if is(opt, "limit") => {
+            let l = int(value)?;
+            if l < 0 {
+                return Err(Fail::err("LIMIT can't be negative"));
+            }
+            usize::try_from(l).unwrap_or(usize::MAX)
+        }
+        _ => return Err(Fail::syntax()),
+    };
+    Ok((keys.to_vec(), limit))
+}
+
 /// A parsed `HSCAN`/`SSCAN`/`ZSCAN` request: `key cursor [MATCH p] [COUNT n]` plus the
 /// flags the caller accepts (`NOVALUES`).
 pub(crate) struct ScanArgs<'a> {

@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 use rand::seq::SliceRandom;
 use rand::Rng;
 
-use super::arg::{int, is};
+use super::arg::int;
 use super::collection::{self, ScanArgs};
 use super::{CmdResult, Ctx, Fail};
 use crate::resp::Reply;
@@ -392,29 +392,8 @@ pub(crate) fn sdiffstore(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 
 /// SINTERCARD numkeys key [key ...] [LIMIT limit].
 pub(crate) fn sintercard(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    let n = int(arg(args, 1))?;
-    if n <= 0 {
-        return Err(Fail::err("numkeys should be greater than 0"));
-    }
-    let n = usize::try_from(n).unwrap_or(usize::MAX);
-    let keys = args
-        .get(2..2usize.saturating_add(n))
-        .filter(|k| k.len() == n)
-        .ok_or_else(|| Fail::err("Number of keys can't be greater than number of args"))?;
-    let mut limit = 0usize;
-    let rest = args.get(2 + n..).unwrap_or_default();
-    match rest {
-        [] => {}
-        [opt, value] if is(opt, "limit") => {
-            let l = int(value)?;
-            if l < 0 {
-                return Err(Fail::err("LIMIT can't be negative"));
-            }
-            limit = usize::try_from(l).unwrap_or(usize::MAX);
-        }
-        _ => return Err(Fail::syntax()),
-    }
-    let count = combine(ctx, Algebra::Inter, keys)?.len();
+    let (keys, limit) = collection::intercard_args(args)?;
+    let count = combine(ctx, Algebra::Inter, &keys)?.len();
     let count = if limit > 0 { count.min(limit) } else { count };
     Ok(Reply::Integer(count as i64))
 }

@@ -21,6 +21,23 @@ pub(crate) fn bulk(s: &str) -> Reply {
     Reply::Bulk(s.as_bytes().to_vec().into())
 }
 
+/// The bulk strings of an array or set reply, sorted (for replies in no fixed order).
+pub(crate) fn sorted_bulks(r: Reply) -> Vec<String> {
+    let items = match r {
+        Reply::Array(items) | Reply::Set(items) => items,
+        other => panic!("not a list: {other:?}"),
+    };
+    let mut out: Vec<String> = items
+        .into_iter()
+        .map(|i| match i {
+            Reply::Bulk(b) => String::from_utf8_lossy(&b).into_owned(),
+            other => panic!("not a bulk: {other:?}"),
+        })
+        .collect();
+    out.sort();
+    out
+}
+
 pub(crate) fn err(s: &str) -> Reply {
     Reply::Error(s.to_string())
 }

@@ -894,21 +894,12 @@ pub(crate) fn zdiff(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 
 /// ZINTERCARD numkeys key [key ...] [LIMIT limit].
 pub(crate) fn zintercard(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    let n = usize::try_from(int(arg(args, 1))?.max(0)).unwrap_or(0);
-    let rest = args.get(2 + n..).unwrap_or_default();
-    let limit = match rest {
-        [] => 0,
-        [opt, value] if is(opt, "limit") => {
-            let l = int(value)?;
-            if l < 0 {
-                return Err(Fail::err("LIMIT can't be negative"));
-            }
-            usize::try_from(l).unwrap_or(usize::MAX)
-        }
-        _ => return Err(Fail::syntax()),
-    };
-    let upto = args.get(1..2 + n).unwrap_or_default();
-    let (items, _) = combine(ctx, upto, Op::Inter, false)?;
+    let (keys, limit) = collection::intercard_args(args)?;
+    let mut upto: Vec<&[u8]> = Vec::with_capacity(keys.len() + 1);
+    let numkeys = keys.len().to_string();
+    upto.push(numkeys.as_bytes());
+    upto.extend(keys);
+    let (items, _) = combine(ctx, &upto, Op::Inter, false)?;
     let count = if limit > 0 {
         items.len().min(limit)
     } else {

@@ -1,23 +1,8 @@
-use crate::commands::tests::{bulk, engine, err, run};
+use crate::commands::tests::{bulk, engine, err, run, sorted_bulks};
 use crate::resp::Reply;
 
 fn ints(v: &[i64]) -> Reply {
     Reply::Array(v.iter().map(|&i| Reply::Integer(i)).collect())
-}
-
-fn sorted_bulks(r: Reply) -> Vec<String> {
-    let Reply::Array(items) = r else {
-        panic!("not an array: {r:?}")
-    };
-    let mut out: Vec<String> = items
-        .into_iter()
-        .map(|i| match i {
-            Reply::Bulk(b) => String::from_utf8_lossy(&b).into_owned(),
-            other => panic!("not a bulk: {other:?}"),
-        })
-        .collect();
-    out.sort();
-    out
 }
 
 const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
