@@ -83,8 +83,11 @@ fn set_fields(
         }
         batch.put(&fk, value);
     }
-    if added > 0 || !only_new {
+    if added > 0 {
+        // Only a new field changes the metadata (its size).
         collection::put_meta(&mut batch, key, &meta);
+    }
+    if added > 0 || !only_new {
         ctx.engine.store.write(batch, [key])?;
     }
     Ok(added)
@@ -256,8 +259,8 @@ fn increment<T>(
     batch.put(&fk, text.as_bytes());
     if current.is_none() {
         meta.size += 1;
+        collection::put_meta(&mut batch, key, &meta);
     }
-    collection::put_meta(&mut batch, key, &meta);
     ctx.engine.store.write(batch, [key])?;
     Ok((next, text))
 }

@@ -217,6 +217,7 @@ pub(crate) fn zadd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         pairs.push((score, p[1]));
     }
     let mut meta = collection::find_or_new(ctx, key, ZSET)?;
+    let before = meta;
     let mut batch = terrace::WriteBatch::new();
     let (mut added, mut changed) = (0i64, 0i64);
     let mut pending: BTreeMap<&[u8], f64> = BTreeMap::new();
@@ -260,7 +261,10 @@ pub(crate) fn zadd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         pending.insert(member, new);
     }
     if added + changed > 0 {
-        collection::put_meta(&mut batch, key, &meta);
+        // The metadata changes with the size or a lower head only.
+        if meta != before {
+            collection::put_meta(&mut batch, key, &meta);
+        }
         ctx.engine.store.write(batch, [key])?;
     }
     if incr {
