@@ -832,6 +832,17 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
         txn::multi
     ),
     cmd!(
+        "object",
+        -2,
+        R,
+        2,
+        2,
+        1,
+        "generic",
+        "A container for object introspection commands.",
+        keyspace::object
+    ),
+    cmd!(
         "persist",
         2,
         WF,

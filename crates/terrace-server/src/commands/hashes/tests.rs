@@ -30,6 +30,14 @@ fn fields_are_set_read_counted_and_deleted() {
     assert_eq!(sorted_bulks(run(&mut s, "HKEYS h")), ["a", "b", "c", "d"]);
     assert_eq!(sorted_bulks(run(&mut s, "HVALS h")), ["10", "2", "3", "4"]);
     assert_eq!(run(&mut s, "TYPE h"), Reply::Status("hash".into()));
+    assert_eq!(run(&mut s, "OBJECT ENCODING h"), bulk("hashtable"));
+    assert_eq!(run(&mut s, "OBJECT REFCOUNT h"), Reply::Integer(1));
+    run(&mut s, "SET n 123");
+    assert_eq!(run(&mut s, "OBJECT ENCODING n"), bulk("int"));
+    run(&mut s, "SET n 0123");
+    assert_eq!(run(&mut s, "OBJECT ENCODING n"), bulk("embstr"));
+    assert_eq!(run(&mut s, "OBJECT ENCODING none"), Reply::Nil);
+    assert!(run(&mut s, "OBJECT IDLETIME n").is_error());
     assert_eq!(run(&mut s, "HDEL h a a q"), Reply::Integer(1));
     assert_eq!(run(&mut s, "HLEN h"), Reply::Integer(3));
     assert_eq!(run(&mut s, "HDEL h b c d"), Reply::Integer(3));
