@@ -6,6 +6,7 @@
 mod basics;
 mod boom;
 mod boom_crash;
+mod collections;
 mod config_set;
 mod durability;
 mod limits;
