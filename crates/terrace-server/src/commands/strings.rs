@@ -5,7 +5,7 @@ use super::store::Op;
 use super::{CmdResult, Ctx, Fail};
 use crate::resp::format_double;
 use crate::resp::Reply;
-use crate::value::StoredValue;
+use crate::value::{StoredValue, Top};
 
 /// Redis's largest string (and SETRANGE/APPEND target), 512 MiB.
 const MAX_STRING_BYTES: u64 = 512 * 1024 * 1024;
@@ -105,10 +105,18 @@ pub(crate) fn set(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         expire,
     } = SetOptions::parse(args, ctx.now_ms)?;
     let k = key(args);
-    let old = if nx || xx || get_old || keepttl {
-        ctx.engine.store.get(k, ctx.now_ms)?
+    // Any type counts for NX, XX and KEEPTTL (SET replaces a collection); GET needs a string.
+    let top = if nx || xx || get_old || keepttl {
+        ctx.engine.store.get_top(k, ctx.now_ms)?
     } else {
         None
+    };
+    if get_old && matches!(top, Some(Top::Coll(_))) {
+        return Err(Fail::wrongtype());
+    }
+    let old: Option<StoredValue> = match &top {
+        Some(Top::String(v)) => Some(v.clone()),
+        _ => None,
     };
     let reply_old = |old: &Option<StoredValue>| {
         if get_old {
@@ -117,11 +125,11 @@ pub(crate) fn set(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             Reply::Nil
         }
     };
-    if (nx && old.is_some()) || (xx && old.is_none()) {
+    if (nx && top.is_some()) || (xx && top.is_none()) {
         return Ok(reply_old(&old));
     }
     let expire_at_ms = if keepttl {
-        old.as_ref().and_then(|v| v.expire_at_ms)
+        top.as_ref().and_then(Top::expire_at_ms)
     } else {
         expire
     };
@@ -130,7 +138,7 @@ pub(crate) fn set(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 }
 
 pub(crate) fn setnx(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    if ctx.engine.store.get(key(args), ctx.now_ms)?.is_some() {
+    if ctx.engine.store.get_top(key(args), ctx.now_ms)?.is_some() {
         return Ok(Reply::Integer(0));
     }
     ctx.engine.store.put_data(key(args), None, val(args, 2))?;
@@ -233,7 +241,7 @@ pub(crate) fn mset(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 pub(crate) fn msetnx(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let ops = pairs(args, "msetnx")?;
     for (k, _) in &ops {
-        if ctx.engine.store.get(k, ctx.now_ms)?.is_some() {
+        if ctx.engine.store.get_top(k, ctx.now_ms)?.is_some() {
             return Ok(Reply::Integer(0));
         }
     }

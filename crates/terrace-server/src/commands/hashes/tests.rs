@@ -70,7 +70,17 @@ fn wrong_types_are_refused_both_ways() {
     for cmd in ["GET h", "INCR h", "APPEND h x", "STRLEN h", "GETDEL h"] {
         assert_eq!(run(&mut s, cmd), err(WRONGTYPE), "{cmd}");
     }
-    // SET replaces a hash whatever its type; DEL, EXISTS and TYPE see every type.
+    // SET replaces a hash whatever its type; NX sees it as existing; GET wants a string.
+    assert_eq!(run(&mut s, "SET h x NX"), Reply::Nil);
+    assert_eq!(run(&mut s, "SETNX h x"), Reply::Integer(0));
+    assert_eq!(run(&mut s, "MSETNX h x other y"), Reply::Integer(0));
+    assert_eq!(run(&mut s, "SET h x GET"), err(WRONGTYPE));
+    assert_eq!(
+        run(&mut s, "HGET h f"),
+        bulk("v"),
+        "nothing replaced the hash yet"
+    );
+    // DEL, EXISTS and TYPE see every type.
     assert_eq!(run(&mut s, "EXISTS h str"), Reply::Integer(2));
     assert_eq!(run(&mut s, "SET h now-a-string"), Reply::Ok);
     assert_eq!(run(&mut s, "GET h"), bulk("now-a-string"));
