@@ -2,6 +2,12 @@
 
 use super::Fail;
 
+/// Argument `i` of a command, or empty past the end (arity is checked before handlers
+/// run, so only optional arguments can be missing).
+pub(crate) fn arg<'a>(args: &[&'a [u8]], i: usize) -> &'a [u8] {
+    args.get(i).copied().unwrap_or_default()
+}
+
 /// Parses a signed 64-bit integer the way Redis's `string2ll` does: an optional `-`, no
 /// `+`, no spaces, no leading zeros.
 pub(crate) fn parse_i64(b: &[u8]) -> Option<i64> {

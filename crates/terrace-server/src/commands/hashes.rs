@@ -6,6 +6,7 @@
 //! (docs/formats/resp-collections.md). HLEN reads the metadata alone; deleting or
 //! overwriting a hash of any size writes only its metadata.
 
+use super::arg::arg;
 use rand::seq::SliceRandom;
 use rand::Rng;
 
@@ -23,10 +24,6 @@ type FieldValue = (Vec<u8>, Vec<u8>);
 
 /// A field and its value, borrowed from a command's arguments.
 type FieldArg<'a> = (&'a [u8], &'a [u8]);
-
-fn arg<'a>(args: &[&'a [u8]], i: usize) -> &'a [u8] {
-    args.get(i).copied().unwrap_or_default()
-}
 
 /// The engine key of `field` of the hash `key` at `meta`'s version.
 fn field_key(key: &[u8], meta: &CollMeta, field: &[u8]) -> Vec<u8> {

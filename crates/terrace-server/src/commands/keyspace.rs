@@ -1,6 +1,7 @@
 //! Keyspace commands: DEL, EXISTS, TYPE, RENAME, COPY, SCAN, KEYS, RANDOMKEY, DBSIZE,
 //! FLUSHDB, and Terrace's ordered TRANGE.
 
+use super::arg::arg;
 use rand::Rng;
 
 use super::arg::{int, is};
@@ -12,10 +13,6 @@ use terrace::WriteBatch;
 
 use super::collection;
 use super::store::{delete_top, put_top};
-
-fn arg<'a>(args: &[&'a [u8]], i: usize) -> &'a [u8] {
-    args.get(i).copied().unwrap_or_default()
-}
 
 pub(crate) fn del(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let mut gone = Vec::new();

@@ -7,6 +7,7 @@
 //! LRANGE touch only the elements they name; LREM and LINSERT, which shift elements,
 //! rewrite the list under a new version.
 
+use super::arg::arg;
 use super::arg::{int, is};
 use super::collection::{self, LIST_START};
 use super::{CmdResult, Ctx, Fail};
@@ -15,10 +16,6 @@ use crate::value::keys::{self, Sub};
 use crate::value::{CollKind, CollMeta};
 
 const LIST: CollKind = CollKind::List;
-
-fn arg<'a>(args: &[&'a [u8]], i: usize) -> &'a [u8] {
-    args.get(i).copied().unwrap_or_default()
-}
 
 /// Which end of a list.
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -1,6 +1,7 @@
 //! Connection and server commands: PING, ECHO, AUTH, HELLO, SELECT, QUIT, INFO, CONFIG,
 //! CLIENT, COMMAND, SHUTDOWN, TIME.
 
+use super::arg::arg;
 use std::sync::atomic::Ordering;
 
 use sha2::{Digest, Sha256};
@@ -14,10 +15,6 @@ use crate::resp::{Protocol, Reply};
 
 /// The Redis version reported to clients (they gate features on it).
 pub(crate) const REDIS_VERSION: &str = "7.0.15";
-
-fn arg<'a>(args: &[&'a [u8]], i: usize) -> &'a [u8] {
-    args.get(i).copied().unwrap_or_default()
-}
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()

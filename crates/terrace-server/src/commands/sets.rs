@@ -9,6 +9,7 @@
 //! Redis's random choice would), which keeps each pop from stepping over the deletions
 //! of earlier ones.
 
+use super::arg::arg;
 use std::collections::BTreeSet;
 
 use rand::seq::SliceRandom;
@@ -22,10 +23,6 @@ use crate::value::keys::{self, Sub};
 use crate::value::{CollKind, CollMeta};
 
 const SET: CollKind = CollKind::Set;
-
-fn arg<'a>(args: &[&'a [u8]], i: usize) -> &'a [u8] {
-    args.get(i).copied().unwrap_or_default()
-}
 
 fn member_key(key: &[u8], meta: &CollMeta, member: &[u8]) -> Vec<u8> {
     keys::member(Sub::SetMember, key, meta.version, &keys::hashed(member))

@@ -10,6 +10,7 @@
 //! (docs/formats/resp-collections.md). Ranks are counted along the index, so ZRANK and
 //! rank ranges cost their offset.
 
+use super::arg::arg;
 use std::collections::BTreeMap;
 
 use rand::seq::SliceRandom;
@@ -25,10 +26,6 @@ const ZSET: CollKind = CollKind::Zset;
 
 /// A member with its score.
 type Scored = (f64, Vec<u8>);
-
-fn arg<'a>(args: &[&'a [u8]], i: usize) -> &'a [u8] {
-    args.get(i).copied().unwrap_or_default()
-}
 
 fn member_key(key: &[u8], meta: &CollMeta, member: &[u8]) -> Vec<u8> {
     keys::member(Sub::ZsetMember, key, meta.version, &keys::hashed(member))
