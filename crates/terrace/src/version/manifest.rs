@@ -86,10 +86,13 @@ pub(super) struct Records<'a> {
 /// Splits a whole manifest into records.
 ///
 /// A torn final write (never acknowledged) is dropped: fewer than `HEADER_LEN` bytes after
-/// the last record, a header that checks out but whose payload runs past the end, or only
-/// zero bytes from a record boundary to the end (what some file systems leave after a
-/// crash). A header or payload checksum mismatch anywhere else is `Corruption`: because the
-/// header carries its own checksum, a damaged length cannot pass for a torn tail.
+/// the last record, a header that checks out but whose payload runs past the end, or a
+/// damaged final record that holds a lost page. Every record is synced before the next is
+/// written, so a crash can damage only the last one, and what it leaves is pages of it read
+/// back as zeros, in any mix with written ones (what some file systems leave after a
+/// crash). Any other damage is `Corruption`: a damaged record followed by a whole one, or a
+/// damaged final record with no zeroed page (a flipped bit is not a torn write). Because
+/// the header carries its own checksum, a damaged length cannot pass for a torn tail.
 pub(super) fn split_records<'a>(data: &'a [u8], file: &Path) -> Result<Records<'a>> {
     check_file_header(data, file)?;
     let mut records = Vec::new();
@@ -103,8 +106,8 @@ pub(super) fn split_records<'a>(data: &'a [u8], file: &Path) -> Result<Records<'
         let crc = fixed32(header, 4, file, at)?;
         let header_crc = fixed32(header, 8, file, at)?;
         if crc32c::crc32c(header.get(..8).unwrap_or_default()) != header_crc {
-            if data.get(pos..).unwrap_or_default().iter().all(|&b| b == 0) {
-                break; // zero-filled tail
+            if torn_final_record(data, pos) {
+                break;
             }
             return Err(Error::corruption(
                 file,
@@ -117,6 +120,9 @@ pub(super) fn split_records<'a>(data: &'a [u8], file: &Path) -> Result<Records<'
             break; // torn payload
         };
         if crc32c::crc32c(payload) != crc {
+            if torn_final_record(data, pos) {
+                break;
+            }
             return Err(Error::corruption(
                 file,
                 at,
@@ -133,6 +139,56 @@ pub(super) fn split_records<'a>(data: &'a [u8], file: &Path) -> Result<Records<'
     Ok(Records {
         records,
         dropped_tail_bytes: (data.len() - pos.min(data.len())) as u64,
+    })
+}
+
+/// The page size a crash loses unsynced data in.
+const PAGE: usize = 4096;
+
+/// Whether the damaged record at `pos` is a torn final write: no whole record follows it,
+/// and a page it lies on came back as zeros (the whole span `pos..` if it is all on one
+/// page; otherwise its piece of some page, the first piece at any length, a later one of
+/// at least 8 bytes so that a few zero bytes ending a payload cannot pass for a lost page).
+fn torn_final_record(data: &[u8], pos: usize) -> bool {
+    if whole_record_after(data, pos) {
+        return false;
+    }
+    let mut start = pos;
+    while start < data.len() {
+        let end = ((start / PAGE + 1) * PAGE).min(data.len());
+        let piece = data.get(start..end).unwrap_or_default();
+        let counts = start == pos || piece.len() >= 8;
+        if counts && piece.iter().all(|&b| b == 0) {
+            return true;
+        }
+        start = end;
+    }
+    false
+}
+
+/// Whether a record whose header and payload both check out starts anywhere after `pos`:
+/// the test that tells damage inside a manifest from a torn final write. Only called on
+/// damage, so the byte-by-byte search costs nothing on a clean open.
+fn whole_record_after(data: &[u8], pos: usize) -> bool {
+    (pos + 1..data.len()).any(|p| {
+        let Some(header) = data.get(p..p + HEADER_LEN) else {
+            return false;
+        };
+        let (Some(len), Some(crc), Some(header_crc)) = (
+            get_fixed32(header, 0),
+            get_fixed32(header, 4),
+            get_fixed32(header, 8),
+        ) else {
+            return false;
+        };
+        if crc32c::crc32c(header.get(..8).unwrap_or_default()) != header_crc {
+            return false;
+        }
+        let start = p + HEADER_LEN;
+        start
+            .checked_add(len as usize)
+            .and_then(|end| data.get(start..end))
+            .is_some_and(|payload| crc32c::crc32c(payload) == crc)
     })
 }
 

@@ -374,6 +374,12 @@ fn rollover_then_recover() {
 /// Creates a database with three logged edits and returns the manifest path and the
 /// offsets where each record starts.
 fn three_edit_db(dir: &Path) -> (std::path::PathBuf, Vec<u64>) {
+    let (_, path, offsets) = three_edit_set(dir);
+    (path, offsets)
+}
+
+/// [`three_edit_db`], the version set still open.
+fn three_edit_set(dir: &Path) -> (VersionSet, std::path::PathBuf, Vec<u64>) {
     let mut set = VersionSet::create(fs(), dir, 3, 1 << 20).unwrap();
     let path = dir.join(manifest_file_name(set.manifest_number()));
     let mut offsets = Vec::new();
@@ -383,7 +389,7 @@ fn three_edit_db(dir: &Path) -> (std::path::PathBuf, Vec<u64>) {
         let k = [b'a' + i as u8];
         set.log_and_apply(add(1, meta(n, &k, &k, 1))).unwrap();
     }
-    (path, offsets)
+    (set, path, offsets)
 }
 
 #[test]
@@ -454,6 +460,48 @@ fn manifest_starts_with_magic_and_format_version() {
     assert!(VersionSet::recover(fs(), dir.path(), 3, 1 << 20)
         .err()
         .is_some_and(|e| e.is_corruption()));
+}
+
+/// A crash that loses a page in the middle of the final, unsynced record (the pages after
+/// it written) is a torn write: recovery keeps every earlier edit. A flipped byte in the
+/// same record, or a lost page in a record that a whole one follows, is corruption.
+#[test]
+fn lost_page_inside_the_final_record_is_a_torn_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut set, path, offsets) = three_edit_set(dir.path());
+    let big = vec![b'z'; 3 * 4096];
+    let n = set.new_file_number();
+    let last = std::fs::metadata(&path).unwrap().len() as usize;
+    set.log_and_apply(add(1, meta(n, &big, &big, 1))).unwrap();
+    drop(set);
+    let data = std::fs::read(&path).unwrap();
+    let page = (last / 4096 + 1) * 4096;
+    assert!(page + 4096 < data.len(), "the final record spans pages");
+    let recovered_keys = |bytes: &[u8]| {
+        std::fs::write(&path, bytes).unwrap();
+        VersionSet::recover(fs(), dir.path(), 3, 1 << 20).map(|set| {
+            set.current()
+                .files(1)
+                .iter()
+                .map(|f| f.smallest_user_key().to_vec())
+                .collect::<Vec<_>>()
+        })
+    };
+    let three = vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec()];
+    // The first page of the record lost, then a later one.
+    for lost in [last - last % 4096, page] {
+        let mut torn = data.clone();
+        let from = lost.max(last);
+        torn[from..lost + 4096].fill(0);
+        assert_eq!(recovered_keys(&torn).unwrap(), three, "page at {lost}");
+    }
+    let mut flipped = data.clone();
+    flipped[page + 100] ^= 0x01;
+    assert!(recovered_keys(&flipped).is_err_and(|e| e.is_corruption()));
+    // A lost page inside the second edit, with the third and fourth whole after it.
+    let mut middle = data.clone();
+    middle[offsets[1] as usize..offsets[2] as usize].fill(0);
+    assert!(recovered_keys(&middle).is_err_and(|e| e.is_corruption()));
 }
 
 #[test]
