@@ -22,7 +22,7 @@ pub(crate) const LIST_START: u64 = 1 << 63;
 /// `key`'s live collection of `kind`; `None` if the key does not exist; WRONGTYPE if it
 /// holds something else.
 pub(crate) fn find(ctx: &Ctx<'_>, key: &[u8], kind: CollKind) -> Result<Option<CollMeta>, Fail> {
-    match ctx.engine.store.get_top(key, ctx.now_ms)? {
+    match ctx.get_top(key)? {
         None => Ok(None),
         Some(Top::Coll(m)) if m.kind == kind => Ok(Some(m)),
         Some(_) => Err(Fail::wrongtype()),
@@ -75,14 +75,12 @@ pub(crate) fn copy(
     for &sub in meta.kind.subs() {
         let from = keys::members(sub, src, meta.version);
         let to = keys::members(sub, dst, copy.version);
-        ctx.engine
-            .store
-            .for_each_member(&from, b"", |member, value| {
-                let mut k = to.clone();
-                k.extend_from_slice(member);
-                batch.put(&k, value);
-                true
-            })?;
+        ctx.for_each_member(&from, b"", |member, value| {
+            let mut k = to.clone();
+            k.extend_from_slice(member);
+            batch.put(&k, value);
+            true
+        })?;
     }
     put_top(batch, dst, &Top::Coll(copy));
     Ok(copy)
@@ -181,23 +179,21 @@ pub(crate) fn scan_page(
     let mut seen = 0usize;
     let mut next = 0u64;
     let mut last_hash = None;
-    ctx.engine
-        .store
-        .for_each_member(&prefix, &scan.cursor.to_be_bytes(), |stored, value| {
-            let Some((hash, member)) = keys::unhash(stored) else {
-                return true;
-            };
-            if seen >= scan.count && last_hash != Some(hash) {
-                next = hash;
-                return false;
-            }
-            seen += 1;
-            last_hash = Some(hash);
-            if scan.pattern.is_none_or(|p| glob_match(p, member, false)) {
-                emit(member, value, &mut out);
-            }
-            true
-        })?;
+    ctx.for_each_member(&prefix, &scan.cursor.to_be_bytes(), |stored, value| {
+        let Some((hash, member)) = keys::unhash(stored) else {
+            return true;
+        };
+        if seen >= scan.count && last_hash != Some(hash) {
+            next = hash;
+            return false;
+        }
+        seen += 1;
+        last_hash = Some(hash);
+        if scan.pattern.is_none_or(|p| glob_match(p, member, false)) {
+            emit(member, value, &mut out);
+        }
+        true
+    })?;
     Ok(Reply::Array(vec![
         Reply::Bulk(next.to_string().into_bytes().into()),
         Reply::Array(out),

@@ -55,7 +55,7 @@ fn expire_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], unit: Unit, cmd: &str) -> C
         Unit::AbsMillis => Some(n),
     }
     .ok_or_else(invalid)?;
-    let Some(v) = ctx.engine.store.get_top(key(args), ctx.now_ms)? else {
+    let Some(v) = ctx.get_top(key(args))? else {
         return Ok(Reply::Integer(0));
     };
     let current = v
@@ -72,9 +72,7 @@ fn expire_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], unit: Unit, cmd: &str) -> C
         ctx.engine.store.delete(key(args))?;
     } else {
         let at = u64::try_from(at).map_err(|_| invalid())?;
-        ctx.engine
-            .store
-            .put_top(key(args), &v.with_expiry(Some(at)))?;
+        ctx.put_top(key(args), &v.with_expiry(Some(at)))?;
     }
     Ok(Reply::Integer(1))
 }
@@ -97,12 +95,10 @@ pub(crate) fn pexpireat(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 
 /// -2 for a missing key, -1 for a persistent one, else `f(expire_at_ms)`.
 fn ttl_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], f: impl Fn(u64, u64) -> i64) -> CmdResult {
-    Ok(Reply::Integer(
-        match ctx.engine.store.get_top(key(args), ctx.now_ms)? {
-            None => -2,
-            Some(v) => v.expire_at_ms().map_or(-1, |at| f(at, ctx.now_ms)),
-        },
-    ))
+    Ok(Reply::Integer(match ctx.get_top(key(args))? {
+        None => -2,
+        Some(v) => v.expire_at_ms().map_or(-1, |at| f(at, ctx.now_ms)),
+    }))
 }
 
 fn to_i64(v: u64) -> i64 {
@@ -128,9 +124,9 @@ pub(crate) fn pexpiretime(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 }
 
 pub(crate) fn persist(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    match ctx.engine.store.get_top(key(args), ctx.now_ms)? {
+    match ctx.get_top(key(args))? {
         Some(v) if v.expire_at_ms().is_some() => {
-            ctx.engine.store.put_top(key(args), &v.with_expiry(None))?;
+            ctx.put_top(key(args), &v.with_expiry(None))?;
             Ok(Reply::Integer(1))
         }
         _ => Ok(Reply::Integer(0)),

@@ -37,28 +37,26 @@ fn get_field(
     meta: &CollMeta,
     field: &[u8],
 ) -> Result<Option<bytes::Bytes>, Fail> {
-    ctx.engine.store.get_member(&field_key(key, meta, field))
+    ctx.get_member(&field_key(key, meta, field))
 }
 
 /// Every field and value of the hash, in storage (field-hash) order.
 fn all_fields(ctx: &Ctx<'_>, key: &[u8], meta: &CollMeta) -> Result<Vec<FieldValue>, Fail> {
     let prefix = keys::members(Sub::HashField, key, meta.version);
     let mut out = Vec::with_capacity(usize::try_from(meta.size).unwrap_or(0).min(1 << 16));
-    ctx.engine
-        .store
-        .for_each_member(&prefix, b"", |stored, value| {
-            if let Some((_, field)) = keys::unhash(stored) {
-                out.push((field.to_vec(), value.to_vec()));
-            }
-            true
-        })?;
+    ctx.for_each_member(&prefix, b"", |stored, value| {
+        if let Some((_, field)) = keys::unhash(stored) {
+            out.push((field.to_vec(), value.to_vec()));
+        }
+        true
+    })?;
     Ok(out)
 }
 
 /// Sets `pairs` (field, value) in the hash `key`, only absent fields when `only_new`;
 /// returns how many fields were new.
 fn set_fields(
-    ctx: &Ctx<'_>,
+    ctx: &mut Ctx<'_>,
     key: &[u8],
     pairs: &[FieldArg<'_>],
     only_new: bool,
@@ -69,7 +67,7 @@ fn set_fields(
     let mut fresh: Vec<&[u8]> = Vec::new();
     for (field, value) in pairs {
         let fk = field_key(key, &meta, field);
-        let exists = fresh.contains(field) || ctx.engine.store.get_member(&fk)?.is_some();
+        let exists = fresh.contains(field) || ctx.get_member(&fk)?.is_some();
         if exists && only_new {
             continue;
         }
@@ -85,7 +83,7 @@ fn set_fields(
         collection::put_meta(&mut batch, key, &meta);
     }
     if added > 0 || !only_new {
-        ctx.engine.store.write(batch, [key])?;
+        ctx.write(batch, [key])?;
     }
     Ok(added)
 }
@@ -158,7 +156,7 @@ pub(crate) fn hdel(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             continue;
         }
         let fk = field_key(key, &meta, field);
-        if ctx.engine.store.get_member(&fk)?.is_some() {
+        if ctx.get_member(&fk)?.is_some() {
             batch.delete(&fk);
             removed.push(field);
         }
@@ -166,7 +164,7 @@ pub(crate) fn hdel(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     if !removed.is_empty() {
         meta.size = meta.size.saturating_sub(removed.len() as u64);
         collection::put_meta(&mut batch, key, &meta);
-        ctx.engine.store.write(batch, [key])?;
+        ctx.write(batch, [key])?;
     }
     Ok(Reply::Integer(removed.len() as i64))
 }
@@ -235,7 +233,7 @@ pub(crate) fn hgetall(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 /// Reads `field` of `key` as a number with `parse`, applies `step`, stores the result
 /// as `format` prints it and returns that text.
 fn increment<T>(
-    ctx: &Ctx<'_>,
+    ctx: &mut Ctx<'_>,
     args: &[&[u8]],
     parse: impl Fn(&[u8]) -> Option<T>,
     not_a_number: &str,
@@ -245,7 +243,7 @@ fn increment<T>(
     let (key, field) = (arg(args, 1), arg(args, 2));
     let mut meta = collection::find_or_new(ctx, key, HASH)?;
     let fk = field_key(key, &meta, field);
-    let current = ctx.engine.store.get_member(&fk)?;
+    let current = ctx.get_member(&fk)?;
     let cur = match &current {
         Some(v) => parse(v).ok_or_else(|| Fail::err(not_a_number))?,
         None => parse(b"0").ok_or_else(|| Fail::err(not_a_number))?,
@@ -258,7 +256,7 @@ fn increment<T>(
         meta.size += 1;
         collection::put_meta(&mut batch, key, &meta);
     }
-    ctx.engine.store.write(batch, [key])?;
+    ctx.write(batch, [key])?;
     Ok((next, text))
 }
 

@@ -17,7 +17,7 @@ use super::store::{delete_top, put_top};
 pub(crate) fn del(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let mut gone = Vec::new();
     for k in args.iter().skip(1) {
-        if !gone.contains(k) && ctx.engine.store.get_top(k, ctx.now_ms)?.is_some() {
+        if !gone.contains(k) && ctx.get_top(k)?.is_some() {
             gone.push(*k);
         }
     }
@@ -34,7 +34,7 @@ pub(crate) fn del(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 pub(crate) fn exists(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let mut n = 0;
     for k in args.iter().skip(1) {
-        if ctx.engine.store.get_top(k, ctx.now_ms)?.is_some() {
+        if ctx.get_top(k)?.is_some() {
             n += 1;
         }
     }
@@ -42,7 +42,7 @@ pub(crate) fn exists(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 }
 
 pub(crate) fn type_of(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    let t = match ctx.engine.store.get_top(arg(args, 1), ctx.now_ms)? {
+    let t = match ctx.get_top(arg(args, 1))? {
         Some(t) => t.type_name(),
         None => "none",
     };
@@ -51,19 +51,19 @@ pub(crate) fn type_of(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 
 fn rename_inner(ctx: &mut Ctx<'_>, args: &[&[u8]], nx: bool) -> CmdResult {
     let (src, dst) = (arg(args, 1), arg(args, 2));
-    let Some(v) = ctx.engine.store.get_top(src, ctx.now_ms)? else {
+    let Some(v) = ctx.get_top(src)? else {
         return Err(Fail::err("no such key"));
     };
     if src == dst {
         return Ok(if nx { Reply::Integer(0) } else { Reply::Ok });
     }
-    if nx && ctx.engine.store.get_top(dst, ctx.now_ms)?.is_some() {
+    if nx && ctx.get_top(dst)?.is_some() {
         return Ok(Reply::Integer(0));
     }
     let mut batch = WriteBatch::new();
     copy_top(ctx, &mut batch, src, dst, &v)?;
     delete_top(&mut batch, src);
-    ctx.engine.store.write(batch, [src, dst])?;
+    ctx.write(batch, [src, dst])?;
     Ok(if nx { Reply::Integer(1) } else { Reply::Ok })
 }
 
@@ -95,15 +95,15 @@ pub(crate) fn copy(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     if src == dst {
         return Err(Fail::err("source and destination objects are the same"));
     }
-    let Some(v) = ctx.engine.store.get_top(src, ctx.now_ms)? else {
+    let Some(v) = ctx.get_top(src)? else {
         return Ok(Reply::Integer(0));
     };
-    if !replace && ctx.engine.store.get_top(dst, ctx.now_ms)?.is_some() {
+    if !replace && ctx.get_top(dst)?.is_some() {
         return Ok(Reply::Integer(0));
     }
     let mut batch = WriteBatch::new();
     copy_top(ctx, &mut batch, src, dst, &v)?;
-    ctx.engine.store.write(batch, [dst])?;
+    ctx.write(batch, [dst])?;
     Ok(Reply::Integer(1))
 }
 
@@ -280,12 +280,12 @@ fn encoding_name(t: &Top) -> &'static str {
 pub(crate) fn object(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let sub = String::from_utf8_lossy(arg(args, 1)).to_ascii_lowercase();
     match (sub.as_str(), args.len()) {
-        ("encoding", 3) => Ok(match ctx.engine.store.get_top(arg(args, 2), ctx.now_ms)? {
+        ("encoding", 3) => Ok(match ctx.get_top(arg(args, 2))? {
             Some(t) => Reply::Bulk(encoding_name(&t).as_bytes().to_vec().into()),
             None => Reply::Nil,
         }),
         // Values are never shared between keys.
-        ("refcount", 3) => Ok(match ctx.engine.store.get_top(arg(args, 2), ctx.now_ms)? {
+        ("refcount", 3) => Ok(match ctx.get_top(arg(args, 2))? {
             Some(_) => Reply::Integer(1),
             None => Reply::Nil,
         }),

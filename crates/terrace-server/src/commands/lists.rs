@@ -42,9 +42,7 @@ fn element_key(key: &[u8], meta: &CollMeta, index: u64) -> Vec<u8> {
 
 /// The element at absolute index `index`.
 fn element(ctx: &Ctx<'_>, key: &[u8], meta: &CollMeta, index: u64) -> Result<Vec<u8>, Fail> {
-    ctx.engine
-        .store
-        .get_member(&element_key(key, meta, index))?
+    ctx.get_member(&element_key(key, meta, index))?
         .map(|v| v.to_vec())
         .ok_or_else(|| Fail::err("list element missing: the list's records are damaged"))
 }
@@ -60,12 +58,10 @@ fn range(
     let prefix = keys::members(Sub::ListElement, key, meta.version);
     let want = usize::try_from(to.saturating_sub(from) + 1).unwrap_or(usize::MAX);
     let mut out = Vec::with_capacity(want.min(1 << 16));
-    ctx.engine
-        .store
-        .for_each_member(&prefix, &(meta.head + from).to_be_bytes(), |_, value| {
-            out.push(value.to_vec());
-            out.len() < want
-        })?;
+    ctx.for_each_member(&prefix, &(meta.head + from).to_be_bytes(), |_, value| {
+        out.push(value.to_vec());
+        out.len() < want
+    })?;
     Ok(out)
 }
 
@@ -89,7 +85,7 @@ fn clamp(start: i64, stop: i64, len: u64) -> Option<(u64, u64)> {
 /// Pushes `values` at `end` of the list at `key` (creating it unless `existing_only`);
 /// returns the new length (0 when `existing_only` and there is no list).
 fn push(
-    ctx: &Ctx<'_>,
+    ctx: &mut Ctx<'_>,
     key: &[u8],
     values: &[&[u8]],
     end: End,
@@ -114,9 +110,9 @@ fn push(
         meta.size += 1;
     }
     collection::put_meta(&mut batch, key, &meta);
-    ctx.engine.store.write(batch, [key])?;
+    ctx.write(batch, [key])?;
     // Clients blocked in BLPOP and the like on this key try again.
-    ctx.engine.waiters.wake(key);
+    ctx.wake(key);
     Ok(i64::try_from(meta.size).unwrap_or(i64::MAX))
 }
 
@@ -166,7 +162,7 @@ pub(crate) fn rpushx(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 
 /// Removes up to `count` elements from `end` of the list; returns them in pop order.
 pub(crate) fn pop(
-    ctx: &Ctx<'_>,
+    ctx: &mut Ctx<'_>,
     key: &[u8],
     end: End,
     count: u64,
@@ -197,7 +193,7 @@ pub(crate) fn pop(
     }
     meta.size -= n;
     collection::put_meta(&mut batch, key, &meta);
-    ctx.engine.store.write(batch, [key])?;
+    ctx.write(batch, [key])?;
     Ok(Some(out))
 }
 
@@ -281,7 +277,7 @@ pub(crate) fn lset(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let at = position(&meta, i).ok_or_else(|| Fail::err("index out of range"))?;
     let mut batch = terrace::WriteBatch::new();
     batch.put(&element_key(key, &meta, at), arg(args, 3));
-    ctx.engine.store.write(batch, [key])?;
+    ctx.write(batch, [key])?;
     Ok(Reply::Ok)
 }
 
@@ -304,12 +300,12 @@ pub(crate) fn ltrim(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         meta.size = to - from + 1;
     }
     collection::put_meta(&mut batch, key, &meta);
-    ctx.engine.store.write(batch, [key])?;
+    ctx.write(batch, [key])?;
     Ok(Reply::Ok)
 }
 
 /// Replaces the list at `key` by `items` under a new version (LREM, LINSERT).
-fn rewrite(ctx: &Ctx<'_>, key: &[u8], old: &CollMeta, items: &[Vec<u8>]) -> Result<(), Fail> {
+fn rewrite(ctx: &mut Ctx<'_>, key: &[u8], old: &CollMeta, items: &[Vec<u8>]) -> Result<(), Fail> {
     let meta = CollMeta {
         version: ctx.engine.store.new_version()?,
         size: items.len() as u64,
@@ -321,7 +317,7 @@ fn rewrite(ctx: &Ctx<'_>, key: &[u8], old: &CollMeta, items: &[Vec<u8>]) -> Resu
         batch.put(&element_key(key, &meta, meta.head + i), v);
     }
     collection::put_meta(&mut batch, key, &meta);
-    ctx.engine.store.write(batch, [key])
+    ctx.write(batch, [key])
 }
 
 fn all(ctx: &Ctx<'_>, key: &[u8], meta: &CollMeta) -> Result<Vec<Vec<u8>>, Fail> {
@@ -460,7 +456,7 @@ pub(crate) fn lpos(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 
 /// Pops from `from`'s `src_end` and pushes to `to`'s `dst_end`; the element moved.
 pub(crate) fn move_one(
-    ctx: &Ctx<'_>,
+    ctx: &mut Ctx<'_>,
     from: &[u8],
     to: &[u8],
     src_end: End,

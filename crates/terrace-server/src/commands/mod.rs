@@ -26,6 +26,7 @@ mod hashes;
 mod info;
 mod keyspace;
 mod lists;
+mod pending;
 mod pubsub;
 mod run;
 mod server;
@@ -116,6 +117,9 @@ pub(crate) struct Ctx<'a> {
     pub(crate) engine: &'a Engine,
     pub(crate) st: &'a mut SessionState,
     pub(crate) now_ms: u64,
+    /// The uncommitted writes of the group this command runs in, if it runs in one
+    /// (`pending.rs`): read and write through `Ctx`'s accessors, never the store.
+    pub(crate) pending: Option<&'a mut pending::Pending>,
 }
 
 /// A command's failure: an error reply, an engine error or a value this server cannot read.
@@ -354,6 +358,29 @@ fn execute(engine: &Engine, st: &mut SessionState, args: &[&[u8]]) -> Option<Rep
 }
 
 impl SessionState {
+    /// This session as its commands run in a group see it (`run.rs`): the same id,
+    /// protocol and CLIENT LIST entry; authenticated (only such sessions gather);
+    /// nothing queued, watched, subscribed or blocked; its own statistics, handed back
+    /// with the run.
+    pub(crate) fn detached(&self) -> SessionState {
+        SessionState {
+            id: self.id,
+            protocol: self.protocol,
+            authenticated: true,
+            multi: None,
+            multi_error: false,
+            watched: Vec::new(),
+            watch_deadline: None,
+            dirty: Arc::new(AtomicBool::new(false)),
+            action: None,
+            stats: LocalStats::default(),
+            pubsub: None,
+            may_block: false,
+            blocked: None,
+            live: Arc::clone(&self.live),
+        }
+    }
+
     /// Updates what CLIENT LIST shows of this session after running `command`.
     fn show(&self, command: &'static str) {
         let live = &self.live;
@@ -401,6 +428,7 @@ fn run(engine: &Engine, st: &mut SessionState, spec: &CommandSpec, args: &[&[u8]
         engine,
         st,
         now_ms: now_ms(),
+        pending: None,
     };
     let result = if spec.flags & EXCLUSIVE != 0 {
         let _all = engine.store.exclusive.write();

@@ -288,3 +288,110 @@ proptest! {
         }
     }
 }
+
+/// Whether `op` is a collection command, which a connection gathers into a group.
+fn grouped(op: &Op) -> bool {
+    !matches!(
+        op,
+        Op::Set(..) | Op::Get(_) | Op::Del(_) | Op::Type(_) | Op::Restart
+    )
+}
+
+/// Puts the orderless parts of a reply in the server's order: hash order (see
+/// `value::keys::member_hash`), in which hash fields and set members are stored.
+fn hash_order(r: Reply) -> Reply {
+    let order = |r: &Reply| match r {
+        Reply::Bulk(m) => (crate::value::keys::member_hash(m), m.to_vec()),
+        _ => (0, Vec::new()),
+    };
+    match r {
+        Reply::Map(mut pairs) => {
+            pairs.sort_by_key(|(f, _)| order(f));
+            Reply::Map(pairs)
+        }
+        Reply::Set(mut items) => {
+            items.sort_by_key(order);
+            Reply::Set(items)
+        }
+        other => other,
+    }
+}
+
+proptest! {
+    /// Collection commands of three clients run in groups, as the transport runs them
+    /// (each client's commands in order, client after client, every write of a group in
+    /// one batch, each command reading the group's earlier writes), the other commands
+    /// between groups: every reply, as bytes, matches the model's.
+    #[test]
+    fn grouped_commands_match_the_model(
+        steps in proptest::collection::vec((0usize..3, op(), 0u8..5), 1..100),
+    ) {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut e = engine(tmp.path());
+        let connect = |e: &std::sync::Arc<crate::commands::Engine>| -> Vec<_> {
+            (0..3).map(|i| e.connect(format!("model{i}")).unwrap()).collect()
+        };
+        let mut sessions = connect(&e);
+        let mut db = HashMap::new();
+        let mut group: Vec<(usize, Op)> = Vec::new();
+        let check_group = |group: &mut Vec<(usize, Op)>,
+                               sessions: &mut Vec<crate::commands::Session>,
+                               e: &crate::commands::Engine,
+                               db: &mut HashMap<Vec<u8>, Val>|
+         -> Result<(), TestCaseError> {
+            group.sort_by_key(|(s, _)| *s);
+            let mut runs: Vec<crate::commands::Run> = (0..3).map(|_| crate::commands::Run::new()).collect();
+            let mut want: Vec<Vec<u8>> = vec![Vec::new(); 3];
+            let mut texts: Vec<String> = Vec::new();
+            for (s, op) in group.iter() {
+                let text = line(op);
+                let args: Vec<&[u8]> = text.split(' ').map(str::as_bytes).collect();
+                prop_assert_eq!(
+                    sessions[*s].gather(&args, &mut runs[*s]),
+                    crate::commands::Gathered::Added,
+                    "{}", text
+                );
+                hash_order(model(db, op)).write(crate::resp::Protocol::Resp2, &mut want[*s]);
+                texts.push(format!("client {s}: {text}"));
+            }
+            e.execute_runs(&mut runs);
+            for (s, run) in runs.iter_mut().enumerate() {
+                let mut got = Vec::new();
+                sessions[s].take_run(run, &mut got);
+                prop_assert_eq!(
+                    String::from_utf8_lossy(&got),
+                    String::from_utf8_lossy(&want[s]),
+                    "client {} in the group {:?}", s, texts
+                );
+            }
+            group.clear();
+            Ok(())
+        };
+        for (s, op, end_group) in &steps {
+            if grouped(op) {
+                group.push((*s, op.clone()));
+                if *end_group == 0 {
+                    check_group(&mut group, &mut sessions, &e, &mut db)?;
+                }
+                continue;
+            }
+            check_group(&mut group, &mut sessions, &e, &mut db)?;
+            let want = model(&mut db, op);
+            if let Op::Restart = op {
+                sessions.clear();
+                let Ok(only) = std::sync::Arc::try_unwrap(e) else {
+                    panic!("the engine is still shared at a restart");
+                };
+                only.close().unwrap();
+                e = engine(tmp.path());
+                sessions = connect(&e);
+                continue;
+            }
+            let text = line(op);
+            let args: Vec<&[u8]> = text.split(' ').map(str::as_bytes).collect();
+            let got = normalize(sessions[*s].execute(&args).unwrap());
+            prop_assert_eq!(got, want, "{}", text);
+        }
+        check_group(&mut group, &mut sessions, &e, &mut db)?;
+    }
+}

@@ -1,8 +1,11 @@
-//! Runs: a connection's consecutive commands of the two commonest kinds, gathered to be
-//! executed together, possibly with other connections' runs:
+//! Runs: a connection's consecutive commands of three kinds, gathered to be executed
+//! together, possibly with other connections' runs:
 //! - blind writes (SET without NX, XX, GET or KEEPTTL) become one engine batch: one WAL
 //!   record and one group commit for all of them;
-//! - GETs become one multi-get, whose memtable searches overlap their cache misses.
+//! - GETs become one multi-get, whose memtable searches overlap their cache misses;
+//! - collection commands (flag `GROUP`: hashes, sets, sorted sets, non-blocking lists)
+//!   run one after another, their writes gathered in one overlay (`pending.rs`) that the
+//!   later ones read through, and committed as one engine batch.
 //!
 //! Owns: [`Run`] (the gathered commands, owned, and their replies once executed) and
 //! [`Engine::execute_runs`].
@@ -14,8 +17,11 @@
 //! whichever task executes its group. The writes of a group commit under what a
 //! multi-key write command holds (the store's `exclusive` lock shared, the stripes of
 //! all their keys locked in index order), so read-modify-write commands and EXEC see
-//! all of a group's writes or none. The reads of a group run at one point in time, after
-//! its writes; a group of many reads ([`PARALLEL_READS`]) reads half of its keys on a
+//! all of a group's writes or none. A group's collection commands run under the stripes
+//! of every key its writing commands name, held until their batch has committed, and
+//! their replies (and the wake-ups of blocked clients) wait for the commit; if it fails,
+//! every one of them answers with its error. The reads of a group run at one point in
+//! time, after its writes; a group of many reads ([`PARALLEL_READS`]) reads half of its keys on a
 //! scoped second thread, at one snapshot. A session gathers one kind at a time and executes its run before any
 //! other command of its connection, so each connection's commands take effect in order.
 
@@ -25,9 +31,11 @@ use bytes::Bytes;
 use terrace::WriteBatch;
 
 use super::engine::LocalStats;
+use super::pending::Pending;
 use super::store::{put_value, stripe_of, Store};
 use super::strings::SetOptions;
-use super::{Engine, Fail, Session};
+use super::table::{self, CommandSpec, GROUP, WRITE};
+use super::{pubsub, Ctx, Engine, Fail, Session, SessionState};
 use crate::resp::{Protocol, Reply};
 use crate::value::now_ms;
 
@@ -43,6 +51,7 @@ const PARALLEL_READS: usize = 128;
 enum Kind {
     Writes,
     Reads,
+    Commands,
 }
 
 /// What [`Session::gather`] did with a command.
@@ -58,7 +67,6 @@ pub enum Gathered {
 
 /// A connection's gathered commands; see the module docs. Reuse it: it keeps its
 /// buffers.
-#[derive(Debug)]
 pub struct Run {
     kind: Option<Kind>,
     protocol: Protocol,
@@ -66,6 +74,14 @@ pub struct Run {
     /// The commands' keys back to back, and where each ends.
     keys: Vec<u8>,
     key_ends: Vec<usize>,
+    /// Collection commands: every argument back to back, where each ends, and each
+    /// command's spec and number of arguments.
+    args: Vec<u8>,
+    arg_ends: Vec<usize>,
+    commands: Vec<(&'static CommandSpec, usize)>,
+    /// The connection's state as its collection commands see it (id, protocol,
+    /// statistics, what CLIENT LIST shows), made on first use.
+    st: Option<SessionState>,
     /// When the first command was gathered: every command of the run is charged the
     /// time from there to the run's end (one clock read per run, not two per command).
     started: Option<Instant>,
@@ -73,6 +89,16 @@ pub struct Run {
     replies: Vec<u8>,
     /// Hits, misses and latencies of the execution, for the session.
     stats: LocalStats,
+}
+
+impl std::fmt::Debug for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Run")
+            .field("kind", &self.kind)
+            .field("commands", &self.len())
+            .field("reply_bytes", &self.replies.len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Default for Run {
@@ -90,6 +116,10 @@ impl Run {
             batch: WriteBatch::new(),
             keys: Vec::new(),
             key_ends: Vec::new(),
+            args: Vec::new(),
+            arg_ends: Vec::new(),
+            commands: Vec::new(),
+            st: None,
             started: None,
             replies: Vec::new(),
             stats: LocalStats::default(),
@@ -98,12 +128,19 @@ impl Run {
 
     /// Whether no command is gathered.
     pub fn is_empty(&self) -> bool {
-        self.key_ends.is_empty()
+        self.len() == 0
+    }
+
+    /// Number of commands gathered.
+    fn len(&self) -> usize {
+        self.key_ends.len() + self.commands.len()
     }
 
     /// Whether the run holds as much as one run may: execute it before gathering more.
     pub fn is_full(&self) -> bool {
-        self.key_ends.len() >= MAX_RUN_COMMANDS || self.batch.approximate_size() >= MAX_RUN_BYTES
+        self.len() >= MAX_RUN_COMMANDS
+            || self.batch.approximate_size() >= MAX_RUN_BYTES
+            || self.args.len() >= MAX_RUN_BYTES
     }
 
     fn push_key(&mut self, key: &[u8]) {
@@ -116,7 +153,7 @@ impl Run {
     fn record_latencies(&mut self) {
         if let Some(started) = self.started {
             self.stats
-                .record_latency_n(started.elapsed(), self.key_ends.len() as u64);
+                .record_latency_n(started.elapsed(), self.len() as u64);
         }
     }
 
@@ -127,6 +164,11 @@ impl Run {
             start = end;
             k
         })
+    }
+
+    /// Each collection command's spec and arguments.
+    fn command_args(&self) -> impl Iterator<Item = (&'static CommandSpec, Vec<&[u8]>)> {
+        split_commands(&self.args, &self.arg_ends, &self.commands)
     }
 
     /// Writes `reply` for each command, in the run's protocol.
@@ -149,7 +191,7 @@ impl Session {
         let kind = match args {
             [name, _] if name.eq_ignore_ascii_case(b"get") => Kind::Reads,
             [name, _, _, ..] if name.eq_ignore_ascii_case(b"set") => Kind::Writes,
-            _ => return Gathered::No,
+            _ => return self.gather_command(args, run),
         };
         if run.kind.is_some_and(|k| k != kind) {
             return Gathered::OtherKind;
@@ -177,15 +219,53 @@ impl Session {
         Gathered::Added
     }
 
+    /// [`Session::gather`] for a command other than GET and SET: a collection command
+    /// (flag `GROUP`) with the right number of arguments, outside RESP2's subscribed
+    /// mode, joins a run of its kind.
+    fn gather_command(&mut self, args: &[&[u8]], run: &mut Run) -> Gathered {
+        let Some(spec) = args.first().and_then(|name| table::lookup(name)) else {
+            return Gathered::No;
+        };
+        let subscribed = self
+            .st
+            .pubsub
+            .as_ref()
+            .is_some_and(pubsub::Subscriber::active);
+        if spec.flags & GROUP == 0 || !spec.arity_ok(args.len()) || subscribed {
+            return Gathered::No;
+        }
+        if run.kind.is_some_and(|k| k != Kind::Commands) {
+            return Gathered::OtherKind;
+        }
+        for a in args {
+            run.args.extend_from_slice(a);
+            run.arg_ends.push(run.args.len());
+        }
+        run.commands.push((spec, args.len()));
+        run.started.get_or_insert_with(Instant::now);
+        let st = run.st.get_or_insert_with(|| self.st.detached());
+        st.protocol = self.st.protocol;
+        run.kind = Some(Kind::Commands);
+        run.protocol = self.st.protocol;
+        self.st.stats.count_command();
+        Gathered::Added
+    }
+
     /// Takes back an executed run: appends its replies to `out`, adds its statistics to
     /// this session's, and empties it for reuse.
     pub fn take_run(&mut self, run: &mut Run, out: &mut Vec<u8>) {
         out.append(&mut run.replies);
         self.st.stats.absorb(&mut run.stats);
+        if let Some(st) = &mut run.st {
+            self.st.stats.absorb(&mut st.stats);
+        }
         run.kind = None;
         run.batch.clear();
         run.keys.clear();
         run.key_ends.clear();
+        run.args.clear();
+        run.arg_ends.clear();
+        run.commands.clear();
         run.started = None;
     }
 }
@@ -197,6 +277,9 @@ impl Engine {
     pub fn execute_runs(&self, runs: &mut [Run]) {
         if runs.iter().any(|r| r.kind == Some(Kind::Writes)) {
             self.commit_runs(runs);
+        }
+        if runs.iter().any(|r| r.kind == Some(Kind::Commands)) {
+            self.run_commands(runs);
         }
         if runs.iter().any(|r| r.kind == Some(Kind::Reads)) {
             self.read_runs(runs);
@@ -223,6 +306,80 @@ impl Engine {
         let reply = result.map_or_else(Fail::into_reply, |()| Reply::Ok);
         for run in runs.iter_mut().filter(|r| r.kind == Some(Kind::Writes)) {
             run.reply_all(&reply);
+        }
+    }
+
+    /// Runs the collection commands of `runs`, run after run, through one overlay, and
+    /// commits their writes as one batch (see the module docs).
+    fn run_commands(&self, runs: &mut [Run]) {
+        let store = &self.store;
+        let mut stripes: Vec<usize> = Vec::new();
+        for run in runs.iter().filter(|r| r.kind == Some(Kind::Commands)) {
+            for (spec, args) in run.command_args() {
+                if spec.flags & WRITE != 0 {
+                    let keys = spec.key_positions(args.len()).filter_map(|i| args.get(i));
+                    stripes.extend(keys.map(|k| stripe_of(k)));
+                }
+            }
+        }
+        stripes.sort_unstable();
+        stripes.dedup();
+        let now = now_ms();
+        let mut pending = Pending::default();
+        let mut replies: Vec<Vec<Reply>> = Vec::with_capacity(runs.len());
+        let committed = {
+            let _shared = store.exclusive.read();
+            let _guards: Vec<_> = stripes
+                .iter()
+                .filter_map(|&i| store.lock_stripe(i))
+                .collect();
+            for run in runs.iter_mut() {
+                let mut run_replies = Vec::new();
+                if run.kind == Some(Kind::Commands) {
+                    let Run {
+                        args,
+                        arg_ends,
+                        commands,
+                        st,
+                        ..
+                    } = run;
+                    let Some(st) = st.as_mut() else {
+                        continue;
+                    };
+                    for (spec, args) in split_commands(args, arg_ends, commands) {
+                        let mut ctx = Ctx {
+                            engine: self,
+                            st,
+                            now_ms: now,
+                            pending: Some(&mut pending),
+                        };
+                        let reply = (spec.handler)(&mut ctx, &args);
+                        run_replies.push(reply.unwrap_or_else(Fail::into_reply));
+                        st.show(spec.name);
+                    }
+                }
+                replies.push(run_replies);
+            }
+            if pending.is_empty() {
+                Ok(())
+            } else {
+                store.write(pending.batch(), pending.written())
+            }
+        };
+        let failed = committed.err().map(Fail::into_reply);
+        if failed.is_none() {
+            pending.pushed().for_each(|k| self.waiters.wake(k));
+        }
+        for (run, run_replies) in runs.iter_mut().zip(replies) {
+            for reply in &run_replies {
+                failed
+                    .as_ref()
+                    .unwrap_or(reply)
+                    .write(run.protocol, &mut run.replies);
+            }
+            if run.kind == Some(Kind::Commands) {
+                run.record_latencies();
+            }
         }
     }
 
@@ -269,6 +426,29 @@ impl Engine {
             run.record_latencies();
         }
     }
+}
+
+/// The commands gathered as `args` (every argument back to back), `arg_ends` (where
+/// each ends) and `commands` (each one's spec and number of arguments).
+fn split_commands<'a>(
+    args: &'a [u8],
+    arg_ends: &'a [usize],
+    commands: &'a [(&'static CommandSpec, usize)],
+) -> impl Iterator<Item = (&'static CommandSpec, Vec<&'a [u8]>)> {
+    let mut ends = arg_ends.iter();
+    let mut start = 0;
+    commands.iter().map(move |&(spec, argc)| {
+        let command = ends
+            .by_ref()
+            .take(argc)
+            .map(|&end| {
+                let a = args.get(start..end).unwrap_or_default();
+                start = end;
+                a
+            })
+            .collect();
+        (spec, command)
+    })
 }
 
 /// Reads `keys` at one snapshot, half on this thread and half on a scoped helper thread.

@@ -29,11 +29,7 @@ fn member_key(key: &[u8], meta: &CollMeta, member: &[u8]) -> Vec<u8> {
 }
 
 fn has(ctx: &Ctx<'_>, key: &[u8], meta: &CollMeta, member: &[u8]) -> Result<bool, Fail> {
-    Ok(ctx
-        .engine
-        .store
-        .get_member(&member_key(key, meta, member))?
-        .is_some())
+    Ok(ctx.get_member(&member_key(key, meta, member))?.is_some())
 }
 
 /// Every member of the set at `key` (empty when absent), in storage order.
@@ -43,14 +39,12 @@ fn members_of(ctx: &Ctx<'_>, key: &[u8]) -> Result<Vec<Vec<u8>>, Fail> {
     };
     let prefix = keys::members(Sub::SetMember, key, meta.version);
     let mut out = Vec::new();
-    ctx.engine
-        .store
-        .for_each_member(&prefix, b"", |stored, _| {
-            if let Some((_, m)) = keys::unhash(stored) {
-                out.push(m.to_vec());
-            }
-            true
-        })?;
+    ctx.for_each_member(&prefix, b"", |stored, _| {
+        if let Some((_, m)) = keys::unhash(stored) {
+            out.push(m.to_vec());
+        }
+        true
+    })?;
     Ok(out)
 }
 
@@ -60,12 +54,10 @@ fn random_member(ctx: &Ctx<'_>, key: &[u8], meta: &CollMeta) -> Result<Option<Ve
     let start: u64 = rand::thread_rng().gen();
     for from in [start.to_be_bytes(), 0u64.to_be_bytes()] {
         let mut found = None;
-        ctx.engine
-            .store
-            .for_each_member(&prefix, &from, |stored, _| {
-                found = keys::unhash(stored).map(|(_, m)| m.to_vec());
-                false
-            })?;
+        ctx.for_each_member(&prefix, &from, |stored, _| {
+            found = keys::unhash(stored).map(|(_, m)| m.to_vec());
+            false
+        })?;
         if found.is_some() {
             return Ok(found);
         }
@@ -121,13 +113,13 @@ pub(crate) fn sadd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     if !added.is_empty() {
         meta.size += added.len() as u64;
         collection::put_meta(&mut batch, key, &meta);
-        ctx.engine.store.write(batch, [key])?;
+        ctx.write(batch, [key])?;
     }
     Ok(Reply::Integer(added.len() as i64))
 }
 
 /// Removes `members` from the set at `key`; returns how many were there.
-fn remove(ctx: &Ctx<'_>, key: &[u8], members: &[&[u8]]) -> Result<i64, Fail> {
+fn remove(ctx: &mut Ctx<'_>, key: &[u8], members: &[&[u8]]) -> Result<i64, Fail> {
     let Some(mut meta) = collection::find(ctx, key, SET)? else {
         return Ok(0);
     };
@@ -142,7 +134,7 @@ fn remove(ctx: &Ctx<'_>, key: &[u8], members: &[&[u8]]) -> Result<i64, Fail> {
     if !removed.is_empty() {
         meta.size = meta.size.saturating_sub(removed.len() as u64);
         collection::put_meta(&mut batch, key, &meta);
-        ctx.engine.store.write(batch, [key])?;
+        ctx.write(batch, [key])?;
     }
     Ok(removed.len() as i64)
 }
@@ -217,20 +209,18 @@ pub(crate) fn spop(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let want = usize::try_from(want).unwrap_or(usize::MAX);
     let mut chosen = Vec::new();
     let mut next = None;
-    ctx.engine
-        .store
-        .for_each_member(&prefix, &meta.head.to_be_bytes(), |stored, _| {
-            let Some((hash, m)) = keys::unhash(stored) else {
-                return true;
-            };
-            if chosen.len() < want {
-                chosen.push(m.to_vec());
-                true
-            } else {
-                next = Some(hash);
-                false
-            }
-        })?;
+    ctx.for_each_member(&prefix, &meta.head.to_be_bytes(), |stored, _| {
+        let Some((hash, m)) = keys::unhash(stored) else {
+            return true;
+        };
+        if chosen.len() < want {
+            chosen.push(m.to_vec());
+            true
+        } else {
+            next = Some(hash);
+            false
+        }
+    })?;
     let mut batch = terrace::WriteBatch::new();
     for m in &chosen {
         batch.delete(&member_key(key, &meta, m));
@@ -241,7 +231,7 @@ pub(crate) fn spop(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     if !chosen.is_empty() {
         meta.size = meta.size.saturating_sub(chosen.len() as u64);
         collection::put_meta(&mut batch, key, &meta);
-        ctx.engine.store.write(batch, [key])?;
+        ctx.write(batch, [key])?;
     }
     Ok(match count {
         None => Reply::bulk_or_nil(chosen.into_iter().next()),
@@ -307,7 +297,7 @@ pub(crate) fn smove(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         dst_meta.size += 1;
         collection::put_meta(&mut batch, dst, &dst_meta);
     }
-    ctx.engine.store.write(batch, [src, dst])?;
+    ctx.write(batch, [src, dst])?;
     Ok(Reply::Integer(1))
 }
 
@@ -359,7 +349,7 @@ fn algebra_store(ctx: &mut Ctx<'_>, args: &[&[u8]], op: Algebra) -> CmdResult {
         batch.put(&member_key(dst, &meta, m), b"");
     }
     collection::put_meta(&mut batch, dst, &meta);
-    ctx.engine.store.write(batch, [dst])?;
+    ctx.write(batch, [dst])?;
     Ok(Reply::Integer(result.len() as i64))
 }
 

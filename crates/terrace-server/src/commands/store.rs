@@ -225,14 +225,6 @@ impl Store {
         Ok(None)
     }
 
-    /// Stores the top-level record `t` under `key` (a collection's members stay where
-    /// they are: the caller writes them in the same batch, see [`Store::batch`]).
-    pub(crate) fn put_top(&self, key: &[u8], t: &Top) -> Result<(), Fail> {
-        let mut batch = WriteBatch::new();
-        batch.put(&top(key), &t.encode());
-        self.write(batch, [key])
-    }
-
     /// The value of the member record `engine_key` (see `value::keys`), if any.
     pub(crate) fn get_member(&self, engine_key: &[u8]) -> Result<Option<Bytes>, Fail> {
         Ok(self

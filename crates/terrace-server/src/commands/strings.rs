@@ -107,7 +107,7 @@ pub(crate) fn set(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let k = key(args);
     // Any type counts for NX, XX and KEEPTTL (SET replaces a collection); GET needs a string.
     let top = if nx || xx || get_old || keepttl {
-        ctx.engine.store.get_top(k, ctx.now_ms)?
+        ctx.get_top(k)?
     } else {
         None
     };
@@ -138,7 +138,7 @@ pub(crate) fn set(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 }
 
 pub(crate) fn setnx(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    if ctx.engine.store.get_top(key(args), ctx.now_ms)?.is_some() {
+    if ctx.get_top(key(args))?.is_some() {
         return Ok(Reply::Integer(0));
     }
     ctx.engine.store.put_data(key(args), None, val(args, 2))?;
@@ -241,7 +241,7 @@ pub(crate) fn mset(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 pub(crate) fn msetnx(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let ops = pairs(args, "msetnx")?;
     for (k, _) in &ops {
-        if ctx.engine.store.get_top(k, ctx.now_ms)?.is_some() {
+        if ctx.get_top(k)?.is_some() {
             return Ok(Reply::Integer(0));
         }
     }

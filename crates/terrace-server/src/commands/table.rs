@@ -20,6 +20,10 @@ pub(crate) const EXCLUSIVE: u32 = 1 << 4;
 pub(crate) const ADMIN: u32 = 1 << 5;
 /// O(1) or O(log n).
 pub(crate) const FAST: u32 = 1 << 6;
+/// May run in a group with other clients' commands, its writes in the group's one
+/// engine batch (`pending.rs`, `run.rs`): the handler reads and writes keys only through
+/// `Ctx`'s accessors and never blocks.
+pub(crate) const GROUP: u32 = 1 << 7;
 
 pub(crate) type Handler = fn(&mut Ctx<'_>, &[&[u8]]) -> CmdResult;
 
@@ -416,7 +420,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "hdel",
         -3,
-        WF,
+        WF | GROUP,
         1,
         1,
         1,
@@ -438,7 +442,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "hexists",
         3,
-        RF,
+        RF | GROUP,
         1,
         1,
         1,
@@ -449,7 +453,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "hget",
         3,
-        RF,
+        RF | GROUP,
         1,
         1,
         1,
@@ -460,7 +464,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "hgetall",
         2,
-        R,
+        R | GROUP,
         1,
         1,
         1,
@@ -471,7 +475,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "hincrby",
         4,
-        WF,
+        WF | GROUP,
         1,
         1,
         1,
@@ -482,7 +486,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "hincrbyfloat",
         4,
-        WF,
+        WF | GROUP,
         1,
         1,
         1,
@@ -493,7 +497,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "hkeys",
         2,
-        R,
+        R | GROUP,
         1,
         1,
         1,
@@ -504,7 +508,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "hlen",
         2,
-        RF,
+        RF | GROUP,
         1,
         1,
         1,
@@ -515,7 +519,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "hmget",
         -3,
-        RF,
+        RF | GROUP,
         1,
         1,
         1,
@@ -526,7 +530,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "hmset",
         -4,
-        WF,
+        WF | GROUP,
         1,
         1,
         1,
@@ -537,7 +541,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "hrandfield",
         -2,
-        R,
+        R | GROUP,
         1,
         1,
         1,
@@ -548,7 +552,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "hscan",
         -3,
-        R,
+        R | GROUP,
         1,
         1,
         1,
@@ -559,7 +563,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "hset",
         -4,
-        WF,
+        WF | GROUP,
         1,
         1,
         1,
@@ -570,7 +574,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "hsetnx",
         4,
-        WF,
+        WF | GROUP,
         1,
         1,
         1,
@@ -581,7 +585,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "hstrlen",
         3,
-        RF,
+        RF | GROUP,
         1,
         1,
         1,
@@ -592,7 +596,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "hvals",
         2,
-        R,
+        R | GROUP,
         1,
         1,
         1,
@@ -658,7 +662,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "lindex",
         3,
-        R,
+        R | GROUP,
         1,
         1,
         1,
@@ -669,7 +673,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "linsert",
         5,
-        W,
+        W | GROUP,
         1,
         1,
         1,
@@ -680,7 +684,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "llen",
         2,
-        RF,
+        RF | GROUP,
         1,
         1,
         1,
@@ -691,7 +695,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "lmove",
         5,
-        W,
+        W | GROUP,
         1,
         2,
         1,
@@ -702,7 +706,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "lpop",
         -2,
-        WF,
+        WF | GROUP,
         1,
         1,
         1,
@@ -713,7 +717,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "lpos",
         -3,
-        R,
+        R | GROUP,
         1,
         1,
         1,
@@ -724,7 +728,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "lpush",
         -3,
-        WF,
+        WF | GROUP,
         1,
         1,
         1,
@@ -735,7 +739,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "lpushx",
         -3,
-        WF,
+        WF | GROUP,
         1,
         1,
         1,
@@ -746,7 +750,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "lrange",
         4,
-        R,
+        R | GROUP,
         1,
         1,
         1,
@@ -757,7 +761,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "lrem",
         4,
-        W,
+        W | GROUP,
         1,
         1,
         1,
@@ -768,7 +772,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "lset",
         4,
-        W,
+        W | GROUP,
         1,
         1,
         1,
@@ -779,7 +783,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "ltrim",
         4,
-        W,
+        W | GROUP,
         1,
         1,
         1,
@@ -1010,7 +1014,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "rpop",
         -2,
-        WF,
+        WF | GROUP,
         1,
         1,
         1,
@@ -1021,7 +1025,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "rpoplpush",
         3,
-        W,
+        W | GROUP,
         1,
         2,
         1,
@@ -1032,7 +1036,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "rpush",
         -3,
-        WF,
+        WF | GROUP,
         1,
         1,
         1,
@@ -1043,7 +1047,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "rpushx",
         -3,
-        WF,
+        WF | GROUP,
         1,
         1,
         1,
@@ -1054,7 +1058,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "sadd",
         -3,
-        WF,
+        WF | GROUP,
         1,
         1,
         1,
@@ -1076,7 +1080,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "scard",
         2,
-        RF,
+        RF | GROUP,
         1,
         1,
         1,
@@ -1087,7 +1091,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "sdiff",
         -2,
-        R,
+        R | GROUP,
         1,
         -1,
         1,
@@ -1098,7 +1102,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "sdiffstore",
         -3,
-        W,
+        W | GROUP,
         1,
         -1,
         1,
@@ -1175,7 +1179,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "sinter",
         -2,
-        R,
+        R | GROUP,
         1,
         -1,
         1,
@@ -1186,7 +1190,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "sintercard",
         -3,
-        R,
+        R | GROUP,
         2,
         -1,
         1,
@@ -1197,7 +1201,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "sinterstore",
         -3,
-        W,
+        W | GROUP,
         1,
         -1,
         1,
@@ -1208,7 +1212,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "sismember",
         3,
-        RF,
+        RF | GROUP,
         1,
         1,
         1,
@@ -1219,7 +1223,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "smembers",
         2,
-        R,
+        R | GROUP,
         1,
         1,
         1,
@@ -1230,7 +1234,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "smismember",
         -3,
-        RF,
+        RF | GROUP,
         1,
         1,
         1,
@@ -1241,7 +1245,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "smove",
         4,
-        WF,
+        WF | GROUP,
         1,
         2,
         1,
@@ -1252,7 +1256,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "spop",
         -2,
-        WF,
+        WF | GROUP,
         1,
         1,
         1,
@@ -1274,7 +1278,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "srandmember",
         -2,
-        R,
+        R | GROUP,
         1,
         1,
         1,
@@ -1285,7 +1289,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "srem",
         -3,
-        WF,
+        WF | GROUP,
         1,
         1,
         1,
@@ -1296,7 +1300,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "sscan",
         -3,
-        R,
+        R | GROUP,
         1,
         1,
         1,
@@ -1351,7 +1355,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "sunion",
         -2,
-        R,
+        R | GROUP,
         1,
         -1,
         1,
@@ -1362,7 +1366,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "sunionstore",
         -3,
-        W,
+        W | GROUP,
         1,
         -1,
         1,
@@ -1483,7 +1487,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "zadd",
         -4,
-        WF,
+        WF | GROUP,
         1,
         1,
         1,
@@ -1494,7 +1498,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "zcard",
         2,
-        RF,
+        RF | GROUP,
         1,
         1,
         1,
@@ -1505,7 +1509,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "zcount",
         4,
-        R,
+        R | GROUP,
         1,
         1,
         1,
@@ -1516,7 +1520,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "zdiff",
         -3,
-        R,
+        R | GROUP,
         2,
         -1,
         1,
@@ -1527,7 +1531,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "zdiffstore",
         -4,
-        W,
+        W | GROUP,
         1,
         -1,
         1,
@@ -1538,7 +1542,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "zincrby",
         4,
-        WF,
+        WF | GROUP,
         1,
         1,
         1,
@@ -1549,7 +1553,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "zinter",
         -3,
-        R,
+        R | GROUP,
         2,
         -1,
         1,
@@ -1560,7 +1564,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "zintercard",
         -3,
-        R,
+        R | GROUP,
         2,
         -1,
         1,
@@ -1571,7 +1575,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "zinterstore",
         -4,
-        W,
+        W | GROUP,
         1,
         1,
         1,
@@ -1582,7 +1586,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "zlexcount",
         4,
-        R,
+        R | GROUP,
         1,
         1,
         1,
@@ -1593,7 +1597,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "zmscore",
         -3,
-        RF,
+        RF | GROUP,
         1,
         1,
         1,
@@ -1604,7 +1608,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "zpopmax",
         -2,
-        WF,
+        WF | GROUP,
         1,
         1,
         1,
@@ -1615,7 +1619,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "zpopmin",
         -2,
-        WF,
+        WF | GROUP,
         1,
         1,
         1,
@@ -1626,7 +1630,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "zrandmember",
         -2,
-        R,
+        R | GROUP,
         1,
         1,
         1,
@@ -1637,7 +1641,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "zrange",
         -4,
-        R,
+        R | GROUP,
         1,
         1,
         1,
@@ -1648,7 +1652,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "zrangebylex",
         -4,
-        R,
+        R | GROUP,
         1,
         1,
         1,
@@ -1659,7 +1663,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "zrangebyscore",
         -4,
-        R,
+        R | GROUP,
         1,
         1,
         1,
@@ -1670,7 +1674,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "zrangestore",
         -5,
-        W,
+        W | GROUP,
         1,
         2,
         1,
@@ -1681,7 +1685,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "zrank",
         -3,
-        RF,
+        RF | GROUP,
         1,
         1,
         1,
@@ -1692,7 +1696,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "zrem",
         -3,
-        WF,
+        WF | GROUP,
         1,
         1,
         1,
@@ -1703,7 +1707,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "zremrangebylex",
         4,
-        W,
+        W | GROUP,
         1,
         1,
         1,
@@ -1714,7 +1718,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "zremrangebyrank",
         4,
-        W,
+        W | GROUP,
         1,
         1,
         1,
@@ -1725,7 +1729,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "zremrangebyscore",
         4,
-        W,
+        W | GROUP,
         1,
         1,
         1,
@@ -1736,7 +1740,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "zrevrange",
         -4,
-        R,
+        R | GROUP,
         1,
         1,
         1,
@@ -1747,7 +1751,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "zrevrangebylex",
         -4,
-        R,
+        R | GROUP,
         1,
         1,
         1,
@@ -1758,7 +1762,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "zrevrangebyscore",
         -4,
-        R,
+        R | GROUP,
         1,
         1,
         1,
@@ -1769,7 +1773,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "zrevrank",
         -3,
-        RF,
+        RF | GROUP,
         1,
         1,
         1,
@@ -1780,7 +1784,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "zscan",
         -3,
-        R,
+        R | GROUP,
         1,
         1,
         1,
@@ -1791,7 +1795,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "zscore",
         3,
-        RF,
+        RF | GROUP,
         1,
         1,
         1,
@@ -1802,7 +1806,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "zunion",
         -3,
-        R,
+        R | GROUP,
         2,
         -1,
         1,
@@ -1813,7 +1817,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     cmd!(
         "zunionstore",
         -4,
-        W,
+        W | GROUP,
         1,
         1,
         1,

@@ -70,12 +70,7 @@ pub(crate) fn watch(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         if !ctx.st.watched.iter().any(|w| w == k) {
             ctx.engine.store.watch(k, &ctx.st.dirty);
             ctx.st.watched.push(k.to_vec());
-            if let Some(at) = ctx
-                .engine
-                .store
-                .get_top(k, ctx.now_ms)?
-                .and_then(|t| t.expire_at_ms())
-            {
+            if let Some(at) = ctx.get_top(k)?.and_then(|t| t.expire_at_ms()) {
                 ctx.st.watch_deadline = Some(ctx.st.watch_deadline.map_or(at, |d| d.min(at)));
             }
         }

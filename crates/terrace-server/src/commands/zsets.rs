@@ -44,8 +44,6 @@ fn score_of(
     member: &[u8],
 ) -> Result<Option<f64>, Fail> {
     Ok(ctx
-        .engine
-        .store
         .get_member(&member_key(key, meta, member))?
         .and_then(|v| keys::score_of(&v)))
 }
@@ -92,12 +90,10 @@ fn walk(
         None => true,
     };
     if rev {
-        ctx.engine.store.for_each_member_rev(&prefix, step)
+        ctx.for_each_member_rev(&prefix, step)
     } else {
         // From the head: every score below it was popped (its index records deleted).
-        ctx.engine
-            .store
-            .for_each_member(&prefix, &meta.head.to_be_bytes(), &mut step)
+        ctx.for_each_member(&prefix, &meta.head.to_be_bytes(), &mut step)
     }
 }
 
@@ -262,7 +258,7 @@ pub(crate) fn zadd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         if meta != before {
             collection::put_meta(&mut batch, key, &meta);
         }
-        ctx.engine.store.write(batch, [key])?;
+        ctx.write(batch, [key])?;
     }
     if incr {
         return Ok(incr_result.map_or(Reply::Nil, Reply::Double));
@@ -294,7 +290,7 @@ pub(crate) fn zrem(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     if !removed.is_empty() {
         meta.size -= removed.len() as u64;
         collection::put_meta(&mut batch, key, &meta);
-        ctx.engine.store.write(batch, [key])?;
+        ctx.write(batch, [key])?;
     }
     Ok(Reply::Integer(removed.len() as i64))
 }
@@ -536,7 +532,7 @@ pub(crate) fn zrevrangebylex(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 }
 
 /// Replaces `dst` with a sorted set of `items` (deleting it when empty); returns its size.
-fn store_set(ctx: &Ctx<'_>, dst: &[u8], items: &[Scored]) -> Result<i64, Fail> {
+fn store_set(ctx: &mut Ctx<'_>, dst: &[u8], items: &[Scored]) -> Result<i64, Fail> {
     let meta = CollMeta {
         kind: ZSET,
         expire_at_ms: None,
@@ -549,7 +545,7 @@ fn store_set(ctx: &Ctx<'_>, dst: &[u8], items: &[Scored]) -> Result<i64, Fail> {
         put_score(&mut batch, dst, &meta, member, *score, None);
     }
     collection::put_meta(&mut batch, dst, &meta);
-    ctx.engine.store.write(batch, [dst])?;
+    ctx.write(batch, [dst])?;
     Ok(items.len() as i64)
 }
 
@@ -621,7 +617,7 @@ pub(crate) fn zrevrank(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 }
 
 /// Removes `items` (score, member) from the sorted set at `key`.
-fn remove_items(ctx: &Ctx<'_>, key: &[u8], items: &[Scored]) -> Result<(), Fail> {
+fn remove_items(ctx: &mut Ctx<'_>, key: &[u8], items: &[Scored]) -> Result<(), Fail> {
     if items.is_empty() {
         return Ok(());
     }
@@ -634,7 +630,7 @@ fn remove_items(ctx: &Ctx<'_>, key: &[u8], items: &[Scored]) -> Result<(), Fail>
     }
     meta.size = meta.size.saturating_sub(items.len() as u64);
     collection::put_meta(&mut batch, key, &meta);
-    ctx.engine.store.write(batch, [key])
+    ctx.write(batch, [key])
 }
 
 fn pop(ctx: &mut Ctx<'_>, args: &[&[u8]], max: bool) -> CmdResult {
@@ -682,7 +678,7 @@ fn pop(ctx: &mut Ctx<'_>, args: &[&[u8]], max: bool) -> CmdResult {
             }
         }
         collection::put_meta(&mut batch, key, &meta);
-        ctx.engine.store.write(batch, [key])?;
+        ctx.write(batch, [key])?;
     }
     // ZPOPMIN answers a flat list, pairs only under RESP3 with a count.
     let protocol = if args.len() == 3 {
@@ -733,7 +729,7 @@ pub(crate) fn zremrangebylex(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 /// ZUNIONSTORE and ZINTERSTORE read their inputs.
 fn all_scores(ctx: &Ctx<'_>, key: &[u8]) -> Result<BTreeMap<Vec<u8>, f64>, Fail> {
     let mut out = BTreeMap::new();
-    match ctx.engine.store.get_top(key, ctx.now_ms)? {
+    match ctx.get_top(key)? {
         None => {}
         Some(crate::value::Top::Coll(meta)) if meta.kind == ZSET => {
             walk(ctx, key, &meta, false, |s, m| {
@@ -743,14 +739,12 @@ fn all_scores(ctx: &Ctx<'_>, key: &[u8]) -> Result<BTreeMap<Vec<u8>, f64>, Fail>
         }
         Some(crate::value::Top::Coll(meta)) if meta.kind == CollKind::Set => {
             let prefix = keys::members(Sub::SetMember, key, meta.version);
-            ctx.engine
-                .store
-                .for_each_member(&prefix, b"", |stored, _| {
-                    if let Some((_, m)) = keys::unhash(stored) {
-                        out.insert(m.to_vec(), 1.0);
-                    }
-                    true
-                })?;
+            ctx.for_each_member(&prefix, b"", |stored, _| {
+                if let Some((_, m)) = keys::unhash(stored) {
+                    out.insert(m.to_vec(), 1.0);
+                }
+                true
+            })?;
         }
         Some(_) => return Err(Fail::wrongtype()),
     }

@@ -227,3 +227,76 @@ fn a_large_read_group_split_over_two_threads_replies_in_order() {
     }
     assert_eq!(out, want);
 }
+
+/// Collection commands gathered into one run read the run's own writes: a member it
+/// deleted is gone from a later walk, one it changed shows its new value, one it added is
+/// there; the run commits as one engine batch, before the next command.
+#[test]
+fn gathered_collection_commands_read_the_writes_before_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let e = engine(tmp.path());
+    let mut s = e.connect("t".into()).unwrap();
+    run(&mut s, "ZADD z 1 a 2 b 3 c");
+    run(&mut s, "RPUSH l x y z");
+    let seq_before = e.db().latest_sequence();
+    let out = pipeline(
+        &e,
+        &mut s,
+        &[
+            "ZREM z b",
+            "ZRANGE z 0 -1",
+            "ZADD z 0 new",
+            "ZRANGE z 0 -1 REV",
+            "LSET l 1 Y",
+            "RPUSH l w",
+            "LPOP l",
+            "LRANGE l 0 -1",
+            "HSET h f 1",
+            "HINCRBY h f 2",
+            "DEL z",
+            "ZCARD z",
+        ],
+    );
+    assert_eq!(
+        out,
+        ":1\r\n*2\r\n$1\r\na\r\n$1\r\nc\r\n:1\r\n*3\r\n$1\r\nc\r\n$1\r\na\r\n$3\r\nnew\r\n\
+         +OK\r\n:4\r\n$1\r\nx\r\n*3\r\n$1\r\nY\r\n$1\r\nz\r\n$1\r\nw\r\n:1\r\n:3\r\n:1\r\n:0\r\n"
+    );
+    // The ten commands before DEL were one batch: one sequence number per distinct
+    // record written, fewer than the writes their commands made one by one.
+    let in_one_batch = e.db().latest_sequence() - seq_before;
+    run(&mut s, "ZADD z 1 a 2 b 3 c");
+    run(&mut s, "RPUSH l x y z");
+    let seq_before = e.db().latest_sequence();
+    for line in [
+        "ZREM z b",
+        "ZADD z 0 new",
+        "LSET l 1 Y",
+        "RPUSH l w",
+        "LPOP l",
+        "HSET h2 f 1",
+        "HINCRBY h2 f 2",
+        "DEL z",
+    ] {
+        run(&mut s, line);
+    }
+    let one_by_one = e.db().latest_sequence() - seq_before;
+    assert!(
+        in_one_batch < one_by_one,
+        "{in_one_batch} records in the group, {one_by_one} one by one"
+    );
+}
+
+/// A grouped write marks its key's watchers: their EXEC aborts.
+#[test]
+fn a_grouped_write_marks_watchers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let e = engine(tmp.path());
+    let mut watcher = e.connect("w".into()).unwrap();
+    let mut writer = e.connect("x".into()).unwrap();
+    assert_eq!(run(&mut watcher, "WATCH l"), Reply::Ok);
+    assert_eq!(pipeline(&e, &mut writer, &["RPUSH l a"]), ":1\r\n");
+    assert_eq!(run(&mut watcher, "MULTI"), Reply::Ok);
+    run(&mut watcher, "LLEN l");
+    assert_eq!(run(&mut watcher, "EXEC"), Reply::NilArray);
+}

@@ -1,0 +1,89 @@
+//! The overlay merge against a plain model: a sorted map of the engine's records with
+//! the group's writes applied.
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use proptest::prelude::*;
+
+use super::merge_walk;
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// What `merge_walk` visits, forwards or backwards, stopping after `limit` members.
+fn merged(
+    engine: &Model,
+    writes: &BTreeMap<Vec<u8>, Option<Bytes>>,
+    rev: bool,
+    limit: usize,
+) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut seen = Vec::new();
+    let overlay = writes.iter().map(|(k, v)| (k.as_slice(), v.as_ref()));
+    let walk = |f: &mut dyn FnMut(&[u8], &[u8]) -> bool| {
+        let rows: Vec<_> = if rev {
+            engine.iter().rev().collect()
+        } else {
+            engine.iter().collect()
+        };
+        for (k, v) in rows {
+            if !f(k, v) {
+                break;
+            }
+        }
+        Ok(())
+    };
+    let mut visit = |m: &[u8], v: &[u8]| {
+        seen.push((m.to_vec(), v.to_vec()));
+        seen.len() < limit
+    };
+    let result = if rev {
+        merge_walk(0, overlay.rev(), |a, b| a > b, walk, &mut visit)
+    } else {
+        merge_walk(0, overlay, |a, b| a < b, walk, &mut visit)
+    };
+    assert!(result.is_ok());
+    seen
+}
+
+/// The model: the engine's records with the writes applied, in walk order.
+fn expected(
+    engine: &Model,
+    writes: &BTreeMap<Vec<u8>, Option<Bytes>>,
+    rev: bool,
+    limit: usize,
+) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut all = engine.clone();
+    for (k, v) in writes {
+        match v {
+            Some(v) => all.insert(k.clone(), v.to_vec()),
+            None => all.remove(k),
+        };
+    }
+    let rows: Vec<_> = all.into_iter().collect();
+    let rows: Vec<_> = if rev {
+        rows.into_iter().rev().collect()
+    } else {
+        rows
+    };
+    rows.into_iter().take(limit).collect()
+}
+
+// Case count: proptest's default, or PROPTEST_CASES from the environment.
+proptest! {
+    #[test]
+    fn merge_walk_sees_the_records_with_the_groups_writes_applied(
+        engine in prop::collection::btree_map(prop::collection::vec(0u8..4, 0..3), prop::collection::vec(any::<u8>(), 0..2), 0..12),
+        writes in prop::collection::btree_map(
+            prop::collection::vec(0u8..4, 0..3),
+            prop::option::of(prop::collection::vec(any::<u8>(), 0..2).prop_map(Bytes::from)),
+            0..12,
+        ),
+        rev in any::<bool>(),
+        limit in 1usize..20,
+    ) {
+        prop_assert_eq!(
+            merged(&engine, &writes, rev, limit),
+            expected(&engine, &writes, rev, limit)
+        );
+    }
+}
