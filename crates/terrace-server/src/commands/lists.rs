@@ -36,6 +36,9 @@ impl End {
     }
 }
 
+/// Ranges of at most this many elements are read by point reads, longer ones by a walk.
+const POINT_READS: usize = 4;
+
 fn element_key(key: &[u8], meta: &CollMeta, index: u64) -> Vec<u8> {
     keys::member(Sub::ListElement, key, meta.version, &index.to_be_bytes())
 }
@@ -55,8 +58,15 @@ fn range(
     from: u64,
     to: u64,
 ) -> Result<Vec<Vec<u8>>, Fail> {
-    let prefix = keys::members(Sub::ListElement, key, meta.version);
     let want = usize::try_from(to.saturating_sub(from) + 1).unwrap_or(usize::MAX);
+    if want <= POINT_READS {
+        // A pop's element or two: point reads (the memtable's point index, bloom
+        // filters) cost less than positioning an iterator in every table.
+        return (from..=to)
+            .map(|i| element(ctx, key, meta, meta.head + i))
+            .collect();
+    }
+    let prefix = keys::members(Sub::ListElement, key, meta.version);
     let mut out = Vec::with_capacity(want.min(1 << 16));
     ctx.for_each_member(&prefix, &(meta.head + from).to_be_bytes(), |_, value| {
         out.push(value.to_vec());
