@@ -51,6 +51,8 @@ enum Op {
     ZAdd(u8, i8, u8),
     ZRem(u8, u8),
     ZRange(u8),
+    ZPopMin(u8),
+    SPop(u8),
     Restart,
 }
 
@@ -75,7 +77,9 @@ fn op() -> impl Strategy<Value = Op> {
         k.clone().prop_map(Op::LRange),
         (k.clone(), -3i8..4, m.clone()).prop_map(|(k, s, v)| Op::ZAdd(k, s, v)),
         (k.clone(), m.clone()).prop_map(|(k, v)| Op::ZRem(k, v)),
-        k.prop_map(Op::ZRange),
+        k.clone().prop_map(Op::ZRange),
+        k.clone().prop_map(Op::ZPopMin),
+        k.prop_map(Op::SPop),
         Just(Op::Restart),
     ]
 }
@@ -218,6 +222,40 @@ fn model(db: &mut HashMap<Vec<u8>, Val>, op: &Op) -> Reply {
             }
             Some(_) => wrong(),
         },
+        Op::ZPopMin(k) => match db.get_mut(&key(k)) {
+            None => Reply::Array(Vec::new()),
+            Some(Val::Zset(z)) => {
+                let min = z.iter().map(|(m, s)| (*s, m.clone())).min();
+                let Some((s, m)) = min else {
+                    return Reply::Array(Vec::new());
+                };
+                z.remove(&m);
+                if z.is_empty() {
+                    db.remove(&key(k));
+                }
+                Reply::Array(vec![b(&m), Reply::Double(s as f64)])
+            }
+            Some(_) => wrong(),
+        },
+        // SPOP takes the first member in hash order (`value::keys::member_hash`).
+        Op::SPop(k) => match db.get_mut(&key(k)) {
+            None => Reply::Nil,
+            Some(Val::Set(set)) => {
+                let first = set
+                    .iter()
+                    .min_by_key(|m| (crate::value::keys::member_hash(m), (*m).clone()))
+                    .cloned();
+                let Some(m) = first else {
+                    return Reply::Nil;
+                };
+                set.remove(&m);
+                if set.is_empty() {
+                    db.remove(&key(k));
+                }
+                b(&m)
+            }
+            Some(_) => wrong(),
+        },
         Op::Restart => Reply::Ok,
     }
 }
@@ -243,6 +281,8 @@ fn line(op: &Op) -> String {
         Op::ZAdd(k, s, v) => format!("ZADD k{k} {s} m{v}"),
         Op::ZRem(k, v) => format!("ZREM k{k} m{v}"),
         Op::ZRange(k) => format!("ZRANGE k{k} 0 -1 WITHSCORES"),
+        Op::ZPopMin(k) => format!("ZPOPMIN k{k}"),
+        Op::SPop(k) => format!("SPOP k{k}"),
         Op::Restart => String::new(),
     }
 }

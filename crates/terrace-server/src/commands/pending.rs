@@ -14,13 +14,15 @@
 //! Must not touch: locking (the group's executor holds the stripes of every key its
 //! commands name) or committing (the executor writes [`Pending::batch`]).
 
-use std::collections::BTreeMap;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
 
 use bytes::Bytes;
 use terrace::batch::BatchOp;
 use terrace::WriteBatch;
 
+use super::store::MemberCursor;
 use super::{Ctx, Fail};
 use crate::value::keys::{self, top};
 use crate::value::Top;
@@ -28,11 +30,26 @@ use crate::value::Top;
 /// Writes of a group not yet committed: the last value of each engine key written
 /// (`None`: deleted), the client keys written (for WATCH) and the lists pushed to (for
 /// blocked clients), both told after the commit.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(crate) struct Pending {
     writes: BTreeMap<Vec<u8>, Option<Bytes>>,
     written: Vec<Vec<u8>>,
     pushed: Vec<Vec<u8>>,
+    /// A cursor per member prefix walked forwards, kept for the group: the engine holds
+    /// the group's keys as they were when it began (their stripes are locked, their
+    /// writes are here), so one iterator serves every walk, and a walk from near the
+    /// last one's stopping point (a group's pops) goes on without a seek.
+    iters: RefCell<HashMap<Vec<u8>, MemberCursor>>,
+}
+
+impl std::fmt::Debug for Pending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pending")
+            .field("writes", &self.writes.len())
+            .field("written", &self.written.len())
+            .field("pushed", &self.pushed.len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Pending {
@@ -152,13 +169,21 @@ impl Ctx<'_> {
         };
         let from = [prefix, start].concat();
         let end = keys::prefix_end(prefix);
-        merge_walk(
-            prefix.len(),
-            pending.range(&from, end.as_deref()),
-            |a, b| a < b,
-            |f| store.for_each_member(prefix, start, f),
-            &mut visit,
-        )
+        let overlay = pending.range(&from, end.as_deref());
+        // A walk inside another's visit finds the cache borrowed: it uses its own.
+        let Ok(mut iters) = pending.iters.try_borrow_mut() else {
+            let walk =
+                |f: &mut dyn FnMut(&[u8], &[u8]) -> bool| store.for_each_member(prefix, start, f);
+            return merge_walk(prefix.len(), overlay, |a, b| a < b, walk, &mut visit);
+        };
+        let it = match iters.entry(prefix.to_vec()) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(MemberCursor::new(store.member_iter(prefix)?, true))
+            }
+        };
+        let walk = |f: &mut dyn FnMut(&[u8], &[u8]) -> bool| it.walk(prefix, start, f);
+        merge_walk(prefix.len(), overlay, |a, b| a < b, walk, &mut visit)
     }
 
     /// As [`Ctx::for_each_member`], from the last record backwards.

@@ -1,14 +1,14 @@
 //! The keyspace on the engine: typed values with expiry, per-key write locks, WATCH
 //! bookkeeping and ordered iteration.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
 use bytes::Bytes;
 use parking_lot::{Mutex, MutexGuard, RwLock};
-use terrace::{Db, ReadOptions, WriteBatch, WriteOptions};
+use terrace::{Db, DbIterator, ReadOptions, WriteBatch, WriteOptions};
 
 use super::Fail;
 use crate::value::keys::{self, top};
@@ -239,26 +239,18 @@ impl Store {
         &self,
         prefix: &[u8],
         start: &[u8],
-        mut visit: impl FnMut(&[u8], &[u8]) -> bool,
+        visit: impl FnMut(&[u8], &[u8]) -> bool,
     ) -> Result<(), Fail> {
+        MemberCursor::new(self.member_iter(prefix)?, false).walk(prefix, start, visit)
+    }
+
+    /// An iterator over the member records under `prefix`, for a [`MemberCursor`].
+    pub(crate) fn member_iter(&self, prefix: &[u8]) -> Result<DbIterator, Fail> {
         let opts = ReadOptions {
             upper_bound: keys::prefix_end(prefix),
             ..ReadOptions::default()
         };
-        let mut it = self.db.iter(opts)?;
-        let mut from = prefix.to_vec();
-        from.extend_from_slice(start);
-        it.seek(&from)?;
-        while it.valid() {
-            let Some(member) = it.key().strip_prefix(prefix) else {
-                break;
-            };
-            if !visit(member, it.value()) {
-                break;
-            }
-            it.next()?;
-        }
-        Ok(())
+        Ok(self.db.iter(opts)?)
     }
 
     /// As [`Store::for_each_member`], from the last record backwards.
@@ -424,6 +416,98 @@ impl Watches {
                 .filter_map(Weak::upgrade)
                 .for_each(|f| f.store(true, Ordering::Release));
         }
+    }
+}
+
+/// Steps forward to a target this close instead of seeking: a seek positions every
+/// table's iterator again.
+const STEPS_BEFORE_SEEK: usize = 8;
+
+/// Records a kept cursor remembers behind its position.
+const SEEN_RECORDS: usize = 32;
+
+/// An engine iterator over one collection's member records (from
+/// [`Store::member_iter`]) and where it stands, for walks from various starts.
+///
+/// A kept cursor (a group keeps one per collection it walks, `pending.rs`) also
+/// remembers the last [`SEEN_RECORDS`] records it passed, contiguous with its position.
+/// A walk from a start among them, or a few records ahead, goes on from there without a
+/// seek, which positions every table's iterator again: a group's pops each walk from
+/// just before the last one's stopping point.
+pub(crate) struct MemberCursor {
+    it: DbIterator,
+    keep: bool,
+    seen: VecDeque<(Vec<u8>, Vec<u8>)>,
+}
+
+impl MemberCursor {
+    /// A cursor over `it`; `keep`: remember passed records for later walks.
+    pub(crate) fn new(it: DbIterator, keep: bool) -> MemberCursor {
+        MemberCursor {
+            it,
+            keep,
+            seen: VecDeque::new(),
+        }
+    }
+
+    /// [`Store::for_each_member`] through this cursor.
+    pub(crate) fn walk(
+        &mut self,
+        prefix: &[u8],
+        start: &[u8],
+        mut visit: impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<(), Fail> {
+        let mut from = prefix.to_vec();
+        from.extend_from_slice(start);
+        let from = from.as_slice();
+        let at = self.it.valid().then(|| self.it.key());
+        let not_past = at.is_none_or(|p| from <= p);
+        if not_past && self.seen.front().is_some_and(|(k, _)| k.as_slice() <= from) {
+            // Replay what lies between the start and the position, then go on.
+            for (k, v) in self.seen.iter().filter(|(k, _)| k.as_slice() >= from) {
+                let Some(member) = k.strip_prefix(prefix) else {
+                    return Ok(());
+                };
+                if !visit(member, v) {
+                    return Ok(());
+                }
+            }
+        } else if at != Some(from) {
+            let mut steps = 0;
+            while self.it.valid() && self.it.key() < from && steps < STEPS_BEFORE_SEEK {
+                self.remember();
+                self.it.next()?;
+                steps += 1;
+            }
+            let reached = steps > 0 && (!self.it.valid() || self.it.key() >= from);
+            if !reached {
+                self.seen.clear();
+                self.it.seek(from)?;
+            }
+        }
+        while self.it.valid() {
+            let Some(member) = self.it.key().strip_prefix(prefix) else {
+                break;
+            };
+            if !visit(member, self.it.value()) {
+                break;
+            }
+            self.remember();
+            self.it.next()?;
+        }
+        Ok(())
+    }
+
+    /// Notes the record the iterator stands on, about to be passed.
+    fn remember(&mut self) {
+        if !self.keep {
+            return;
+        }
+        if self.seen.len() == SEEN_RECORDS {
+            self.seen.pop_front();
+        }
+        self.seen
+            .push_back((self.it.key().to_vec(), self.it.value().to_vec()));
     }
 }
 

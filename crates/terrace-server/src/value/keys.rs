@@ -85,7 +85,12 @@ pub fn client_key(engine_key: &[u8]) -> Option<Cow<'_, [u8]>> {
 
 /// The prefix of every member record of `key`'s collection at `version`.
 pub fn members(sub: Sub, key: &[u8], version: u64) -> Vec<u8> {
-    let mut out = Vec::with_capacity(RESERVED.len() + 13 + key.len());
+    members_with_room(sub, key, version, 0)
+}
+
+/// [`members`] with room for `extra` more bytes (a member) without growing.
+fn members_with_room(sub: Sub, key: &[u8], version: u64, extra: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(RESERVED.len() + 13 + key.len() + extra);
     out.extend_from_slice(&RESERVED);
     out.push(sub as u8);
     out.extend_from_slice(&u32::try_from(key.len()).unwrap_or(u32::MAX).to_be_bytes());
@@ -96,7 +101,7 @@ pub fn members(sub: Sub, key: &[u8], version: u64) -> Vec<u8> {
 
 /// The engine key of `member` of `key`'s collection at `version`.
 pub fn member(sub: Sub, key: &[u8], version: u64, member: &[u8]) -> Vec<u8> {
-    let mut out = members(sub, key, version);
+    let mut out = members_with_room(sub, key, version, member.len());
     out.extend_from_slice(member);
     out
 }

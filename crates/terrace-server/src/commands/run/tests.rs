@@ -300,3 +300,35 @@ fn a_grouped_write_marks_watchers() {
     run(&mut watcher, "LLEN l");
     assert_eq!(run(&mut watcher, "EXEC"), Reply::NilArray);
 }
+
+/// A group of pops walks one engine iterator per collection, stepping from each pop's
+/// member to the next: the pops come out in order, in and out of the tables.
+#[test]
+fn a_groups_pops_step_through_the_collection_in_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let e = engine(tmp.path());
+    let mut s = e.connect("t".into()).unwrap();
+    for i in 0..40 {
+        run(&mut s, &format!("ZADD z {i} m{i:02}"));
+    }
+    e.db().flush().unwrap();
+    // Some members in the memtable too, and a few removed there.
+    for i in 40..50 {
+        run(&mut s, &format!("ZADD z {i} m{i:02}"));
+    }
+    for i in [3, 4, 20, 45] {
+        run(&mut s, &format!("ZREM z m{i:02}"));
+    }
+    let lines: Vec<String> = (0..30).map(|_| "ZPOPMIN z".to_string()).collect();
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let out = pipeline(&e, &mut s, &lines);
+    let mut want = String::new();
+    for i in (0..50).filter(|i| ![3, 4, 20, 45].contains(i)).take(30) {
+        want.push_str(&format!(
+            "*2\r\n$3\r\nm{i:02}\r\n${}\r\n{i}\r\n",
+            i.to_string().len()
+        ));
+    }
+    assert_eq!(out, want);
+    assert_eq!(run(&mut s, "ZCARD z"), Reply::Integer(16));
+}
