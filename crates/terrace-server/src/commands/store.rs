@@ -423,14 +423,17 @@ impl Watches {
 /// table's iterator again.
 const STEPS_BEFORE_SEEK: usize = 8;
 
-/// Records a kept cursor remembers behind its position.
-const SEEN_RECORDS: usize = 32;
+/// Records a kept cursor remembers behind its position: enough for LRANGE's 100, few
+/// enough that a walk past more remembers nothing (replaying a long walk would cost as
+/// much as the seek it saves, and copying it all the more).
+const SEEN_RECORDS: usize = 128;
 
 /// An engine iterator over one collection's member records (from
 /// [`Store::member_iter`]) and where it stands, for walks from various starts.
 ///
 /// A kept cursor (a group keeps one per collection it walks, `pending.rs`) also
-/// remembers the last [`SEEN_RECORDS`] records it passed, contiguous with its position.
+/// remembers the records it passed, contiguous with its position, if at most
+/// [`SEEN_RECORDS`] since its last walk began.
 /// A walk from a start among them, or a few records ahead, goes on from there without a
 /// seek, which positions every table's iterator again: a group's pops each walk from
 /// just before the last one's stopping point.
@@ -460,6 +463,7 @@ impl MemberCursor {
         let mut from = prefix.to_vec();
         from.extend_from_slice(start);
         let from = from.as_slice();
+        let mut passed = 0;
         let at = self.it.valid().then(|| self.it.key());
         let not_past = at.is_none_or(|p| from <= p);
         if not_past && self.seen.front().is_some_and(|(k, _)| k.as_slice() <= from) {
@@ -475,7 +479,7 @@ impl MemberCursor {
         } else if at != Some(from) {
             let mut steps = 0;
             while self.it.valid() && self.it.key() < from && steps < STEPS_BEFORE_SEEK {
-                self.remember();
+                self.remember(&mut passed);
                 self.it.next()?;
                 steps += 1;
             }
@@ -492,15 +496,21 @@ impl MemberCursor {
             if !visit(member, self.it.value()) {
                 break;
             }
-            self.remember();
+            self.remember(&mut passed);
             self.it.next()?;
         }
         Ok(())
     }
 
-    /// Notes the record the iterator stands on, about to be passed.
-    fn remember(&mut self) {
+    /// Notes the record the iterator stands on, about to be passed (`passed` of them so
+    /// far in this walk).
+    fn remember(&mut self, passed: &mut usize) {
         if !self.keep {
+            return;
+        }
+        *passed += 1;
+        if *passed > SEEN_RECORDS {
+            self.seen.clear();
             return;
         }
         if self.seen.len() == SEEN_RECORDS {
