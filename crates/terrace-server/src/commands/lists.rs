@@ -7,6 +7,8 @@
 //! LRANGE touch only the elements they name; LREM and LINSERT, which shift elements,
 //! rewrite the list under a new version.
 
+use bytes::Bytes;
+
 use super::arg::arg;
 use super::arg::{int, is};
 use super::collection::{self, LIST_START};
@@ -44,9 +46,8 @@ fn element_key(key: &[u8], meta: &CollMeta, index: u64) -> Vec<u8> {
 }
 
 /// The element at absolute index `index`.
-fn element(ctx: &Ctx<'_>, key: &[u8], meta: &CollMeta, index: u64) -> Result<Vec<u8>, Fail> {
+fn element(ctx: &Ctx<'_>, key: &[u8], meta: &CollMeta, index: u64) -> Result<Bytes, Fail> {
     ctx.get_member(&element_key(key, meta, index))?
-        .map(|v| v.to_vec())
         .ok_or_else(|| Fail::err("list element missing: the list's records are damaged"))
 }
 
@@ -58,21 +59,62 @@ fn range(
     from: u64,
     to: u64,
 ) -> Result<Vec<Vec<u8>>, Fail> {
+    let mut out = Vec::new();
+    range_each(ctx, key, meta, from, to, |v| out.push(v.to_vec()))?;
+    Ok(out)
+}
+
+/// [`range`], the elements slices of one shared buffer (one allocation for a reply's
+/// elements, not one each).
+fn range_shared(
+    ctx: &Ctx<'_>,
+    key: &[u8],
+    meta: &CollMeta,
+    from: u64,
+    to: u64,
+) -> Result<Vec<Bytes>, Fail> {
+    let (mut buf, mut ends) = (Vec::new(), Vec::new());
+    range_each(ctx, key, meta, from, to, |v| {
+        buf.extend_from_slice(v);
+        ends.push(buf.len());
+    })?;
+    let buf = Bytes::from(buf);
+    let mut start = 0;
+    Ok(ends
+        .into_iter()
+        .map(|end| {
+            let element = buf.slice(start..end);
+            start = end;
+            element
+        })
+        .collect())
+}
+
+/// Calls `each` with the elements at positions `from..=to` in order.
+fn range_each(
+    ctx: &Ctx<'_>,
+    key: &[u8],
+    meta: &CollMeta,
+    from: u64,
+    to: u64,
+    mut each: impl FnMut(&[u8]),
+) -> Result<(), Fail> {
     let want = usize::try_from(to.saturating_sub(from) + 1).unwrap_or(usize::MAX);
     if want <= POINT_READS {
         // A pop's element or two: point reads (the memtable's point index, bloom
         // filters) cost less than positioning an iterator in every table.
-        return (from..=to)
-            .map(|i| element(ctx, key, meta, meta.head + i))
-            .collect();
+        for i in from..=to {
+            each(&element(ctx, key, meta, meta.head + i)?);
+        }
+        return Ok(());
     }
     let prefix = keys::members(Sub::ListElement, key, meta.version);
-    let mut out = Vec::with_capacity(want.min(1 << 16));
+    let mut seen = 0;
     ctx.for_each_member(&prefix, &(meta.head + from).to_be_bytes(), |_, value| {
-        out.push(value.to_vec());
-        out.len() < want
-    })?;
-    Ok(out)
+        each(value);
+        seen += 1;
+        seen < want
+    })
 }
 
 /// Redis's start/stop pair (negative from the end) clamped to a list of `len`:
@@ -251,12 +293,10 @@ pub(crate) fn lrange(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         return Ok(Reply::Array(Vec::new()));
     };
     let items = match clamp(start, stop, meta.size) {
-        Some((from, to)) => range(ctx, key, &meta, from, to)?,
+        Some((from, to)) => range_shared(ctx, key, &meta, from, to)?,
         None => Vec::new(),
     };
-    Ok(Reply::Array(
-        items.into_iter().map(|e| Reply::Bulk(e.into())).collect(),
-    ))
+    Ok(Reply::Array(items.into_iter().map(Reply::Bulk).collect()))
 }
 
 /// The absolute index of position `i` (negative from the end), if inside the list.
@@ -273,7 +313,7 @@ pub(crate) fn lindex(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         return Ok(Reply::Nil);
     };
     Ok(match position(&meta, i) {
-        Some(at) => Reply::Bulk(element(ctx, key, &meta, at)?.into()),
+        Some(at) => Reply::Bulk(element(ctx, key, &meta, at)?),
         None => Reply::Nil,
     })
 }
