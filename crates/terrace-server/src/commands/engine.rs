@@ -16,7 +16,7 @@ use super::{Session, SessionState};
 use crate::config::{CompactionMode, Config, Fsync, SetError};
 use crate::error::Result;
 use crate::fdlimit;
-use crate::resp::{Limits, Protocol, Reply};
+use crate::resp::{Limits, Reply};
 use crate::value::{ExpiryFilterFactory, EXPIRY_FILTER};
 
 /// The table cache's size: the engine's default, which [`Engine::open`] keeps.
@@ -377,22 +377,7 @@ impl Engine {
         );
         Ok(Session {
             engine: Arc::clone(self),
-            st: SessionState {
-                id,
-                protocol: Protocol::Resp2,
-                authenticated: false,
-                multi: None,
-                multi_error: false,
-                watched: Vec::new(),
-                watch_deadline: None,
-                dirty: Arc::new(AtomicBool::new(false)),
-                action: None,
-                stats: LocalStats::default(),
-                pubsub: None,
-                may_block: false,
-                blocked: None,
-                live,
-            },
+            st: SessionState::new(id, live),
         })
     }
 

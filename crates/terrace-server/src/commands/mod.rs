@@ -358,15 +358,13 @@ fn execute(engine: &Engine, st: &mut SessionState, args: &[&[u8]]) -> Option<Rep
 }
 
 impl SessionState {
-    /// This session as its commands run in a group see it (`run.rs`): the same id,
-    /// protocol and CLIENT LIST entry; authenticated (only such sessions gather);
-    /// nothing queued, watched, subscribed or blocked; its own statistics, handed back
-    /// with the run.
-    pub(crate) fn detached(&self) -> SessionState {
+    /// A new client's state: RESP2, not authenticated, nothing queued, watched,
+    /// subscribed or blocked.
+    pub(crate) fn new(id: u64, live: Arc<engine::ClientLive>) -> SessionState {
         SessionState {
-            id: self.id,
-            protocol: self.protocol,
-            authenticated: true,
+            id,
+            protocol: Protocol::Resp2,
+            authenticated: false,
             multi: None,
             multi_error: false,
             watched: Vec::new(),
@@ -377,7 +375,19 @@ impl SessionState {
             pubsub: None,
             may_block: false,
             blocked: None,
-            live: Arc::clone(&self.live),
+            live,
+        }
+    }
+
+    /// This session as its commands run in a group see it (`run.rs`): the same id,
+    /// protocol and CLIENT LIST entry; authenticated (only such sessions gather);
+    /// nothing queued, watched, subscribed or blocked; its own statistics, handed back
+    /// with the run.
+    pub(crate) fn detached(&self) -> SessionState {
+        SessionState {
+            protocol: self.protocol,
+            authenticated: true,
+            ..SessionState::new(self.id, Arc::clone(&self.live))
         }
     }
 
