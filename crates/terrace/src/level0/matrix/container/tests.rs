@@ -142,6 +142,10 @@ fn a_rate_limited_container_charges_its_persists_and_row_reads() {
     );
     let opts = crate::options::Options {
         level0: l0.clone(),
+        // A container that cannot hold another full memtable's row asks for a compaction
+        // at once (it scores as stalled), which would move the flushed row to level 1
+        // while the gets below run and leave them nothing to charge.
+        write_buffer_size: 1 << 20,
         ..crate::options::Options::default()
     };
     let db = crate::Db::open(dir.path().join("db"), opts).unwrap();
@@ -150,6 +154,9 @@ fn a_rate_limited_container_charges_its_persists_and_row_reads() {
         db.put(&key(i), &[b'v'; 100]).unwrap();
     }
     db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+    let level1 = db.property("terrace.num-files-at-level1");
+    assert_eq!(level1.as_deref(), Some("0"), "the row stays in level 0");
     let charged = || {
         let guard = l0.state.lock();
         let region = &guard.as_ref().unwrap().region;
