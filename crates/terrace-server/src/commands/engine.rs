@@ -1,6 +1,6 @@
 //! The shared server state behind every session.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -11,6 +11,7 @@ use terrace::storage::{FaultStorage, FsStorage};
 use terrace::{Db, Options};
 use tokio::sync::watch;
 
+use super::scan_cursor::ScanCursors;
 use super::store::Store;
 use super::{Session, SessionState};
 use crate::config::{CompactionMode, Config, Fsync, SetError};
@@ -23,9 +24,6 @@ use crate::value::{ExpiryFilterFactory, EXPIRY_FILTER};
 fn engine_options_max_open_files() -> u64 {
     Options::default().max_open_files as u64
 }
-
-/// Most SCAN cursors remembered; older ones restart from the beginning.
-const MAX_CURSORS: usize = 4096;
 
 /// The server's shared state: the store, runtime configuration, clients and statistics.
 /// `Send + Sync`; share it with an `Arc`.
@@ -47,7 +45,7 @@ pub struct Engine {
     pub(crate) stats: EngineStats,
     pub(crate) clients: Mutex<BTreeMap<u64, ClientInfo>>,
     next_client_id: AtomicU64,
-    cursors: Mutex<Cursors>,
+    cursors: Mutex<ScanCursors>,
     /// Pub/sub subscriptions of every client.
     pub(crate) pubsub: super::pubsub::PubSub,
     /// Clients blocked in BLPOP and the like, by key.
@@ -106,13 +104,6 @@ impl Default for ClientLive {
             kill: tokio::sync::Notify::new(),
         }
     }
-}
-
-#[derive(Default)]
-struct Cursors {
-    next: u64,
-    keys: HashMap<u64, Vec<u8>>,
-    order: VecDeque<u64>,
 }
 
 /// Counters for INFO and the metrics endpoint. `Sync`; all relaxed atomics.
@@ -339,7 +330,7 @@ impl Engine {
             stats: EngineStats::new(),
             clients: Mutex::new(BTreeMap::new()),
             next_client_id: AtomicU64::new(1),
-            cursors: Mutex::new(Cursors::default()),
+            cursors: Mutex::new(ScanCursors::default()),
             pubsub: super::pubsub::PubSub::default(),
             waiters: super::blocking::Waiters::default(),
             started: Instant::now(),
@@ -501,21 +492,11 @@ impl Engine {
 
     /// Remembers where a SCAN stopped; returns the cursor to hand the client.
     pub(crate) fn save_cursor(&self, next_key: Vec<u8>) -> u64 {
-        let mut c = self.cursors.lock();
-        c.next = c.next.wrapping_add(1).max(1);
-        let id = c.next;
-        c.keys.insert(id, next_key);
-        c.order.push_back(id);
-        while c.order.len() > MAX_CURSORS {
-            if let Some(old) = c.order.pop_front() {
-                c.keys.remove(&old);
-            }
-        }
-        id
+        self.cursors.lock().save(next_key)
     }
 
-    /// Where cursor `id` resumes; `None` for an unknown or expired cursor.
-    pub(crate) fn cursor(&self, id: u64) -> Option<Vec<u8>> {
-        self.cursors.lock().keys.get(&id).cloned()
+    /// The key cursor `id` resumes at (see `scan_cursor`).
+    pub(crate) fn cursor(&self, id: u64) -> Vec<u8> {
+        self.cursors.lock().resume_key(id)
     }
 }

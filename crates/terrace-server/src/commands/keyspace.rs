@@ -156,7 +156,8 @@ pub(crate) fn keys(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 }
 
 /// SCAN cursor [MATCH pattern] [COUNT n] [TYPE type]: walks the keys in order; the cursor
-/// names the key to resume from (kept by the server; an unknown cursor restarts).
+/// names the key to resume from, exactly while the server remembers it and by its first
+/// bytes after that (`scan_cursor`), so a scan never skips a key.
 pub(crate) fn scan(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let cursor = std::str::from_utf8(arg(args, 1))
         .ok()
@@ -183,11 +184,7 @@ pub(crate) fn scan(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         }
         i += 2;
     }
-    let start = if cursor == 0 {
-        Vec::new()
-    } else {
-        ctx.engine.cursor(cursor).unwrap_or_default()
-    };
+    let start = ctx.engine.cursor(cursor);
     let mut out = Vec::new();
     let mut visited = 0usize;
     let mut resume: Option<Vec<u8>> = None;

@@ -29,6 +29,7 @@ mod lists;
 mod pending;
 mod pubsub;
 mod run;
+mod scan_cursor;
 mod server;
 mod sets;
 mod store;
