@@ -1,102 +1,290 @@
-//! The skiplist's node arena: an append-only table of write-once slots addressed by `u32`.
+//! The skiplist's node arena: append-only blocks of bytes, nodes addressed by `u32`.
 //!
-//! Owns: the slots and the chunks that hold them. Slot `i` lives in chunk `i >> 12` of
-//! page `i >> 22`; pages and chunks are allocated on first use, never moved and never
-//! freed before the arena, so a reference to a filled slot stays valid for the arena's
+//! Owns: the blocks and the addressing. A handle counts 8-byte units: handle `h` lives in
+//! block slot `h >> BLOCK_UNIT_BITS` at byte `(h & mask) * 8`. Each block slot spans 1 MiB
+//! of handles; its allocation is smaller for the first blocks of a memtable (so that a
+//! small memtable stays small), 1 MiB after that, and larger for one entry that does not
+//! fit a block, which then owns as many slots as it spans. Blocks are allocated zeroed,
+//! never moved, and freed with the arena, so bytes at a handle stay put for the arena's
 //! life and readers need no lock.
-//! Must not touch: what the slots hold; the skiplist decides indices and links.
-//! Concurrency: `Sync`. Any thread may [`Arena::get`]; [`Arena::set`] is meant for one
-//! writer at a time (concurrent writers stay safe: a slot is filled at most once). A slot
-//! set on one thread is seen whole by any thread that learned its index through a
-//! `Release` store it read with `Acquire` (the slot's `OnceLock` also publishes with
-//! `Release`/`Acquire` itself).
+//! Must not touch: what the bytes mean; the skiplist lays out its nodes
+//! (`skiplist/node.rs`) and publishes them.
+//! Concurrency: `Sync`. Any thread may read a published node; [`Arena::alloc`] is the
+//! writer's (the skiplist's writer lock holds a [`Cursor`]). A block is published through
+//! its slot's `OnceLock` (`Release`/`Acquire`) before any handle inside it is stored
+//! anywhere a reader can load it.
+//!
+//! Why hand-written: a node keeps its links, lengths, key and value in one run of bytes
+//! (one cache line for the search's comparisons, no allocation or header per entry), and
+//! readers share it without locks; no arena crate offers stable `u32` handles with
+//! lock-free readers and values handed out as `Bytes`.
 
-use std::sync::OnceLock;
+use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
-/// Slots per chunk: 2^12.
-const SLOT_BITS: u32 = 12;
-/// Chunks per page: 2^10.
-const CHUNK_BITS: u32 = 10;
-const SLOTS: usize = 1 << SLOT_BITS;
-const CHUNKS: usize = 1 << CHUNK_BITS;
-/// Pages: 2^10, so that every `u32` names a slot.
-const PAGES: usize = 1 << (u32::BITS - SLOT_BITS - CHUNK_BITS);
+use bytes::Bytes;
 
-type Chunk<T> = Box<[OnceLock<T>; SLOTS]>;
-type Page<T> = Box<[OnceLock<Chunk<T>>; CHUNKS]>;
+/// Units (8 bytes) per block slot: 2^17, 1 MiB.
+pub(super) const BLOCK_UNIT_BITS: u32 = 17;
+/// Bytes a block slot spans.
+pub(super) const BLOCK_SPAN: usize = 8 << BLOCK_UNIT_BITS;
+/// Block slots per page of the table: 2^8.
+const PAGE_BITS: u32 = 8;
+const PAGE_SLOTS: usize = 1 << PAGE_BITS;
+/// Pages: 2^7, so that every `u32` handle names a byte of some slot (32 GiB in all).
+const PAGES: usize = 1 << (u32::BITS - BLOCK_UNIT_BITS - PAGE_BITS);
+/// The first block's size; each new block doubles it, up to [`BLOCK_SPAN`].
+const FIRST_BLOCK: usize = 4 << 10;
+/// An allocation larger than this gets a block of its own, so that the block being
+/// filled is not abandoned with much of it unused.
+const OWN_BLOCK_ABOVE: usize = BLOCK_SPAN / 8;
 
-/// Write-once slots of `T`; see the module docs.
-pub(super) struct Arena<T> {
-    /// Inline: one pointer fewer on every lookup.
-    pages: [OnceLock<Page<T>>; PAGES],
+/// One zeroed allocation, 8-byte aligned.
+struct Block {
+    ptr: NonNull<u8>,
+    len: usize,
 }
 
-impl<T> Arena<T> {
-    /// An arena with no chunk allocated yet.
+// SAFETY: a block is plain memory owned by the arena. Bytes before the writer's cursor are
+// written once before their handle is published and only read after; links inside them
+// are only touched through atomics (`skiplist/node.rs`). Nothing in it is tied to a thread.
+unsafe impl Send for Block {}
+// SAFETY: as for `Send`: shared access is reads of published bytes and atomic links.
+unsafe impl Sync for Block {}
+
+impl Block {
+    fn new(len: usize) -> Option<Block> {
+        let layout = Layout::from_size_align(len, 8).ok()?;
+        if layout.size() == 0 {
+            return None;
+        }
+        // SAFETY: the layout has a non-zero size (checked above).
+        let ptr = NonNull::new(unsafe { alloc_zeroed(layout) })?;
+        Some(Block { ptr, len })
+    }
+}
+
+impl Drop for Block {
+    fn drop(&mut self) {
+        if let Ok(layout) = Layout::from_size_align(self.len, 8) {
+            // SAFETY: `ptr` was allocated by `alloc_zeroed` with this same layout (`new`),
+            // and the arena drops each block once.
+            unsafe { dealloc(self.ptr.as_ptr(), layout) }
+        }
+    }
+}
+
+/// A published block: where its bytes are (copied out of the `Arc`, so that reading a
+/// node costs no extra pointer chase) and the allocation, shared with values handed out
+/// as `Bytes` ([`Arena::owner`]), which may outlive the arena.
+struct Slot {
+    ptr: NonNull<u8>,
+    len: usize,
+    block: Arc<Block>,
+}
+
+// SAFETY: `ptr` points into `block`, which is `Send` and `Sync`; see there.
+unsafe impl Send for Slot {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for Slot {}
+
+type Page = Box<[OnceLock<Slot>; PAGE_SLOTS]>;
+
+/// The writer's position: the block being filled and how far. Bound to one arena.
+pub(super) struct Cursor {
+    /// The arena's [`Arena::id`].
+    arena: u64,
+    /// The slot of the block being filled (`None` before the first allocation).
+    slot: Option<usize>,
+    /// Bytes of that block used.
+    used: usize,
+    /// Its size.
+    len: usize,
+    /// The next free slot.
+    next_slot: usize,
+    /// The size of the next ordinary block.
+    next_len: usize,
+}
+
+impl Cursor {
+    /// The cursor of `arena`. Make one per arena: the reservations of two cursors of one
+    /// arena never overlap (the second finds the slots taken and reserves nothing).
+    pub(super) fn new(arena: &Arena) -> Self {
+        Cursor {
+            arena: arena.id,
+            slot: None,
+            used: 0,
+            len: 0,
+            next_slot: 0,
+            next_len: FIRST_BLOCK,
+        }
+    }
+}
+
+/// The arena; see the module docs.
+pub(super) struct Arena {
+    /// Tells this arena's cursors from others'.
+    id: u64,
+    pages: [OnceLock<Page>; PAGES],
+}
+
+/// The next arena's id.
+static NEXT_ARENA: AtomicU64 = AtomicU64::new(0);
+
+impl Arena {
+    /// An arena with no block allocated yet.
     pub(super) fn new() -> Self {
         Arena {
+            id: NEXT_ARENA.fetch_add(1, Ordering::Relaxed),
             pages: std::array::from_fn(|_| OnceLock::new()),
         }
     }
 
-    /// The value in slot `i`, `None` if the slot was never set.
-    #[inline]
-    pub(super) fn get(&self, i: u32) -> Option<&T> {
-        let (page, chunk, slot) = split(i);
+    /// Bytes allocated to blocks (not yet all used).
+    #[cfg(test)]
+    pub(super) fn allocated_bytes(&self) -> usize {
         self.pages
-            .get(page)?
+            .iter()
+            .filter_map(OnceLock::get)
+            .flat_map(|p| p.iter().filter_map(OnceLock::get))
+            .map(|s| s.len)
+            .sum()
+    }
+
+    /// Reserves `size` zeroed bytes (8-byte aligned) for a new node: its handle and the
+    /// bytes to write it in, which are the caller's alone until it publishes the handle.
+    /// `None` if `cursor` is another arena's, `size` is 0 or over 4 GiB, the handles
+    /// ran out (32 GiB of nodes) or memory could not be allocated.
+    // The bytes are handed out from `&self` because readers share the arena while the
+    // writer appends; they are disjoint from every other reservation and from published
+    // nodes, so the `&mut` aliases nothing (see the SAFETY comment below).
+    #[allow(clippy::mut_from_ref)]
+    pub(super) fn alloc(&self, cursor: &mut Cursor, size: usize) -> Option<(u32, &mut [u8])> {
+        let size = size.checked_next_multiple_of(8)?;
+        if cursor.arena != self.id || size == 0 || u32::try_from(size).is_err() {
+            return None;
+        }
+        let (handle, base) = if size > OWN_BLOCK_ABOVE {
+            let slot = cursor.next_slot;
+            let block = self.install(slot, size)?;
+            cursor.next_slot = slot.checked_add(size.div_ceil(BLOCK_SPAN))?;
+            (handle(slot, 0)?, block.as_ptr())
+        } else {
+            if cursor.slot.is_none() || cursor.used + size > cursor.len {
+                let slot = cursor.next_slot;
+                let len = cursor.next_len.max(size);
+                self.install(slot, len)?;
+                cursor.next_slot = slot.checked_add(1)?;
+                cursor.next_len = (cursor.next_len * 2).min(BLOCK_SPAN);
+                cursor.slot = Some(slot);
+                cursor.used = 0;
+                cursor.len = len;
+            }
+            let slot = cursor.slot?;
+            let offset = cursor.used;
+            let block = self.block(slot)?;
+            cursor.used += size;
+            // SAFETY: `offset + size <= len`, the block's size (checked or set above), so
+            // the pointer stays inside the block's allocation.
+            (handle(slot, offset)?, unsafe {
+                block.ptr.as_ptr().add(offset)
+            })
+        };
+        // SAFETY: `base .. base + size` lies inside one block (above), zeroed at
+        // allocation and never handed out before: this arena's cursor only moves forward
+        // within blocks it installed itself (a second cursor of the arena finds every slot
+        // it tries taken), so no other reservation, and no published node (which readers
+        // may reference), overlaps it. The block stays allocated while the arena lives, which `&self` outlives.
+        Some((handle, unsafe {
+            std::slice::from_raw_parts_mut(base, size)
+        }))
+    }
+
+    /// Allocates block slot `slot` with `len` bytes and publishes it.
+    fn install(&self, slot: usize, len: usize) -> Option<NonNull<u8>> {
+        let page = self.pages.get(slot >> PAGE_BITS)?;
+        if page.get().is_none() {
+            let cells: Box<[OnceLock<Slot>]> = (0..PAGE_SLOTS).map(|_| OnceLock::new()).collect();
+            let _ = page.set(cells.try_into().ok()?);
+        }
+        let cell = page.get()?.get(slot & (PAGE_SLOTS - 1))?;
+        let block = Block::new(len)?;
+        let (ptr, len) = (block.ptr, block.len);
+        cell.set(Slot {
+            ptr,
+            len,
+            block: Arc::new(block),
+        })
+        .ok()?;
+        Some(ptr)
+    }
+
+    fn block(&self, slot: usize) -> Option<&Slot> {
+        self.pages
+            .get(slot >> PAGE_BITS)?
             .get()?
-            .get(chunk)?
-            .get()?
-            .get(slot)?
+            .get(slot & (PAGE_SLOTS - 1))?
             .get()
     }
 
-    /// Fills slot `i` with `value`, allocating its chunk if needed. Returns `value` back
-    /// if the slot was already filled.
-    pub(super) fn set(&self, i: u32, value: T) -> Result<(), T> {
-        let (page, chunk, slot) = split(i);
-        let Some(page) = self.pages.get(page) else {
-            return Err(value);
-        };
-        let Some(page) = get_or_try_init(page) else {
-            return Err(value);
-        };
-        let Some(chunk) = page.get(chunk).and_then(get_or_try_init) else {
-            return Err(value);
-        };
-        match chunk.get(slot) {
-            Some(cell) => cell.set(value),
-            None => Err(value),
+    /// `data`, which must lie in the block of handle `h` and never change again, as
+    /// `Bytes` sharing the block (no copy; the block lives as long as the `Bytes` do).
+    /// `None` if `data` is not inside that block.
+    pub(super) fn share(&self, h: u32, data: &[u8]) -> Option<Bytes> {
+        let slot = self.block((h >> BLOCK_UNIT_BITS) as usize)?;
+        let start = (data.as_ptr() as usize).checked_sub(slot.ptr.as_ptr() as usize)?;
+        if start.checked_add(data.len())? > slot.len {
+            return None;
         }
+        Some(Bytes::from_owner(Shared {
+            block: Arc::clone(&slot.block),
+            ptr: NonNull::new(data.as_ptr().cast_mut())?,
+            len: data.len(),
+        }))
+    }
+
+    /// A pointer to the bytes at `h` and how many bytes of its block follow it; `None`
+    /// if no block holds `h`.
+    #[inline]
+    pub(super) fn at(&self, h: u32) -> Option<(NonNull<u8>, usize)> {
+        let slot = (h >> BLOCK_UNIT_BITS) as usize;
+        let offset = ((h & ((1 << BLOCK_UNIT_BITS) - 1)) as usize) * 8;
+        let block = self.block(slot)?;
+        let room = block.len.checked_sub(offset)?;
+        // SAFETY: `offset <= len` (checked just above), so the pointer is inside the block
+        // or one past its end.
+        let ptr = unsafe { block.ptr.as_ptr().add(offset) };
+        Some((NonNull::new(ptr)?, room))
     }
 }
 
-#[inline]
-fn split(i: u32) -> (usize, usize, usize) {
-    let i = i as usize;
-    (
-        i >> (SLOT_BITS + CHUNK_BITS),
-        (i >> SLOT_BITS) & (CHUNKS - 1),
-        i & (SLOTS - 1),
-    )
+/// Bytes of a block handed out as `Bytes` (see [`Arena::share`]).
+struct Shared {
+    block: Arc<Block>,
+    ptr: NonNull<u8>,
+    len: usize,
 }
 
-/// The cells in `cell`, allocating them if needed; `None` only if allocation could not
-/// be arranged (see [`cells`]). Called by the writer only, so the check-then-set does
-/// not race with another initialiser in practice (and stays safe if it does).
-fn get_or_try_init<U, const N: usize>(
-    cell: &OnceLock<Box<[OnceLock<U>; N]>>,
-) -> Option<&[OnceLock<U>; N]> {
-    if cell.get().is_none() {
-        let _ = cell.set(cells()?);
+// SAFETY: `ptr` points into `block` (checked in `share`), which is `Send` and `Sync`.
+unsafe impl Send for Shared {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for Shared {}
+
+impl AsRef<[u8]> for Shared {
+    fn as_ref(&self) -> &[u8] {
+        let _alive = &self.block;
+        // SAFETY: `share` checked that the `len` bytes at `ptr` lie inside `block`, which
+        // this value keeps allocated, and its caller that they were written before they
+        // were published and are never written again.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
     }
-    cell.get().map(|b| &**b)
 }
 
-/// `N` empty cells, built on the heap (a chunk is too large for the stack).
-fn cells<U, const N: usize>() -> Option<Box<[OnceLock<U>; N]>> {
-    let v: Box<[OnceLock<U>]> = (0..N).map(|_| OnceLock::new()).collect();
-    // The slice has exactly N cells, so the conversion cannot fail.
-    v.try_into().ok()
+/// The handle of byte `offset` (a multiple of 8) of block slot `slot`.
+fn handle(slot: usize, offset: usize) -> Option<u32> {
+    let slot = u32::try_from(slot).ok()?;
+    let units = u32::try_from(offset / 8).ok()?;
+    slot.checked_mul(1 << BLOCK_UNIT_BITS)?.checked_add(units)
 }

@@ -12,6 +12,8 @@
 //! wait for the writer; entries are never removed, so a reader sees every entry whose
 //! `add` returned before the read began, and never a half-added one.
 
+// Raw blocks and their addressing: the memtable's only allocation of node memory.
+#[allow(unsafe_code)]
 mod arena;
 mod iter;
 mod skiplist;
@@ -32,13 +34,12 @@ use crate::key::InternalKey;
 
 pub use iter::MemTableIterator;
 
-/// Bytes charged per entry on top of its key and value: the skiplist node (its arena
-/// slot, with the links, the key's trailer and the buffer's `Bytes` header) and the heap
-/// block's own overhead.
-pub const ENTRY_OVERHEAD_BYTES: usize = skiplist::SLOT_BYTES + 16;
+/// Bytes charged per range tombstone on top of its start and end keys.
+pub const TOMBSTONE_OVERHEAD_BYTES: usize = 64;
 
 /// Buffer bytes per point-index slot: a slot for every 64 bytes keeps the table under
-/// half full even at the smallest entries ([`ENTRY_OVERHEAD_BYTES`] each).
+/// half full for entries of 128 bytes or more (a node takes its key and value plus about
+/// 30 bytes). Smaller entries may fill it; it then gives up and reads search the list.
 const INDEX_BYTES_PER_SLOT: usize = 64;
 
 /// A point entry found by [`MemTable::get`].
@@ -63,7 +64,8 @@ struct Tombstones {
 pub struct MemTable {
     list: SkipList,
     tombstones: RwLock<Tombstones>,
-    memory_bytes: AtomicUsize,
+    /// Bytes charged for range tombstones (point entries are the skiplist's nodes).
+    tombstone_bytes: AtomicUsize,
     entries: AtomicUsize,
     largest_seq: AtomicU64,
 }
@@ -105,7 +107,7 @@ impl MemTable {
         MemTable {
             list,
             tombstones: RwLock::default(),
-            memory_bytes: AtomicUsize::new(0),
+            tombstone_bytes: AtomicUsize::new(0),
             entries: AtomicUsize::new(0),
             largest_seq: AtomicU64::new(0),
         }
@@ -126,6 +128,10 @@ impl MemTable {
                     seq,
                 });
                 t.fragmented = None;
+                self.tombstone_bytes.fetch_add(
+                    user_key.len() + value.len() + TOMBSTONE_OVERHEAD_BYTES,
+                    Ordering::Relaxed,
+                );
             }
             ValueType::Value | ValueType::Deletion => {
                 let trailer = pack_trailer(seq, kind as u8);
@@ -137,10 +143,6 @@ impl MemTable {
                 }
             }
         }
-        self.memory_bytes.fetch_add(
-            user_key.len() + value.len() + ENTRY_OVERHEAD_BYTES,
-            Ordering::Relaxed,
-        );
         self.entries.fetch_add(1, Ordering::Relaxed);
         self.largest_seq.fetch_max(seq, Ordering::Relaxed);
     }
@@ -157,13 +159,12 @@ impl MemTable {
             return;
         }
         let mut points: Vec<skiplist::SortedEntry<'_>> = Vec::with_capacity(writes.len());
-        let (mut bytes, mut largest) = (0usize, 0);
+        let mut largest = 0;
         for &(seq, kind, key, value) in writes {
             match kind {
                 ValueType::RangeDeletion => self.add(seq, kind, key, value),
                 ValueType::Value | ValueType::Deletion => {
                     points.push((key, pack_trailer(seq, kind as u8), value));
-                    bytes += key.len() + value.len() + ENTRY_OVERHEAD_BYTES;
                     largest = largest.max(seq);
                 }
             }
@@ -187,7 +188,6 @@ impl MemTable {
             tracing::error!("memtable full: entries not added");
             return;
         }
-        self.memory_bytes.fetch_add(bytes, Ordering::Relaxed);
         self.entries.fetch_add(points.len(), Ordering::Relaxed);
         self.largest_seq.fetch_max(largest, Ordering::Relaxed);
     }
@@ -230,8 +230,8 @@ impl MemTable {
     }
 
     /// The entry of skiplist node `node` if it holds `user_key`.
-    fn entry_at(&self, node: u32, user_key: &[u8]) -> Option<MemEntry> {
-        let node = self.list.node(node)?;
+    fn entry_at(&self, handle: u32, user_key: &[u8]) -> Option<MemEntry> {
+        let node = self.list.node(handle)?;
         if node.user_key() != user_key {
             return None;
         }
@@ -239,7 +239,13 @@ impl MemTable {
         Some(MemEntry {
             seq: trailer >> 8,
             kind: ValueType::from_u8((trailer & 0xff) as u8)?,
-            value: self.list.latest(node).value_bytes(),
+            value: {
+                let latest = self.list.latest_handle(handle);
+                match self.list.node(latest) {
+                    Some(n) => self.list.value_bytes(latest, n),
+                    None => Bytes::new(),
+                }
+            },
         })
     }
 
@@ -260,10 +266,12 @@ impl MemTable {
         self.tombstones.read().list.clone()
     }
 
-    /// Bytes of keys and values plus a fixed per-entry overhead
-    /// ([`ENTRY_OVERHEAD_BYTES`]); tombstones included.
+    /// Bytes of the skiplist's nodes (keys, values, links and headers), its point index
+    /// and the range tombstones ([`TOMBSTONE_OVERHEAD_BYTES`] each on top of their keys).
     pub fn approximate_memory_usage(&self) -> usize {
-        self.memory_bytes.load(Ordering::Relaxed) + self.list.index_bytes()
+        self.list.node_bytes()
+            + self.list.index_bytes()
+            + self.tombstone_bytes.load(Ordering::Relaxed)
     }
 
     /// Number of entries added: point entries and range tombstones.

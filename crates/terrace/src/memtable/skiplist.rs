@@ -1,153 +1,48 @@
 //! The memtable's skiplist: one writer, lock-free readers, nodes in an append-only arena.
 //!
-//! Owns: the node layout, the links between nodes and the search. Nodes are the slots of
-//! an [`Arena`], named by `u32` index; slot 0 is the head. A node holds its internal key
-//! and value in one buffer (one allocation per entry), the first [`PREFIX_BYTES`] of its
-//! user key inline (a search compares against them without reading the buffer, which on
-//! a large memtable is a cache miss per visited node), and its forward links as an
-//! inline array of [`MAX_HEIGHT`] `AtomicU32`s, of which the first `height` are used.
-//! Heights are random with branching factor 4, as in LevelDB's memtable. A sorted batch
-//! is inserted with its searches interleaved (`skiplist/batch.rs`).
-//! Must not touch: memory accounting, sequence numbers or tombstones (the memtable's).
+//! Owns: the links between nodes and the search. Nodes are runs of bytes in an [`Arena`],
+//! named by `u32` handle; handle 0 is the head. A node holds its links (as many as its
+//! height), its internal key and its value together (`skiplist/node.rs`), so a search's
+//! comparison reads the bytes next to the link it followed, and an entry needs no
+//! allocation of its own. Heights are random with branching factor 4, as in LevelDB's
+//! memtable. A sorted batch is inserted with its searches interleaved
+//! (`skiplist/batch.rs`).
+//! Must not touch: sequence numbers or tombstones (the memtable's).
 //! Concurrency: `Sync`. Inserts take the writer mutex (one writer at a time, uncontended
 //! in the engine, where the group-commit leader or recovery is the only inserter).
-//! Readers never lock: a node is built whole (data and initial links) and stored in its
-//! slot before the `Release` stores that link it; readers follow links with `Acquire`
-//! loads, so they never see a half-built node. Nodes are never removed or moved.
+//! Readers never lock: a node is written whole (data and initial links) before the
+//! `Release` stores that link it; readers follow links with `Acquire` loads, so they
+//! never see a half-written node. Nodes are never removed or moved.
 
-use std::cmp::Ordering;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering as AtomicOrdering};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 
 use bytes::Bytes;
 use parking_lot::Mutex;
 
-use super::arena::Arena;
-use crate::coding::{get_fixed64, put_fixed64};
-use crate::key::{compare_bytes, key_prefix, PREFIX_BYTES, TRAILER_LEN};
+use super::arena::{Arena, Cursor};
 use compare::Target;
 use index::{PointIndex, Probe};
+pub(in crate::memtable) use node::Node;
 
 mod batch;
 mod compare;
 mod index;
+// Reads and writes a node's bytes in the arena.
+#[allow(unsafe_code)]
+mod node;
 pub(super) use batch::SortedEntry;
 
 /// Most links a node can have.
 pub(super) const MAX_HEIGHT: usize = 12;
-/// The head's index.
+/// The head's handle (the arena's first bytes).
 pub(super) const HEAD: u32 = 0;
 /// The end of a list. Equal to [`HEAD`]: no link ever points back to the head.
 pub(super) const NIL: u32 = 0;
 
-/// Bytes of one arena slot (the node and its write-once cell).
-pub(super) const SLOT_BYTES: usize = std::mem::size_of::<OnceLock<Node>>();
-
-/// One entry. See the module docs.
-pub(super) struct Node {
-    /// The internal key followed by the value.
-    data: Bytes,
-    /// Length of the user key at the front of `data` (the trailer follows it).
-    user_len: usize,
-    /// [`key_prefix`] of the user key.
-    prefix: [u64; 2],
-    /// A node holding a later value written under the same internal key, or [`NIL`].
-    replaced_by: AtomicU32,
-    /// Forward links; levels at and above the node's height stay [`NIL`].
-    next: [AtomicU32; MAX_HEIGHT],
-}
-
-impl Node {
-    fn new(user: &[u8], trailer: u64, value: &[u8]) -> Self {
-        // Exact capacity: `Bytes::from` keeps the buffer without reallocating.
-        let mut data = Vec::with_capacity(user.len() + TRAILER_LEN + value.len());
-        data.extend_from_slice(user);
-        put_fixed64(&mut data, trailer);
-        data.extend_from_slice(value);
-        Node {
-            data: Bytes::from(data),
-            user_len: user.len(),
-            prefix: key_prefix(user),
-            replaced_by: AtomicU32::new(NIL),
-            next: Default::default(),
-        }
-    }
-
-    fn key_len(&self) -> usize {
-        self.user_len + TRAILER_LEN
-    }
-
-    /// The internal key.
-    #[inline]
-    pub(super) fn key(&self) -> &[u8] {
-        self.data.get(..self.key_len()).unwrap_or_default()
-    }
-
-    /// The user key.
-    #[inline]
-    pub(super) fn user_key(&self) -> &[u8] {
-        self.data.get(..self.user_len).unwrap_or_default()
-    }
-
-    /// The trailer: sequence number and type.
-    #[inline]
-    pub(super) fn trailer(&self) -> u64 {
-        get_fixed64(&self.data, self.user_len).unwrap_or(0)
-    }
-
-    /// The value stored with this node (see [`SkipList::latest`] for replaced values).
-    #[inline]
-    pub(super) fn value(&self) -> &[u8] {
-        self.data.get(self.key_len()..).unwrap_or_default()
-    }
-
-    /// The value as shared bytes: no copy (one reference-count increment).
-    pub(super) fn value_bytes(&self) -> Bytes {
-        if self.key_len() <= self.data.len() {
-            self.data.slice(self.key_len()..)
-        } else {
-            Bytes::new()
-        }
-    }
-
-    #[inline]
-    fn link(&self, level: usize) -> u32 {
-        self.next
-            .get(level)
-            .map_or(NIL, |n| n.load(AtomicOrdering::Acquire))
-    }
-
-    /// Orders this node's key against the internal key `target`, as
-    /// [`crate::key::compare`] does. The inline prefixes decide most comparisons; the
-    /// entry's buffer is read only when they are equal.
-    #[inline]
-    fn cmp_to(&self, target: &Target<'_>) -> Ordering {
-        let user = match self.prefix.cmp(&target.prefix) {
-            Ordering::Equal => {
-                if self.user_len.min(target.user.len()) < PREFIX_BYTES {
-                    // Equal padded prefixes and a key shorter than the prefix: that key
-                    // is a prefix of the other, so the shorter one sorts first.
-                    self.user_len.cmp(&target.user.len())
-                } else {
-                    compare_bytes(
-                        self.user_key().get(PREFIX_BYTES..).unwrap_or_default(),
-                        target.user.get(PREFIX_BYTES..).unwrap_or_default(),
-                    )
-                }
-            }
-            o => o,
-        };
-        match user {
-            Ordering::Equal => target.trailer.cmp(&self.trailer()),
-            o => o,
-        }
-    }
-}
-
 /// State only the writer touches.
 struct Writer {
-    /// Index of the next node.
-    next_index: u32,
+    /// Where the arena's next node goes.
+    cursor: Cursor,
     /// xorshift32 state for node heights.
     rng: u32,
 }
@@ -173,7 +68,9 @@ impl Writer {
 
 /// The skiplist. See the module docs.
 pub(super) struct SkipList {
-    arena: Arena<Node>,
+    arena: Arena,
+    /// Bytes of the nodes added (the writer's count).
+    node_bytes: AtomicUsize,
     /// Each key's newest node, for point reads (`skiplist/index.rs`); optional.
     index: Option<PointIndex>,
     /// Height of the tallest node; readers may see it before the links it allows.
@@ -193,34 +90,98 @@ impl SkipList {
 
     fn build(index: Option<PointIndex>) -> Self {
         let arena = Arena::new();
-        let _ = arena.set(HEAD, Node::new(&[], 0, &[]));
-        SkipList {
+        let cursor = Cursor::new(&arena);
+        let list = SkipList {
             arena,
+            node_bytes: AtomicUsize::new(0),
             index,
             height: AtomicUsize::new(1),
             writer: Mutex::new(Writer {
-                next_index: HEAD + 1,
+                cursor,
                 rng: 0x2545_f491,
             }),
-        }
+        };
+        // The head: every level, no key, at handle 0. Only an allocation failure can stop
+        // it, and then every search finds an empty list (`head` answers `None`).
+        let mut w = list.writer.lock();
+        let _ = list.write_node(&mut w, &[NIL; MAX_HEIGHT], &[], 0, &[]);
+        drop(w);
+        list
+    }
+
+    /// Reserves and writes a node; returns its handle. `None` if the arena cannot take it.
+    fn write_node(
+        &self,
+        w: &mut Writer,
+        next: &[u32],
+        user: &[u8],
+        trailer: u64,
+        value: &[u8],
+    ) -> Option<u32> {
+        let size = node::size(next.len(), user.len(), value.len())?;
+        let (handle, dst) = self.arena.alloc(&mut w.cursor, size)?;
+        node::write(dst, next, user, trailer, value)?;
+        self.node_bytes
+            .fetch_add(size.next_multiple_of(8), AtomicOrdering::Relaxed);
+        Some(handle)
+    }
+
+    /// The head node.
+    #[inline]
+    fn head(&self) -> Option<Node<'_>> {
+        self.node_at(HEAD)
+    }
+
+    /// The node at handle `i`, the head included.
+    #[inline]
+    fn node_at(&self, i: u32) -> Option<Node<'_>> {
+        node::at(&self.arena, i)
     }
 
     /// The node at `i`; `None` for [`NIL`] (and the head).
     #[inline]
-    pub(super) fn node(&self, i: u32) -> Option<&Node> {
+    pub(super) fn node(&self, i: u32) -> Option<Node<'_>> {
         if i == NIL {
             None
         } else {
-            self.arena.get(i)
+            self.node_at(i)
+        }
+    }
+
+    /// Bytes of the nodes added, the head included.
+    pub(super) fn node_bytes(&self) -> usize {
+        self.node_bytes.load(AtomicOrdering::Relaxed)
+    }
+
+    /// The value of `node` (found at handle `i`) as shared bytes: no copy.
+    pub(super) fn value_bytes(&self, i: u32, node: Node<'_>) -> Bytes {
+        let value = node.value();
+        if value.is_empty() {
+            return Bytes::new();
+        }
+        self.arena
+            .share(i, value)
+            .unwrap_or_else(|| Bytes::copy_from_slice(value))
+    }
+
+    /// The handle of the node holding the newest value written under `i`'s key.
+    #[inline]
+    pub(super) fn latest_handle(&self, i: u32) -> u32 {
+        let mut n = i;
+        loop {
+            match self.node(n).map(|node| node.replaced_by()) {
+                Some(r) if r != NIL => n = r,
+                _ => return n,
+            }
         }
     }
 
     /// The node holding the newest value written under `node`'s key.
     #[inline]
-    pub(super) fn latest<'a>(&'a self, node: &'a Node) -> &'a Node {
+    pub(super) fn latest<'a>(&'a self, node: Node<'a>) -> Node<'a> {
         let mut n = node;
         loop {
-            match self.node(n.replaced_by.load(AtomicOrdering::Acquire)) {
+            match self.node(n.replaced_by()) {
                 Some(r) => n = r,
                 None => return n,
             }
@@ -250,16 +211,11 @@ impl SkipList {
         prev: &[u32; MAX_HEIGHT],
         found: u32,
     ) -> Option<(u32, usize)> {
-        let index = w.next_index;
-        let after = index.checked_add(1)?;
         let (user, trailer) = (target.user, target.trailer);
         if let Some(same) = self.node(found).filter(|n| n.cmp_to(target).is_eq()) {
             let last = self.latest(same);
-            self.arena
-                .set(index, Node::new(user, trailer, value))
-                .ok()?;
-            w.next_index = after;
-            last.replaced_by.store(index, AtomicOrdering::Release);
+            let index = self.write_node(w, &[], user, trailer, value)?;
+            last.set_replaced_by(index);
             return Some((index, 0));
         }
 
@@ -269,24 +225,20 @@ impl SkipList {
             // height before the links find NIL there and move down.
             self.height.store(height, AtomicOrdering::Relaxed);
         }
-        let node = Node::new(user, trailer, value);
-        for (level, (link, p)) in node.next.iter().zip(prev).enumerate().take(height) {
-            let succ = self.arena.get(*p).map_or(NIL, |p| p.link(level));
-            link.store(succ, AtomicOrdering::Relaxed);
+        let mut next = [NIL; MAX_HEIGHT];
+        for (level, (link, p)) in next.iter_mut().zip(prev).enumerate().take(height) {
+            *link = self.node_at(*p).map_or(NIL, |p| p.link(level));
         }
-        self.arena.set(index, node).ok()?;
-        w.next_index = after;
+        let index = self.write_node(w, next.get(..height)?, user, trailer, value)?;
         for (level, p) in prev.iter().enumerate().take(height) {
-            if let Some(link) = self.arena.get(*p).and_then(|p| p.next.get(level)) {
-                link.store(index, AtomicOrdering::Release);
+            if let Some(p) = self.node_at(*p) {
+                p.set_link(level, index);
             }
         }
         if let Some(points) = &self.index {
             // Entries of one key sort newest first: the node is its key's newest unless
             // the node before it holds the same key.
-            let newest = self.node(prev[0]).is_none_or(|p| {
-                p.user_len != user.len() || p.prefix != target.prefix || p.user_key() != user
-            });
+            let newest = self.node(prev[0]).is_none_or(|p| p.user_key() != user);
             if newest {
                 points.insert(user, index, |n| self.holds(n, user));
             }
@@ -297,6 +249,12 @@ impl SkipList {
     /// Whether node `n` holds `user`'s entries.
     fn holds(&self, n: u32, user: &[u8]) -> bool {
         self.node(n).is_some_and(|node| node.user_key() == user)
+    }
+
+    /// Bytes of the arena's blocks.
+    #[cfg(test)]
+    pub(super) fn allocated_bytes(&self) -> usize {
+        self.arena.allocated_bytes()
     }
 
     /// Bytes the point index has allocated.
@@ -339,7 +297,7 @@ impl SkipList {
     }
 
     fn search_ge(&self, target: &Target<'_>, mut prev: Option<&mut [u32; MAX_HEIGHT]>) -> u32 {
-        let Some(mut x) = self.arena.get(HEAD) else {
+        let Some(mut x) = self.head() else {
             return NIL;
         };
         let mut x_index = HEAD;
@@ -372,7 +330,7 @@ impl SkipList {
     /// [`NIL`] if there is none.
     pub(super) fn find_lt(&self, user: &[u8], trailer: u64, or_equal: bool) -> u32 {
         let target = Target::new(user, trailer);
-        let Some(mut x) = self.arena.get(HEAD) else {
+        let Some(mut x) = self.head() else {
             return NIL;
         };
         let mut x_index = HEAD;
@@ -396,7 +354,7 @@ impl SkipList {
 
     /// The last node, or [`NIL`] if the list is empty.
     pub(super) fn find_last(&self) -> u32 {
-        let Some(mut x) = self.arena.get(HEAD) else {
+        let Some(mut x) = self.head() else {
             return NIL;
         };
         let mut x_index = HEAD;
@@ -417,7 +375,7 @@ impl SkipList {
 
     /// The first node, or [`NIL`].
     pub(super) fn first(&self) -> u32 {
-        self.arena.get(HEAD).map_or(NIL, |h| h.link(0))
+        self.head().map_or(NIL, |h| h.link(0))
     }
 
     /// The node after `i` at level 0, or [`NIL`].

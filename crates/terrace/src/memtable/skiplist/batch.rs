@@ -19,7 +19,7 @@ const LANES: usize = 16;
 
 /// Where one interleaved search stands.
 struct Search<'n> {
-    x: &'n Node,
+    x: Node<'n>,
     x_index: u32,
     level: usize,
     /// The last node found not less than the target: no need to compare it again.
@@ -98,7 +98,7 @@ impl SkipList {
         mut prevs: Option<&mut [[u32; MAX_HEIGHT]]>,
         found: &mut [u32],
     ) {
-        let Some(head) = self.arena.get(HEAD) else {
+        let Some(head) = self.head() else {
             return;
         };
         let top = self.height.load(AtomicOrdering::Relaxed).max(1) - 1;

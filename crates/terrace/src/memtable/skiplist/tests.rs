@@ -4,7 +4,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::key::{compare, internal_key, ValueType};
-use crate::memtable::arena::Arena;
+use crate::memtable::arena::{Arena, Cursor};
 
 /// The internal key of the node at `i`.
 fn key_at(l: &SkipList, i: u32) -> Option<Vec<u8>> {
@@ -54,15 +54,69 @@ fn empty_list() {
 }
 
 #[test]
-fn arena_slots_are_write_once_across_chunks() {
-    let a: Arena<u32> = Arena::new();
-    for i in [0, 1, 4_095, 4_096, (1 << 22) - 1, 1 << 22, u32::MAX] {
-        assert_eq!(a.get(i), None);
-        assert_eq!(a.set(i, i), Ok(()));
-        assert_eq!(a.set(i, 7), Err(7));
-        assert_eq!(a.get(i), Some(&i));
+fn arena_reservations_are_disjoint_aligned_and_stay_put() {
+    let a = Arena::new();
+    let mut c = Cursor::new(&a);
+    assert!(
+        a.alloc(&mut Cursor::new(&Arena::new()), 8).is_none(),
+        "another arena's"
+    );
+    let mut ranges: Vec<(usize, usize)> = Vec::new();
+    // Small ones fill growing blocks; large ones get blocks of their own.
+    for size in [8usize, 13, 4_000, 600, 200_000, 9, 3 << 20, 64, 1 << 20]
+        .into_iter()
+        .cycle()
+        .take(60)
+    {
+        let (h, bytes) = a.alloc(&mut c, size).unwrap();
+        assert_eq!(bytes.len(), size.next_multiple_of(8));
+        assert!(bytes.iter().all(|b| *b == 0), "zeroed");
+        assert_eq!(bytes.as_ptr() as usize % 8, 0, "aligned");
+        bytes.fill(1);
+        let start = bytes.as_ptr() as usize;
+        let (ptr, room) = a.at(h).unwrap();
+        assert_eq!(ptr.as_ptr() as usize, start, "the handle finds the bytes");
+        assert!(room >= bytes.len());
+        ranges.push((start, start + bytes.len()));
     }
-    assert_eq!(a.get(2), None);
+    ranges.sort_unstable();
+    assert!(
+        ranges.windows(2).all(|w| w[0].1 <= w[1].0),
+        "no two overlap"
+    );
+    assert!(a.allocated_bytes() >= 60 / 9 * (3 << 20));
+    assert!(a.alloc(&mut c, 0).is_none());
+    let mut second = Cursor::new(&a);
+    assert!(a.alloc(&mut second, 8).is_none(), "its slots are taken");
+}
+
+#[test]
+fn shared_values_outlive_the_list() {
+    let l = SkipList::new();
+    let big = vec![7u8; 300_000];
+    assert!(l.insert(b"a", 1 << 8, b"small value"));
+    assert!(l.insert(b"b", 1 << 8, &big));
+    let a = l.find_ge(b"a", u64::MAX, None);
+    let b = l.find_ge(b"b", u64::MAX, None);
+    let va = l.value_bytes(a, l.node(a).unwrap());
+    let vb = l.value_bytes(b, l.node(b).unwrap());
+    drop(l);
+    assert_eq!(&va[..], b"small value");
+    assert_eq!(&vb[..], &big[..]);
+}
+
+#[test]
+fn memory_counts_each_nodes_links_key_and_value() {
+    let l = SkipList::new();
+    let empty = l.node_bytes();
+    assert_eq!(empty, node::size(MAX_HEIGHT, 0, 0).unwrap());
+    for i in 0..1_000u32 {
+        assert!(l.insert(&i.to_be_bytes(), 1 << 8, &[1u8; 20]));
+    }
+    let per_entry = (l.node_bytes() - empty) / 1_000;
+    // 16 header + 4 bytes per link + 4 key + 8 trailer + 20 value, rounded to 8: 56 at
+    // height 1, 8 more for every two extra levels (average height 4/3).
+    assert!((56..=64).contains(&per_entry), "{per_entry}");
 }
 
 #[test]

@@ -1,0 +1,210 @@
+//! A skiplist node's bytes in the arena, and the typed view of them.
+//!
+//! ```text
+//! offset 0   height: u8, 3 bytes zero, user_len: u32
+//!        8   value_len: u32, replaced_by: u32 (atomic)
+//!       16   next: height x u32 (atomic)
+//! 16 + 4 h   user key, trailer (8 bytes, as `coding::put_fixed64`), value
+//! ```
+//!
+//! Links, key and value sit together: a search's comparison reads the same cache line or
+//! two as the link it followed, and an entry costs its key and value plus 24 bytes and
+//! 4 per extra level (about 25 bytes at the average height), with no allocation of its
+//! own.
+//!
+//! Writing: [`write`] fills a node's reserved bytes (safe code: the arena hands them out
+//! as `&mut [u8]`) before its handle is published; after that only `replaced_by` and the
+//! links change, always atomically. Reading: a [`Node`] is made by [`at`] for a handle
+//! of a published node only, so the plain bytes it reads are never written concurrently.
+
+use std::cmp::Ordering;
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU32, Ordering as AtomicOrdering};
+
+use super::compare::Target;
+use super::{MAX_HEIGHT, NIL};
+use crate::coding::get_fixed64;
+use crate::key::{compare_bytes, TRAILER_LEN};
+use crate::memtable::arena::Arena;
+
+const HEADER: usize = 16;
+const LINKS_AT: usize = 16;
+const REPLACED_AT: usize = 12;
+
+/// Bytes a node of `height` links holding `user` and `value` takes.
+pub(super) fn size(height: usize, user: usize, value: usize) -> Option<usize> {
+    HEADER
+        .checked_add(height.checked_mul(4)?)?
+        .checked_add(user)?
+        .checked_add(TRAILER_LEN)?
+        .checked_add(value)
+}
+
+/// Writes a node into `dst`, bytes reserved for it (at least [`size`] long, not yet
+/// published): header, links (`next`, one per level), key and value. `None` if `dst` is
+/// too short or a length does not fit its field.
+pub(super) fn write(
+    dst: &mut [u8],
+    next: &[u32],
+    user: &[u8],
+    trailer: u64,
+    value: &[u8],
+) -> Option<()> {
+    let height = u8::try_from(next.len())
+        .ok()
+        .filter(|h| *h as usize <= MAX_HEIGHT)?;
+    let user_len = u32::try_from(user.len()).ok()?;
+    let value_len = u32::try_from(value.len()).ok()?;
+    let dst = dst.get_mut(..size(next.len(), user.len(), value.len())?)?;
+    let (header, rest) = dst.split_at_mut(HEADER);
+    header.fill(0);
+    header[0] = height;
+    header[4..8].copy_from_slice(&user_len.to_ne_bytes());
+    header[8..12].copy_from_slice(&value_len.to_ne_bytes());
+    header[REPLACED_AT..HEADER].copy_from_slice(&NIL.to_ne_bytes());
+    let (links, data) = rest.split_at_mut(4 * next.len());
+    for (slot, link) in links.chunks_exact_mut(4).zip(next) {
+        slot.copy_from_slice(&link.to_ne_bytes());
+    }
+    let (key, value_dst) = data.split_at_mut(user.len() + TRAILER_LEN);
+    key[..user.len()].copy_from_slice(user);
+    key[user.len()..].copy_from_slice(&trailer.to_le_bytes());
+    value_dst.copy_from_slice(value);
+    Some(())
+}
+
+/// The node at handle `h` of `arena`, the head included; `None` if no block holds `h`
+/// or its header does not fit there.
+///
+/// Handles come only from links, the point index and iterators, which hold handles of
+/// nodes written by [`write`] and published (or the head, written before the list was
+/// shared), so the bytes at `h` are a whole node that no one writes except through its
+/// atomic fields.
+#[inline]
+pub(super) fn at(arena: &Arena, h: u32) -> Option<Node<'_>> {
+    let (ptr, room) = arena.at(h)?;
+    if room < HEADER {
+        return None;
+    }
+    let p = ptr.as_ptr();
+    // SAFETY: the header's 16 bytes are inside the block (`room`), were written before the
+    // node was published (see above) and are never written again; the u32 fields are
+    // 4-aligned (nodes start 8-aligned).
+    let (height, user_len, value_len) = unsafe {
+        (
+            usize::from(p.read()),
+            p.add(4).cast::<u32>().read() as usize,
+            p.add(8).cast::<u32>().read() as usize,
+        )
+    };
+    if height > MAX_HEIGHT || size(height, user_len, value_len)? > room {
+        return None;
+    }
+    Some(Node {
+        ptr,
+        height,
+        user_len,
+        value_len,
+        _arena: PhantomData,
+    })
+}
+
+/// A view of a published node, valid while the arena lives (`'a`). Made by [`at`].
+#[derive(Clone, Copy)]
+pub(in crate::memtable) struct Node<'a> {
+    ptr: NonNull<u8>,
+    height: usize,
+    user_len: usize,
+    value_len: usize,
+    _arena: PhantomData<&'a ()>,
+}
+
+impl<'a> Node<'a> {
+    fn atomic(&self, offset: usize) -> &'a AtomicU32 {
+        // SAFETY: `offset` is the `replaced_by` field or one of the `height` links, all
+        // inside the node (checked in `at`), 4-aligned, initialised by `write`, and from
+        // publication on accessed only atomically; the block lives for `'a`.
+        unsafe { AtomicU32::from_ptr(self.ptr.as_ptr().add(offset).cast::<u32>()) }
+    }
+
+    /// The link at `level`, or [`NIL`] above the node's height.
+    #[inline]
+    pub(super) fn link(&self, level: usize) -> u32 {
+        if level < self.height {
+            self.atomic(LINKS_AT + 4 * level)
+                .load(AtomicOrdering::Acquire)
+        } else {
+            NIL
+        }
+    }
+
+    /// Points the link at `level` (below the height) to `to`, publishing it.
+    #[inline]
+    pub(super) fn set_link(&self, level: usize, to: u32) {
+        if level < self.height {
+            self.atomic(LINKS_AT + 4 * level)
+                .store(to, AtomicOrdering::Release);
+        }
+    }
+
+    /// The node holding a later value under the same internal key, or [`NIL`].
+    #[inline]
+    pub(super) fn replaced_by(&self) -> u32 {
+        self.atomic(REPLACED_AT).load(AtomicOrdering::Acquire)
+    }
+
+    /// Records `by` as holding a later value of this node's internal key.
+    pub(super) fn set_replaced_by(&self, by: u32) {
+        self.atomic(REPLACED_AT).store(by, AtomicOrdering::Release);
+    }
+
+    /// The internal key followed by the value.
+    #[inline]
+    fn data(&self) -> &'a [u8] {
+        let len = self.user_len + TRAILER_LEN + self.value_len;
+        // SAFETY: these bytes are inside the node (checked in `at`), were written before
+        // it was published and are never written again; the block lives for `'a`.
+        unsafe {
+            std::slice::from_raw_parts(self.ptr.as_ptr().add(LINKS_AT + 4 * self.height), len)
+        }
+    }
+
+    /// The internal key.
+    #[inline]
+    pub(in crate::memtable) fn key(&self) -> &'a [u8] {
+        self.data()
+            .get(..self.user_len + TRAILER_LEN)
+            .unwrap_or_default()
+    }
+
+    /// The user key.
+    #[inline]
+    pub(in crate::memtable) fn user_key(&self) -> &'a [u8] {
+        self.data().get(..self.user_len).unwrap_or_default()
+    }
+
+    /// The trailer: sequence number and type.
+    #[inline]
+    pub(in crate::memtable) fn trailer(&self) -> u64 {
+        get_fixed64(self.data(), self.user_len).unwrap_or(0)
+    }
+
+    /// The value stored with this node (see `SkipList::latest` for replaced values).
+    #[inline]
+    pub(in crate::memtable) fn value(&self) -> &'a [u8] {
+        self.data()
+            .get(self.user_len + TRAILER_LEN..)
+            .unwrap_or_default()
+    }
+
+    /// Orders this node's key against the internal key `target`, as
+    /// [`crate::key::compare`] does.
+    #[inline]
+    pub(super) fn cmp_to(&self, target: &Target<'_>) -> Ordering {
+        match compare_bytes(self.user_key(), target.user) {
+            Ordering::Equal => target.trailer.cmp(&self.trailer()),
+            o => o,
+        }
+    }
+}
