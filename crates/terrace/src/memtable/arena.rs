@@ -1,10 +1,10 @@
 //! The skiplist's node arena: append-only blocks of bytes, nodes addressed by `u32`.
 //!
 //! Owns: the blocks and the addressing. A handle counts 8-byte units: handle `h` lives in
-//! block slot `h >> BLOCK_UNIT_BITS` at byte `(h & mask) * 8`. Each block slot spans 1 MiB
-//! of handles; its allocation is smaller for the first blocks of a memtable (so that a
-//! small memtable stays small), 1 MiB after that, and larger for one entry that does not
-//! fit a block, which then owns as many slots as it spans. Blocks are allocated zeroed,
+//! block slot `h >> BLOCK_UNIT_BITS` at byte `(h & mask) * 8`. Each of the 4096 block
+//! slots spans 8 MiB of handles; blocks start at 4 KiB (so that a small memtable stays
+//! small) and double up to 8 MiB, and an entry over 1 MiB gets a block of its own, which
+//! takes as many slots as it spans. Blocks are allocated zeroed,
 //! never moved, and freed with the arena, so bytes at a handle stay put for the arena's
 //! life and readers need no lock.
 //! Must not touch: what the bytes mean; the skiplist lays out its nodes
@@ -26,20 +26,18 @@ use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 
-/// Units (8 bytes) per block slot: 2^17, 1 MiB.
-pub(super) const BLOCK_UNIT_BITS: u32 = 17;
+/// Units (8 bytes) per block slot: 2^20, 8 MiB.
+pub(super) const BLOCK_UNIT_BITS: u32 = 20;
 /// Bytes a block slot spans.
 pub(super) const BLOCK_SPAN: usize = 8 << BLOCK_UNIT_BITS;
-/// Block slots per page of the table: 2^8.
-const PAGE_BITS: u32 = 8;
-const PAGE_SLOTS: usize = 1 << PAGE_BITS;
-/// Pages: 2^7, so that every `u32` handle names a byte of some slot (32 GiB in all).
-const PAGES: usize = 1 << (u32::BITS - BLOCK_UNIT_BITS - PAGE_BITS);
+/// Block slots: 4096, so that every `u32` handle names a byte of some slot (32 GiB in
+/// all). The table is flat: finding a node's block is one load.
+const SLOTS: usize = 1 << (u32::BITS - BLOCK_UNIT_BITS);
 /// The first block's size; each new block doubles it, up to [`BLOCK_SPAN`].
 const FIRST_BLOCK: usize = 4 << 10;
 /// An allocation larger than this gets a block of its own, so that the block being
 /// filled is not abandoned with much of it unused.
-const OWN_BLOCK_ABOVE: usize = BLOCK_SPAN / 8;
+const OWN_BLOCK_ABOVE: usize = 1 << 20;
 
 /// One zeroed allocation, 8-byte aligned.
 struct Block {
@@ -90,8 +88,6 @@ unsafe impl Send for Slot {}
 // SAFETY: as for `Send`.
 unsafe impl Sync for Slot {}
 
-type Page = Box<[OnceLock<Slot>; PAGE_SLOTS]>;
-
 /// The writer's position: the block being filled and how far. Bound to one arena.
 pub(super) struct Cursor {
     /// The arena's [`Arena::id`].
@@ -127,7 +123,8 @@ impl Cursor {
 pub(super) struct Arena {
     /// Tells this arena's cursors from others'.
     id: u64,
-    pages: [OnceLock<Page>; PAGES],
+    /// A fixed-size array, so that indexing by `handle >> BLOCK_UNIT_BITS` needs no check.
+    slots: Box<[OnceLock<Slot>; SLOTS]>,
 }
 
 /// The next arena's id.
@@ -138,17 +135,16 @@ impl Arena {
     pub(super) fn new() -> Self {
         Arena {
             id: NEXT_ARENA.fetch_add(1, Ordering::Relaxed),
-            pages: std::array::from_fn(|_| OnceLock::new()),
+            slots: Box::new(std::array::from_fn(|_| OnceLock::new())),
         }
     }
 
     /// Bytes allocated to blocks (not yet all used).
     #[cfg(test)]
     pub(super) fn allocated_bytes(&self) -> usize {
-        self.pages
+        self.slots
             .iter()
             .filter_map(OnceLock::get)
-            .flat_map(|p| p.iter().filter_map(OnceLock::get))
             .map(|s| s.len)
             .sum()
     }
@@ -204,12 +200,7 @@ impl Arena {
 
     /// Allocates block slot `slot` with `len` bytes and publishes it.
     fn install(&self, slot: usize, len: usize) -> Option<NonNull<u8>> {
-        let page = self.pages.get(slot >> PAGE_BITS)?;
-        if page.get().is_none() {
-            let cells: Box<[OnceLock<Slot>]> = (0..PAGE_SLOTS).map(|_| OnceLock::new()).collect();
-            let _ = page.set(cells.try_into().ok()?);
-        }
-        let cell = page.get()?.get(slot & (PAGE_SLOTS - 1))?;
+        let cell = self.slots.get(slot)?;
         let block = Block::new(len)?;
         let (ptr, len) = (block.ptr, block.len);
         cell.set(Slot {
@@ -222,11 +213,7 @@ impl Arena {
     }
 
     fn block(&self, slot: usize) -> Option<&Slot> {
-        self.pages
-            .get(slot >> PAGE_BITS)?
-            .get()?
-            .get(slot & (PAGE_SLOTS - 1))?
-            .get()
+        self.slots.get(slot)?.get()
     }
 
     /// `data`, which must lie in the block of handle `h` and never change again, as
@@ -249,9 +236,8 @@ impl Arena {
     /// if no block holds `h`.
     #[inline]
     pub(super) fn at(&self, h: u32) -> Option<(NonNull<u8>, usize)> {
-        let slot = (h >> BLOCK_UNIT_BITS) as usize;
         let offset = ((h & ((1 << BLOCK_UNIT_BITS) - 1)) as usize) * 8;
-        let block = self.block(slot)?;
+        let block = self.slots[(h >> BLOCK_UNIT_BITS) as usize].get()?;
         let room = block.len.checked_sub(offset)?;
         // SAFETY: `offset <= len` (checked just above), so the pointer is inside the block
         // or one past its end.

@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicU32, Ordering as AtomicOrdering};
 use super::compare::Target;
 use super::{MAX_HEIGHT, NIL};
 use crate::coding::get_fixed64;
-use crate::key::{compare_bytes, TRAILER_LEN};
+use crate::key::{compare_bytes, PREFIX_BYTES, TRAILER_LEN};
 use crate::memtable::arena::Arena;
 
 const HEADER: usize = 16;
@@ -98,7 +98,9 @@ pub(super) fn at(arena: &Arena, h: u32) -> Option<Node<'_>> {
             p.add(8).cast::<u32>().read() as usize,
         )
     };
-    if height > MAX_HEIGHT || size(height, user_len, value_len)? > room {
+    // No overflow: each length is below 2^32 (they were read from u32s).
+    let size = (HEADER + TRAILER_LEN + 4 * height) as u64 + user_len as u64 + value_len as u64;
+    if height > MAX_HEIGHT || size > room as u64 {
         return None;
     }
     Some(Node {
@@ -199,10 +201,26 @@ impl<'a> Node<'a> {
     }
 
     /// Orders this node's key against the internal key `target`, as
-    /// [`crate::key::compare`] does.
+    /// [`crate::key::compare`] does. Keys of 16 bytes or more compare their first 16 as
+    /// two words against the target's precomputed prefix, which decides most comparisons.
     #[inline]
     pub(super) fn cmp_to(&self, target: &Target<'_>) -> Ordering {
-        match compare_bytes(self.user_key(), target.user) {
+        let user = self.user_key();
+        let order = match (user.get(..PREFIX_BYTES), target.user.get(PREFIX_BYTES..)) {
+            (Some(head), Some(rest)) => {
+                let (hi, lo) = head.split_at(8);
+                let hi = u64::from_be_bytes(hi.try_into().unwrap_or_default());
+                let lo = u64::from_be_bytes(lo.try_into().unwrap_or_default());
+                match hi.cmp(&target.prefix[0]).then(lo.cmp(&target.prefix[1])) {
+                    Ordering::Equal => {
+                        compare_bytes(user.get(PREFIX_BYTES..).unwrap_or_default(), rest)
+                    }
+                    o => o,
+                }
+            }
+            _ => compare_bytes(user, target.user),
+        };
+        match order {
             Ordering::Equal => target.trailer.cmp(&self.trailer()),
             o => o,
         }
