@@ -135,7 +135,7 @@ impl Arena {
     pub(super) fn new() -> Self {
         Arena {
             id: NEXT_ARENA.fetch_add(1, Ordering::Relaxed),
-            slots: Box::new(std::array::from_fn(|_| OnceLock::new())),
+            slots: empty_slots(),
         }
     }
 
@@ -244,6 +244,16 @@ impl Arena {
         let ptr = unsafe { block.ptr.as_ptr().add(offset) };
         Some((NonNull::new(ptr)?, room))
     }
+}
+
+/// The empty slot table, built on the heap (128 KiB: too large for a small stack).
+fn empty_slots() -> Box<[OnceLock<Slot>; SLOTS]> {
+    let slots: Box<[OnceLock<Slot>]> = (0..SLOTS).map(|_| OnceLock::new()).collect();
+    // The slice has exactly SLOTS cells, so the conversion succeeds; the fallback only
+    // keeps this free of a panic path.
+    slots
+        .try_into()
+        .unwrap_or_else(|_| Box::new(std::array::from_fn(|_| OnceLock::new())))
 }
 
 /// Bytes of a block handed out as `Bytes` (see [`Arena::share`]).
