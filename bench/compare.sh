@@ -7,7 +7,8 @@
 # alternate, RUNS runs each, and one table is printed per compression type.
 #
 # Usage: bench/compare.sh [--num=N] [--runs=N] [--benchmarks=a,b,...]
-#                         [--compression=none,lz4] [--dir=DIR] [extra flags for both tools]
+#                         [--compression=none,lz4] [--threads=N] [--value_size=N]
+#                         [--dir=DIR] [extra flags for both tools]
 # Example (smoke): bench/compare.sh --num=10000 --runs=1
 set -euo pipefail
 
@@ -15,6 +16,8 @@ NUM=1000000
 RUNS=3
 BENCHMARKS=fillseq,fillrandom,overwrite,readrandom
 COMPRESSIONS=none,lz4
+THREADS=1
+VALUE_SIZE=100
 DIR=${TMPDIR:-/tmp}/terrace-compare
 EXTRA=()
 for arg in "$@"; do
@@ -23,6 +26,8 @@ for arg in "$@"; do
     --runs=*) RUNS=${arg#*=} ;;
     --benchmarks=*) BENCHMARKS=${arg#*=} ;;
     --compression=*) COMPRESSIONS=${arg#*=} ;;
+    --threads=*) THREADS=${arg#*=} ;;
+    --value_size=*) VALUE_SIZE=${arg#*=} ;;
     --dir=*) DIR=${arg#*=} ;;
     *) EXTRA+=("$arg") ;;
   esac
@@ -38,7 +43,7 @@ TERRACE="$ROOT/target/release/terrace"
 
 # Every engine-shaping flag, explicitly, identical for both tools.
 COMMON=(
-  --num="$NUM" --threads=1 --key_size=16 --value_size=100 --compression_ratio=0.5
+  --num="$NUM" --threads="$THREADS" --key_size=16 --value_size="$VALUE_SIZE" --compression_ratio=0.5
   --bloom_bits=10 --cache_size=33554432 --block_size=4096
   --write_buffer_size=67108864 --max_write_buffer_number=2
   --target_file_size_base=67108864 --max_bytes_for_level_base=268435456
@@ -91,10 +96,10 @@ for comp in "${COMP_LIST[@]}"; do
   done
 done
 
-python3 - "$LOGS" "$RUNS" "$BENCHMARKS" "$COMPRESSIONS" <<'PY'
+python3 - "$LOGS" "$RUNS" "$BENCHMARKS" "$COMPRESSIONS" "$VALUE_SIZE" <<'PY'
 import re, statistics, sys
 logs, runs, benches, comps = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(","), sys.argv[4].split(",")
-ENTRY_BYTES = 16 + 100  # --key_size + --value_size, as passed to both tools above
+ENTRY_BYTES = 16 + int(sys.argv[5])  # --key_size + --value_size, as passed to both tools above
 WRITE_BENCHMARKS = {"fillseq", "fillrandom", "fillsync", "overwrite"}
 
 def parse(path, bench):
@@ -109,7 +114,7 @@ def parse(path, bench):
         return int(c.group(1)) if c else 0
     # Write amplification, computed the same way for both tools: table bytes written by
     # flushes and compactions over the key and value bytes the benchmark put (its operation
-    # count times 16 + 100 bytes). The engines' own "bytes written" counters differ
+    # count times 16 + --value_size bytes). The engines' own "bytes written" counters differ
     # (RocksDB counts write-batch framing), so neither is used.
     ops = re.search(r"(\d+) operations;", text[m.start():])
     user = int(ops.group(1)) * ENTRY_BYTES if ops and bench in WRITE_BENCHMARKS else 0
