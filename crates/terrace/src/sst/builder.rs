@@ -64,6 +64,9 @@ pub struct SstBuilder {
     last_key: Vec<u8>,
     first_key: Vec<u8>,
     filter_hashes: Vec<u64>,
+    /// Write the whole-bit-array filter of older tables (tests of reading them).
+    #[cfg(test)]
+    pub(crate) whole_filter: bool,
     tombstones: Vec<RangeTombstone>,
     props: Properties,
     scratch: Vec<u8>,
@@ -85,6 +88,8 @@ impl SstBuilder {
             last_key: Vec::new(),
             first_key: Vec::new(),
             filter_hashes: Vec::new(),
+            #[cfg(test)]
+            whole_filter: false,
             tombstones: Vec::new(),
             props: Properties {
                 smallest_seq: MAX_SEQ,
@@ -250,10 +255,10 @@ impl SstBuilder {
         let mut meta: Vec<(&'static [u8], BlockHandle)> = Vec::new();
 
         if self.opts.bloom_bits_per_key > 0 && !self.filter_hashes.is_empty() {
-            let filter = build_filter(&self.filter_hashes, self.opts.bloom_bits_per_key);
+            let (name, filter) = self.filter_block();
             let h = self.write_stored(&filter, TYPE_NONE)?;
             self.props.filter_size = h.size + BLOCK_TRAILER_LEN as u64;
-            meta.push((META_FILTER, h));
+            meta.push((name, h));
         }
 
         self.tombstones.sort_by(|a, b| {
@@ -318,6 +323,21 @@ impl SstBuilder {
             num_range_deletions: self.props.num_range_deletions,
             file_checksum: self.file_crc,
         })
+    }
+
+    /// The filter block and its metaindex name.
+    fn filter_block(&self) -> (&'static [u8], Vec<u8>) {
+        #[cfg(test)]
+        if self.whole_filter {
+            return (
+                super::format::META_FILTER_WHOLE,
+                super::bloom::build_whole_filter(&self.filter_hashes, self.opts.bloom_bits_per_key),
+            );
+        }
+        (
+            META_FILTER,
+            build_filter(&self.filter_hashes, self.opts.bloom_bits_per_key),
+        )
     }
 
     /// The file bounds: point keys widened by tombstone starts and end sentinels.

@@ -20,8 +20,10 @@ pub(crate) const BLOCK_TRAILER_LEN: usize = 5;
 /// Size of the footer at the end of the file.
 pub(crate) const FOOTER_LEN: usize = 48;
 
-/// Metaindex name of the bloom filter block.
-pub(crate) const META_FILTER: &[u8] = b"terrace.filter.bloom";
+/// Metaindex name of the (blocked) bloom filter block, the one the builder writes.
+pub(crate) const META_FILTER: &[u8] = b"terrace.filter.blocked";
+/// Metaindex name of the whole-bit-array bloom filter of tables written before.
+pub(crate) const META_FILTER_WHOLE: &[u8] = b"terrace.filter.bloom";
 /// Metaindex name of the properties block.
 pub(crate) const META_PROPERTIES: &[u8] = b"terrace.properties";
 /// Metaindex name of the range-deletion block.

@@ -16,7 +16,8 @@ use super::block_iter::{Block, BlockIter};
 use super::bloom::BloomFilter;
 use super::compress::decode_block;
 use super::format::{
-    BlockHandle, Footer, FOOTER_LEN, META_FILTER, META_PROPERTIES, META_RANGE_DEL,
+    BlockHandle, Footer, FOOTER_LEN, META_FILTER, META_FILTER_WHOLE, META_PROPERTIES,
+    META_RANGE_DEL,
 };
 use super::index_search::IndexSearch;
 use super::properties::Properties;
@@ -107,6 +108,12 @@ impl SstReader {
                     let b = r.read_uncached(handle, class)?;
                     r.filter =
                         Some(BloomFilter::decode(b).map_err(|e| r.corrupt(handle.offset, e))?);
+                }
+                META_FILTER_WHOLE => {
+                    let b = r.read_uncached(handle, class)?;
+                    r.filter = Some(
+                        BloomFilter::decode_whole(b).map_err(|e| r.corrupt(handle.offset, e))?,
+                    );
                 }
                 META_PROPERTIES => {
                     let b = r.read_uncached(handle, class)?;

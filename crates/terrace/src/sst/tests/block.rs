@@ -3,7 +3,7 @@ use bytes::Bytes;
 use super::*;
 use crate::sst::block_builder::BlockBuilder;
 use crate::sst::block_iter::{Block, BlockIter};
-use crate::sst::bloom::{build_filter, key_hash, BloomFilter};
+use crate::sst::bloom::{build_filter, build_whole_filter, key_hash, BloomFilter};
 use crate::sst::builder::{separator, successor};
 use crate::sst::compress::{block_trailer, compress_block, decode_block, TYPE_NONE};
 use crate::sst::format::{BlockHandle, Footer, FORMAT_VERSION};
@@ -197,6 +197,42 @@ fn bloom_false_positive_rate_is_about_one_percent() {
     assert!(f.may_contain(b"x"));
     assert!(BloomFilter::decode(Bytes::from_static(&[0, 0, 0])).is_err());
     assert!(BloomFilter::decode(Bytes::new()).is_err());
+    // A blocked filter is whole 64-byte lines and a probe count.
+    let mut partial = build_filter(&hashes, 10);
+    partial.remove(0);
+    assert!(BloomFilter::decode(Bytes::from(partial)).is_err());
+    let mut bad_k = build_filter(&hashes, 10);
+    if let Some(k) = bad_k.last_mut() {
+        *k = 0;
+    }
+    assert!(BloomFilter::decode(Bytes::from(bad_k)).is_err());
+}
+
+#[test]
+fn blocked_filter_probes_stay_in_one_line_and_whole_filters_still_answer() {
+    let hashes: Vec<u64> = (0..5_000)
+        .map(|i| key_hash(format!("present-{i}").as_bytes()))
+        .collect();
+    let block = build_filter(&hashes, 10);
+    assert_eq!((block.len() - 1) % 64, 0);
+    assert_eq!(block.last(), Some(&7));
+    // Each key sets bits in one 64-byte line only: a filter of one key has one line set.
+    let one = build_filter(&[key_hash(b"k")], 10);
+    let lines_set = one[..one.len() - 1]
+        .chunks(64)
+        .filter(|l| l.iter().any(|b| *b != 0))
+        .count();
+    assert_eq!(lines_set, 1);
+    // The older layout decodes with its own decoder and answers as it did.
+    let whole = BloomFilter::decode_whole(Bytes::from(build_whole_filter(&hashes, 10))).unwrap();
+    for i in 0..5_000 {
+        assert!(whole.may_contain(format!("present-{i}").as_bytes()));
+    }
+    let fp = (0..5_000)
+        .filter(|i| whole.may_contain(format!("absent-{i}").as_bytes()))
+        .count();
+    assert!(fp < 150, "{fp}");
+    assert!(BloomFilter::decode_whole(Bytes::from_static(&[7])).is_err());
 }
 
 #[test]

@@ -322,6 +322,35 @@ fn bloom_filter_of_a_table() {
 }
 
 #[test]
+fn a_table_with_the_older_whole_filter_still_filters() {
+    let entries = sample_entries(3000);
+    let (mut b, buf) = new_builder(small_opts(Compression::None));
+    b.whole_filter = true;
+    for (k, v) in &entries {
+        b.add(k, v).unwrap();
+    }
+    b.finish().unwrap();
+    let bytes = buf.bytes();
+    let needle = crate::sst::format::META_FILTER_WHOLE;
+    assert!(
+        bytes.windows(needle.len()).any(|w| w == needle),
+        "named as before"
+    );
+    let r = open_mem(bytes, None).unwrap();
+    for (k, v) in &entries {
+        assert!(r.may_contain(key::user_key(k)));
+        let at = seek_key(key::user_key(k), key::seq_of(k));
+        let got = r.get(&at, IoClass::Foreground, true);
+        let got = got.unwrap().map(|(_, v)| v.to_vec());
+        assert_eq!(got.as_deref(), Some(v.as_slice()));
+    }
+    let fp = (0..3000)
+        .filter(|i| r.may_contain(format!("key{:06}", i * 2 + 1).as_bytes()))
+        .count();
+    assert!(fp < 90, "{fp} false positives in 3000");
+}
+
+#[test]
 fn options_carry_over() {
     let o = crate::Options {
         block_size: 1234,
@@ -371,7 +400,17 @@ fn table_bytes_match_the_format_before_the_shared_integer_coding() {
         end: b"key000200".to_vec(),
         seq: 1 << 33,
     }];
-    let (bytes, _) = build(&entries, &tombstones, small_opts(Compression::None));
+    // With the filter layout of that time (the blocked filter came later).
+    let (mut b, buf) = new_builder(small_opts(Compression::None));
+    b.whole_filter = true;
+    for (k, v) in &entries {
+        b.add(k, v).unwrap();
+    }
+    for t in &tombstones {
+        b.add_range_tombstone(t);
+    }
+    b.finish().unwrap();
+    let bytes = buf.bytes();
     assert_eq!((bytes.len(), crc32c::crc32c(&bytes)), (21_896, 0x1bdd_7c5c));
     let r = Arc::new(open_mem(bytes, None).unwrap());
     let mut it = r.iter(IoClass::Foreground, false);
