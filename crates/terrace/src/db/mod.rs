@@ -20,7 +20,7 @@ mod resume;
 mod rewrite;
 mod snapshot;
 mod stats;
-mod write;
+pub(crate) mod write;
 mod write_delay;
 
 use std::collections::{HashSet, VecDeque};

@@ -187,7 +187,16 @@ impl DbInner {
             }
             super::stats::add(&self.counters.wal_bytes, batch.data().len() as u64);
         }
-        let user_bytes = insert_into_memtable(&sv.mem, batch, first_seq)?;
+        let user_bytes = match insert_into_memtable(&sv.mem, batch, first_seq) {
+            Ok(b) => b,
+            Err(e) => {
+                // The log holds the group but the memtable does not: no write may follow
+                // (their sequence numbers would repeat the group's).
+                let mut st = self.state.lock();
+                self.set_bg_error(&mut st, e.clone());
+                return Err(e);
+            }
+        };
         super::stats::add(&self.counters.user_bytes, user_bytes);
         self.last_seq
             .store(first_seq + count - 1, Ordering::Release);
@@ -225,7 +234,13 @@ impl DbInner {
                     "an external write without its persist step".into(),
                 )),
             };
-            let r = persisted.and_then(|()| insert_into_memtable(&sv.mem, &batch, seq));
+            let r = persisted.and_then(|()| {
+                insert_into_memtable(&sv.mem, &batch, seq).inspect_err(|e| {
+                    // Persisted but not applied: stop all writes, as for a log failure.
+                    let mut st = self.state.lock();
+                    self.set_bg_error(&mut st, e.clone());
+                })
+            });
             results.push(r.map(|user_bytes| {
                 super::stats::add(&self.counters.user_bytes, user_bytes);
                 seq
@@ -297,7 +312,9 @@ impl DbInner {
                     continue;
                 }
             }
-            if st.mem.approximate_memory_usage() < self.opts.write_buffer_size {
+            if st.mem.approximate_memory_usage() < self.opts.write_buffer_size
+                && !st.mem.is_nearly_full()
+            {
                 return Ok(());
             }
             if st.imms.len() + 1 >= self.opts.max_write_buffer_number
@@ -387,7 +404,7 @@ pub(crate) fn insert_into_memtable(
             mem.add(seq, kind, key, value);
             bytes += (key.len() + value.len()) as u64;
         }
-        return Ok(bytes);
+        return inserted(mem, bytes);
     }
     let mut writes = Vec::with_capacity(batch.count() as usize);
     for (seq, op) in (first_seq..).zip(batch.iter()) {
@@ -398,6 +415,16 @@ pub(crate) fn insert_into_memtable(
         writes.push((seq, kind, key, value));
     }
     mem.add_batch(&writes);
+    inserted(mem, bytes)
+}
+
+/// `Ok(bytes)` unless the memtable could not store an entry.
+fn inserted(mem: &MemTable, bytes: u64) -> Result<u64> {
+    if mem.insert_failed() {
+        return Err(Error::Internal(
+            "memtable full: its node arena ran out of block slots or memory".into(),
+        ));
+    }
     Ok(bytes)
 }
 

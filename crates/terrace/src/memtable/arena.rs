@@ -21,7 +21,7 @@
 
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
@@ -105,8 +105,9 @@ pub(super) struct Cursor {
 }
 
 impl Cursor {
-    /// The cursor of `arena`. Make one per arena: the reservations of two cursors of one
-    /// arena never overlap (the second finds the slots taken and reserves nothing).
+    /// The cursor of `arena`. Make one per arena. A cursor cuts reservations only from
+    /// blocks whose slot it filled itself (`install` fails on a filled slot), so two
+    /// cursors of one arena never hand out overlapping bytes.
     pub(super) fn new(arena: &Arena) -> Self {
         Cursor {
             arena: arena.id,
@@ -123,6 +124,8 @@ impl Cursor {
 pub(super) struct Arena {
     /// Tells this arena's cursors from others'.
     id: u64,
+    /// Block slots claimed so far (the writer's count, read by anyone).
+    claimed: AtomicUsize,
     /// A fixed-size array, so that indexing by `handle >> BLOCK_UNIT_BITS` needs no check.
     slots: Box<[OnceLock<Slot>; SLOTS]>,
 }
@@ -135,8 +138,21 @@ impl Arena {
     pub(super) fn new() -> Self {
         Arena {
             id: NEXT_ARENA.fetch_add(1, Ordering::Relaxed),
+            claimed: AtomicUsize::new(0),
             slots: empty_slots(),
         }
+    }
+
+    /// Block slots not yet claimed: each new block takes one (ordinary blocks hold up to
+    /// 8 MiB of nodes, an entry over 1 MiB takes one of its own).
+    pub(super) fn slots_left(&self) -> usize {
+        SLOTS.saturating_sub(self.claimed.load(Ordering::Relaxed))
+    }
+
+    /// Blocks allocated.
+    #[cfg(test)]
+    pub(super) fn blocks(&self) -> usize {
+        self.slots.iter().filter(|s| s.get().is_some()).count()
     }
 
     /// Bytes allocated to blocks (not yet all used).
@@ -163,9 +179,12 @@ impl Arena {
             return None;
         }
         let (handle, base) = if size > OWN_BLOCK_ABOVE {
+            // Only the block's first byte is ever addressed, so one slot holds it whatever
+            // its size.
             let slot = cursor.next_slot;
             let block = self.install(slot, size)?;
-            cursor.next_slot = slot.checked_add(size.div_ceil(BLOCK_SPAN))?;
+            cursor.next_slot = slot.checked_add(1)?;
+            self.claimed.store(cursor.next_slot, Ordering::Relaxed);
             (handle(slot, 0)?, block.as_ptr())
         } else {
             if cursor.slot.is_none() || cursor.used + size > cursor.len {
@@ -173,6 +192,7 @@ impl Arena {
                 let len = cursor.next_len.max(size);
                 self.install(slot, len)?;
                 cursor.next_slot = slot.checked_add(1)?;
+                self.claimed.store(cursor.next_slot, Ordering::Relaxed);
                 cursor.next_len = (cursor.next_len * 2).min(BLOCK_SPAN);
                 cursor.slot = Some(slot);
                 cursor.used = 0;
@@ -189,10 +209,11 @@ impl Arena {
             })
         };
         // SAFETY: `base .. base + size` lies inside one block (above), zeroed at
-        // allocation and never handed out before: this arena's cursor only moves forward
-        // within blocks it installed itself (a second cursor of the arena finds every slot
-        // it tries taken), so no other reservation, and no published node (which readers
-        // may reference), overlaps it. The block stays allocated while the arena lives, which `&self` outlives.
+        // allocation and never handed out before: this cursor cuts only from blocks whose
+        // slot it filled itself (`install` fails on a filled slot) and only moves forward,
+        // so no other reservation, and no published node (which readers may reference),
+        // overlaps it. The block stays allocated as long as the arena, which outlives the
+        // returned borrow of `&self`.
         Some((handle, unsafe {
             std::slice::from_raw_parts_mut(base, size)
         }))

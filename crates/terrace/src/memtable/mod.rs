@@ -18,7 +18,7 @@ mod arena;
 mod iter;
 mod skiplist;
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -37,10 +37,12 @@ pub use iter::MemTableIterator;
 /// Bytes charged per range tombstone on top of its start and end keys.
 pub const TOMBSTONE_OVERHEAD_BYTES: usize = 64;
 
-/// Buffer bytes per point-index slot: a slot for every 64 bytes keeps the table under
-/// half full for entries of 128 bytes or more (a node takes its key and value plus about
-/// 30 bytes). Smaller entries may fill it; it then gives up and reads search the list.
-const INDEX_BYTES_PER_SLOT: usize = 64;
+/// Buffer bytes per point-index slot (8 bytes each, charged as memtable memory): a slot
+/// for every 96 bytes keeps the table under three quarters full for nodes of 128 bytes or
+/// more (a node takes its key and value plus about 30 bytes: a 16-byte key with a
+/// 100-byte value fills it to about 60%). With smaller entries the last new keys of a full
+/// memtable go unindexed, and a point read that misses the index then searches the list.
+const INDEX_BYTES_PER_SLOT: usize = 96;
 
 /// A point entry found by [`MemTable::get`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,6 +68,8 @@ pub struct MemTable {
     tombstones: RwLock<Tombstones>,
     /// Bytes charged for range tombstones (point entries are the skiplist's nodes).
     tombstone_bytes: AtomicUsize,
+    /// Set when an entry could not be added (see [`MemTable::insert_failed`]).
+    insert_failed: AtomicBool,
     entries: AtomicUsize,
     largest_seq: AtomicU64,
 }
@@ -108,6 +112,7 @@ impl MemTable {
             list,
             tombstones: RwLock::default(),
             tombstone_bytes: AtomicUsize::new(0),
+            insert_failed: AtomicBool::new(false),
             entries: AtomicUsize::new(0),
             largest_seq: AtomicU64::new(0),
         }
@@ -136,9 +141,12 @@ impl MemTable {
             ValueType::Value | ValueType::Deletion => {
                 let trailer = pack_trailer(seq, kind as u8);
                 if !self.list.insert(user_key, trailer, value) {
-                    // 2^32 - 1 entries: the node arena is full, which needs hundreds of
-                    // gigabytes of memtable first.
+                    // The node arena is out of block slots (or memory): the write path
+                    // switches memtables before that (`is_nearly_full`), so only one
+                    // group of very large entries can get here. It must not pass
+                    // silently: `insert_failed` reports it.
                     tracing::error!(seq, "memtable full: entry not added");
+                    self.insert_failed.store(true, Ordering::Release);
                     return;
                 }
             }
@@ -186,6 +194,7 @@ impl MemTable {
         }
         if !self.list.insert_sorted(&points) {
             tracing::error!("memtable full: entries not added");
+            self.insert_failed.store(true, Ordering::Release);
             return;
         }
         self.entries.fetch_add(points.len(), Ordering::Relaxed);
@@ -272,6 +281,20 @@ impl MemTable {
         self.list.node_bytes()
             + self.list.index_bytes()
             + self.tombstone_bytes.load(Ordering::Relaxed)
+    }
+
+    /// True if some `add` could not store its entry (the node arena ran out of block
+    /// slots or memory). The entry is not in the memtable: the caller must treat the
+    /// write as failed.
+    pub fn insert_failed(&self) -> bool {
+        self.insert_failed.load(Ordering::Acquire)
+    }
+
+    /// True when the node arena is close to its limit of block slots, whatever the bytes
+    /// charged: the memtable should be switched before it takes more. (Each entry over
+    /// 1 MiB takes a slot; ordinary blocks hold 8 MiB of nodes.)
+    pub fn is_nearly_full(&self) -> bool {
+        self.list.nearly_full()
     }
 
     /// Number of entries added: point entries and range tombstones.

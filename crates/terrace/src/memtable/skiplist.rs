@@ -32,6 +32,9 @@ mod index;
 mod node;
 pub(super) use batch::SortedEntry;
 
+/// Block slots kept in reserve: below this many the list reports itself nearly full.
+const FULL_RESERVE_SLOTS: usize = 64;
+
 /// Most links a node can have.
 pub(super) const MAX_HEIGHT: usize = 12;
 /// The head's handle (the arena's first bytes).
@@ -71,6 +74,9 @@ pub(super) struct SkipList {
     arena: Arena,
     /// Bytes of the nodes added (the writer's count).
     node_bytes: AtomicUsize,
+    /// Tests: refuse every insert, as a full arena does.
+    #[cfg(test)]
+    pub(super) refuse: std::sync::atomic::AtomicBool,
     /// Each key's newest node, for point reads (`skiplist/index.rs`); optional.
     index: Option<PointIndex>,
     /// Height of the tallest node; readers may see it before the links it allows.
@@ -94,6 +100,8 @@ impl SkipList {
         let list = SkipList {
             arena,
             node_bytes: AtomicUsize::new(0),
+            #[cfg(test)]
+            refuse: std::sync::atomic::AtomicBool::new(false),
             index,
             height: AtomicUsize::new(1),
             writer: Mutex::new(Writer {
@@ -118,6 +126,10 @@ impl SkipList {
         trailer: u64,
         value: &[u8],
     ) -> Option<u32> {
+        #[cfg(test)]
+        if self.refuse.load(AtomicOrdering::Relaxed) {
+            return None;
+        }
         let size = node::size(next.len(), user.len(), value.len())?;
         let (handle, dst) = self.arena.alloc(&mut w.cursor, size)?;
         node::write(dst, next, user, trailer, value)?;
@@ -146,6 +158,12 @@ impl SkipList {
         } else {
             self.node_at(i)
         }
+    }
+
+    /// Whether the arena is close to running out of block slots: the memtable should be
+    /// switched before it takes more (each entry over 1 MiB takes a slot of its own).
+    pub(super) fn nearly_full(&self) -> bool {
+        self.arena.slots_left() < FULL_RESERVE_SLOTS
     }
 
     /// Bytes of the nodes added, the head included.
@@ -192,6 +210,11 @@ impl SkipList {
     /// value is replaced. Returns false only if the arena is full (2^32 - 1 entries).
     pub(super) fn insert(&self, user: &[u8], trailer: u64, value: &[u8]) -> bool {
         let mut w = self.writer.lock();
+        if self.head().is_none() {
+            // The head could not be allocated: the list takes nothing (the next node would
+            // land at the head's handle).
+            return false;
+        }
         let mut prev = [HEAD; MAX_HEIGHT];
         let target = Target::new(user, trailer);
         let found = self.search_ge(&target, Some(&mut prev));
@@ -264,7 +287,7 @@ impl SkipList {
 
     /// What [`SkipList::find_ge`] returns for `(user, trailer)` if it is a node of
     /// `user` ([`NIL`] otherwise), found through the point index; `None` when the index
-    /// cannot tell (there is none, or it gave up).
+    /// cannot tell (there is none, or it is incomplete and the key is not in it).
     pub(super) fn find_indexed(&self, user: &[u8], trailer: u64) -> Option<u32> {
         match self.index.as_ref()?.lookup(user, |n| self.holds(n, user)) {
             Probe::Unknown => None,

@@ -404,3 +404,32 @@ fn readers_see_whole_entries_while_one_writer_adds() {
     });
     assert_eq!(scan(&mut m.iter()).len() as u64, N);
 }
+
+#[test]
+fn an_entry_the_arena_refuses_is_reported_not_dropped_silently() {
+    let m = MemTable::new();
+    m.add(1, ValueType::Value, b"a", b"1");
+    assert!(!m.insert_failed());
+    assert!(!m.is_nearly_full());
+    m.list
+        .refuse
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    m.add(2, ValueType::Value, b"b", b"2");
+    assert!(m.insert_failed());
+    assert_eq!(m.get(b"b", MAX_SEQ), None);
+    let writes: Vec<(SeqNo, ValueType, &[u8], &[u8])> = vec![
+        (3, ValueType::Value, b"c", b"3"),
+        (4, ValueType::Value, b"d", b"4"),
+    ];
+    let m2 = MemTable::new();
+    m2.list
+        .refuse
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    m2.add_batch(&writes);
+    assert!(m2.insert_failed());
+    // The write path turns it into an error.
+    let mut batch = crate::batch::WriteBatch::new();
+    batch.put(b"e", b"5");
+    let r = crate::db::write::insert_into_memtable(&m2, &batch, 5);
+    assert!(matches!(r, Err(crate::Error::Internal(_))), "{r:?}");
+}

@@ -32,6 +32,9 @@ impl SkipList {
     /// entries before that point were added).
     pub(in crate::memtable) fn insert_sorted(&self, entries: &[SortedEntry<'_>]) -> bool {
         let mut w = self.writer.lock();
+        if self.head().is_none() {
+            return false;
+        }
         // The last node linked at each level and the entry it holds.
         let mut last: [Option<(u32, usize)>; MAX_HEIGHT] = [None; MAX_HEIGHT];
         let targets: Vec<Target<'_>> = entries

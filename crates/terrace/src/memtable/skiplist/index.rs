@@ -4,17 +4,20 @@
 //!
 //! Owns: the table. A slot is an `AtomicU64`: a 32-bit fingerprint of the key's hash
 //! above the node's index, 0 when empty (node 0 is the head, never indexed). Open
-//! addressing with linear probing; nothing is ever removed. The capacity is fixed when
-//! the memtable is made, a power of two, allocated in chunks on first use. Once the
-//! table is three quarters full, or an insert finds no slot within [`MAX_PROBES`], the
-//! index gives up for good and every lookup answers [`Probe::Unknown`]: search the list.
+//! addressing with linear probing from a home slot picked by a multiply-shift of the
+//! hash (so any capacity works, not only powers of two); nothing is ever removed. The
+//! capacity is fixed when the memtable is made, allocated in chunks on first use. Once
+//! the table is three quarters full, or an insert finds no slot within [`MAX_PROBES`],
+//! the index is incomplete: keys already in it keep moving to their newest node, new keys
+//! are not added, and a lookup that does not find its key answers [`Probe::Unknown`]
+//! (search the list) instead of [`Probe::Absent`].
 //! Must not touch: the list; the skiplist says which node is a key's newest and checks
 //! that a node holds a key.
 //! Concurrency: one writer (the skiplist's, under its lock), lock-free readers. The
-//! writer stores a node's index only after linking the node, and gives up (a `Release`
-//! store) before the write that could not be indexed is published; a reader that can
-//! see that write therefore sees the index give up, and one that cannot does not need
-//! it. A key's slot only ever moves to newer nodes of the key, so a reader at an older
+//! writer stores a node's index only after linking the node, and marks the index
+//! incomplete (a `Release` store) before the write that could not be indexed is
+//! published; a reader that can see that write therefore sees the mark, and one that
+//! cannot does not need it. A key's slot only ever moves to newer nodes of the key, so a reader at an older
 //! snapshot walks from the indexed node to older ones.
 
 use std::hash::{BuildHasher, RandomState};
@@ -42,9 +45,10 @@ pub(super) struct PointIndex {
     chunks: Box<[OnceLock<Box<[AtomicU64]>>]>,
     /// Slots per chunk: [`CHUNK_SLOTS`], or all of them in a smaller table.
     chunk_slots: usize,
-    mask: u64,
+    slots: u64,
     hasher: RandomState,
-    gave_up: AtomicBool,
+    /// Set once a new key could not be added: a miss no longer proves absence.
+    incomplete: AtomicBool,
     /// Slots in use (the writer's count).
     used: AtomicUsize,
     /// Bytes of chunks allocated.
@@ -52,16 +56,18 @@ pub(super) struct PointIndex {
 }
 
 impl PointIndex {
-    /// An index of at least `slots` slots (rounded up to a power of two, at least 8).
+    /// An index of `slots` slots (at least 8).
     pub(super) fn new(slots: usize) -> Self {
-        let slots = slots.max(8).next_power_of_two();
+        let slots = slots.max(8);
         let chunk_slots = slots.min(CHUNK_SLOTS);
         PointIndex {
-            chunks: (0..slots / chunk_slots).map(|_| OnceLock::new()).collect(),
+            chunks: (0..slots.div_ceil(chunk_slots))
+                .map(|_| OnceLock::new())
+                .collect(),
             chunk_slots,
-            mask: (slots - 1) as u64,
+            slots: slots as u64,
             hasher: RandomState::new(),
-            gave_up: AtomicBool::new(false),
+            incomplete: AtomicBool::new(false),
             used: AtomicUsize::new(0),
             bytes: AtomicUsize::new(0),
         }
@@ -73,17 +79,20 @@ impl PointIndex {
     }
 
     fn slots(&self) -> usize {
-        self.mask as usize + 1
+        self.slots as usize
     }
 
     /// The home slot and fingerprint of `key`.
     fn hash(&self, key: &[u8]) -> (u64, u64) {
         let h = self.hasher.hash_one(key);
-        (h & self.mask, h >> 32)
+        (
+            ((u128::from(h) * u128::from(self.slots)) >> 64) as u64,
+            h & 0xffff_ffff,
+        )
     }
 
     fn slot(&self, i: u64) -> Option<&AtomicU64> {
-        let i = (i & self.mask) as usize;
+        let i = (i % self.slots) as usize;
         self.chunks
             .get(i / self.chunk_slots)?
             .get()?
@@ -92,7 +101,7 @@ impl PointIndex {
 
     /// The slot, allocating its chunk (the writer's call).
     fn slot_alloc(&self, i: u64) -> Option<&AtomicU64> {
-        let i = (i & self.mask) as usize;
+        let i = (i % self.slots) as usize;
         let cell = self.chunks.get(i / self.chunk_slots)?;
         if cell.get().is_none() {
             let chunk: Box<[AtomicU64]> =
@@ -109,14 +118,17 @@ impl PointIndex {
 
     /// The node of `key`'s newest entry; `holds(n)` says whether node `n` holds `key`.
     pub(super) fn lookup(&self, key: &[u8], holds: impl Fn(u32) -> bool) -> Probe {
-        if self.gave_up.load(Ordering::Acquire) {
-            return Probe::Unknown;
-        }
         let (home, fp) = self.hash(key);
         for i in (0..MAX_PROBES as u64).map(|p| home + p) {
             let v = self.slot(i).map_or(0, |s| s.load(Ordering::Acquire));
             if v == 0 {
-                return Probe::Absent;
+                // Keys are added before any empty slot of their probe sequence, and none
+                // is removed: an empty slot ends the search unless new keys went unadded.
+                return if self.incomplete.load(Ordering::Acquire) {
+                    Probe::Unknown
+                } else {
+                    Probe::Absent
+                };
             }
             let node = v as u32;
             if v >> 32 == fp && holds(node) {
@@ -128,9 +140,6 @@ impl PointIndex {
 
     /// Records `node` as `key`'s newest entry (the writer's call, after linking it).
     pub(super) fn insert(&self, key: &[u8], node: u32, holds: impl Fn(u32) -> bool) {
-        if self.gave_up.load(Ordering::Relaxed) {
-            return;
-        }
         let (home, fp) = self.hash(key);
         let entry = fp << 32 | u64::from(node);
         let full = self.used.load(Ordering::Relaxed) >= self.slots() / 4 * 3;
@@ -140,6 +149,7 @@ impl PointIndex {
             };
             let v = slot.load(Ordering::Relaxed);
             if v == 0 {
+                // A key already in the table is found before its first empty slot.
                 if full {
                     break;
                 }
@@ -152,6 +162,7 @@ impl PointIndex {
                 return;
             }
         }
-        self.gave_up.store(true, Ordering::Release);
+        // A new key that could not be added: lookups that miss must search the list.
+        self.incomplete.store(true, Ordering::Release);
     }
 }

@@ -77,10 +77,12 @@ pub(super) fn write(
 /// The node at handle `h` of `arena`, the head included; `None` if no block holds `h`
 /// or its header does not fit there.
 ///
-/// Handles come only from links, the point index and iterators, which hold handles of
-/// nodes written by [`write`] and published (or the head, written before the list was
-/// shared), so the bytes at `h` are a whole node that no one writes except through its
-/// atomic fields.
+/// Precondition (why this is a safe function): `h` must be the handle of a node written
+/// by [`write`] and published. The skiplist passes only handles it loaded from links,
+/// the point index or iterators, which hold nothing else (or the head, written before
+/// the list was shared, and absent if it could not be allocated), so the bytes at `h`
+/// are a whole node that no one writes except through its atomic fields. The bounds
+/// checks below keep any other handle inside the block.
 #[inline]
 pub(super) fn at(arena: &Arena, h: u32) -> Option<Node<'_>> {
     let (ptr, room) = arena.at(h)?;
@@ -88,9 +90,10 @@ pub(super) fn at(arena: &Arena, h: u32) -> Option<Node<'_>> {
         return None;
     }
     let p = ptr.as_ptr();
-    // SAFETY: the header's 16 bytes are inside the block (`room`), were written before the
-    // node was published (see above) and are never written again; the u32 fields are
-    // 4-aligned (nodes start 8-aligned).
+    // SAFETY: the header's first 12 bytes (height, key and value lengths; `replaced_by`
+    // at 12..16 is only touched atomically) are inside the block (`room`), were written
+    // before the node was published (see above) and are never written again; the u32
+    // fields are 4-aligned (nodes start 8-aligned).
     let (height, user_len, value_len) = unsafe {
         (
             usize::from(p.read()),

@@ -22,7 +22,7 @@ fn forward(l: &SkipList) -> Vec<Vec<u8>> {
 }
 
 #[test]
-fn point_index_finds_newest_entries_and_gives_up_when_full() {
+fn point_index_finds_newest_entries_and_stops_proving_absence_when_full() {
     let l = SkipList::with_index(8);
     assert_eq!(l.find_indexed(b"a", u64::MAX), Some(NIL));
     assert!(l.insert(b"a", crate::key::pack_trailer(5, 1), b"5"));
@@ -35,11 +35,27 @@ fn point_index_finds_newest_entries_and_gives_up_when_full() {
     assert_eq!(at(5).map(value), Some(Some(b"5".to_vec())));
     assert_eq!(at(4), Some(NIL));
     assert_eq!(l.find_indexed(b"b", u64::MAX), Some(NIL));
-    // Eight slots hold six keys; the index then stops answering.
+    // Eight slots take six keys; the others go unindexed.
     for k in 0..10u8 {
         assert!(l.insert(&[b'k', k], 1 << 8, b""));
     }
-    assert_eq!(l.find_indexed(b"a", u64::MAX), None);
+    // Keys in the table still answer, and follow their newer entries.
+    assert!(l.insert(b"a", crate::key::pack_trailer(11, 1), b"11"));
+    assert_eq!(at(100).map(value), Some(Some(b"11".to_vec())));
+    // A key not in the table is no longer proved absent: search the list.
+    let unindexed = (0..10u8)
+        .filter(|k| l.find_indexed(&[b'k', *k], u64::MAX).is_none())
+        .count();
+    assert!(unindexed >= 5, "{unindexed}");
+    for k in 0..10u8 {
+        if let Some(n) = l.find_indexed(&[b'k', k], u64::MAX) {
+            assert_eq!(
+                l.node(n).map(|n| n.user_key().to_vec()),
+                Some(vec![b'k', k])
+            );
+        }
+    }
+    assert_eq!(l.find_indexed(b"b", u64::MAX), None);
     assert!(l.index_bytes() > 0);
 }
 
@@ -85,6 +101,8 @@ fn arena_reservations_are_disjoint_aligned_and_stay_put() {
         "no two overlap"
     );
     assert!(a.allocated_bytes() >= 60 / 9 * (3 << 20));
+    // Every block took one slot, large entries' own blocks included.
+    assert_eq!(a.slots_left(), 4096 - a.blocks());
     assert!(a.alloc(&mut c, 0).is_none());
     let mut second = Cursor::new(&a);
     assert!(a.alloc(&mut second, 8).is_none(), "its slots are taken");
