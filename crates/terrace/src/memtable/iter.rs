@@ -80,6 +80,6 @@ impl InternalIterator for MemTableIterator {
 
     fn value(&self) -> &[u8] {
         let list = &self.mem.list;
-        list.node(self.node).map_or(&[], |n| list.latest(n).value())
+        list.latest(self.node).map_or(&[], |n| n.value())
     }
 }

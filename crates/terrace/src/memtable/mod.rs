@@ -248,13 +248,7 @@ impl MemTable {
         Some(MemEntry {
             seq: trailer >> 8,
             kind: ValueType::from_u8((trailer & 0xff) as u8)?,
-            value: {
-                let latest = self.list.latest_handle(handle);
-                match self.list.node(latest) {
-                    Some(n) => self.list.value_bytes(latest, n),
-                    None => Bytes::new(),
-                }
-            },
+            value: self.list.value_bytes(handle),
         })
     }
 

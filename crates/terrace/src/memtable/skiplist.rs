@@ -171,9 +171,10 @@ impl SkipList {
         self.node_bytes.load(AtomicOrdering::Relaxed)
     }
 
-    /// The value of `node` (found at handle `i`) as shared bytes: no copy.
-    pub(super) fn value_bytes(&self, i: u32, node: Node<'_>) -> Bytes {
-        let value = node.value();
+    /// The newest value written under node `i`'s key, as shared bytes: no copy.
+    pub(super) fn value_bytes(&self, i: u32) -> Bytes {
+        let i = self.latest_handle(i);
+        let value = self.node(i).map_or(&[][..], |n| n.value());
         if value.is_empty() {
             return Bytes::new();
         }
@@ -182,9 +183,9 @@ impl SkipList {
             .unwrap_or_else(|| Bytes::copy_from_slice(value))
     }
 
-    /// The handle of the node holding the newest value written under `i`'s key.
+    /// The handle of the node holding the newest value written under node `i`'s key.
     #[inline]
-    pub(super) fn latest_handle(&self, i: u32) -> u32 {
+    fn latest_handle(&self, i: u32) -> u32 {
         let mut n = i;
         loop {
             match self.node(n).map(|node| node.replaced_by()) {
@@ -194,16 +195,10 @@ impl SkipList {
         }
     }
 
-    /// The node holding the newest value written under `node`'s key.
+    /// The node holding the newest value written under node `i`'s key.
     #[inline]
-    pub(super) fn latest<'a>(&'a self, node: Node<'a>) -> Node<'a> {
-        let mut n = node;
-        loop {
-            match self.node(n.replaced_by()) {
-                Some(r) => n = r,
-                None => return n,
-            }
-        }
+    pub(super) fn latest(&self, i: u32) -> Option<Node<'_>> {
+        self.node(self.latest_handle(i))
     }
 
     /// Adds the internal key `(user, trailer)` with `value`; if that key is present, its
@@ -235,8 +230,8 @@ impl SkipList {
         found: u32,
     ) -> Option<(u32, usize)> {
         let (user, trailer) = (target.user, target.trailer);
-        if let Some(same) = self.node(found).filter(|n| n.cmp_to(target).is_eq()) {
-            let last = self.latest(same);
+        if self.node(found).is_some_and(|n| n.cmp_to(target).is_eq()) {
+            let last = self.latest(found)?;
             let index = self.write_node(w, &[], user, trailer, value)?;
             last.set_replaced_by(index);
             return Some((index, 0));

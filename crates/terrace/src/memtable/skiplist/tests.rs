@@ -116,8 +116,8 @@ fn shared_values_outlive_the_list() {
     assert!(l.insert(b"b", 1 << 8, &big));
     let a = l.find_ge(b"a", u64::MAX, None);
     let b = l.find_ge(b"b", u64::MAX, None);
-    let va = l.value_bytes(a, l.node(a).unwrap());
-    let vb = l.value_bytes(b, l.node(b).unwrap());
+    let va = l.value_bytes(a);
+    let vb = l.value_bytes(b);
     drop(l);
     assert_eq!(&va[..], b"small value");
     assert_eq!(&vb[..], &big[..]);
@@ -146,8 +146,8 @@ fn replacing_a_value_keeps_one_entry() {
     assert!(l.insert(b"j", 5, b"j"));
     assert_eq!(forward(&l).len(), 2);
     let n = l
-        .node(l.find_ge(b"k", 5, None))
-        .map(|n| l.latest(n).value().to_vec());
+        .latest(l.find_ge(b"k", 5, None))
+        .map(|n| n.value().to_vec());
     assert_eq!(n.as_deref(), Some(&b"newest"[..]));
 }
 
@@ -267,7 +267,7 @@ proptest! {
                 prop_assert!(model.contains_key(&crate::key::InternalKey(k.clone())));
                 let after = keys.iter().find(|m| compare(m, &k).is_gt());
                 prop_assert_eq!(key_at(&l, l.next_of(cursor)), after.map(|k| k.to_vec()));
-                let value = l.node(cursor).map(|n| l.latest(n).value().to_vec());
+                let value = l.latest(cursor).map(|n| n.value().to_vec());
                 prop_assert_eq!(value.as_ref(), model.get(&crate::key::InternalKey(k)));
             }
             prop_assert_eq!(forward(&l), keys.into_iter().cloned().collect::<Vec<_>>());
@@ -316,9 +316,10 @@ proptest! {
         prop_assert_eq!(many, one);
         for k in &keys {
             let (user, t) = (crate::key::user_key(k), crate::key::trailer(k));
-            let n = l.node(l.find_ge(user, t, None));
+            let found = l.find_ge(user, t, None);
+            let n = l.node(found);
             prop_assert_eq!(n.map(|n| n.key().to_vec()), Some(k.clone()));
-            let value = n.map(|n| l.latest(n).value().to_vec());
+            let value = l.latest(found).map(|n| n.value().to_vec());
             prop_assert_eq!(value.as_ref(), model.get(&crate::key::InternalKey(k.clone())));
             let lt = keys.iter().rev().find(|m| compare(m, k).is_lt());
             prop_assert_eq!(key_at(&l, l.find_lt(user, t, false)), lt.cloned());
