@@ -104,6 +104,8 @@ pub struct Flags {
     pub max_background_jobs: usize,
     /// Key-range pieces one compaction may be split into.
     pub subcompactions: usize,
+    /// Writers of a group insert their own batches into the memtable at once.
+    pub allow_concurrent_memtable_write: bool,
     /// Sync the WAL on every write.
     pub sync: bool,
     /// Write without the WAL.
@@ -223,6 +225,7 @@ impl Default for Flags {
             block_size: 4096,
             max_background_jobs: 2,
             subcompactions: 1,
+            allow_concurrent_memtable_write: true,
             sync: false,
             disable_wal: false,
             use_existing_db: false,
@@ -272,6 +275,7 @@ const BOOL_FLAGS: &[&str] = &[
     "level_compaction_dynamic_level_bytes",
     "compaction_check",
     "boom_hybrid",
+    "allow_concurrent_memtable_write",
 ];
 
 impl Flags {
@@ -345,6 +349,7 @@ impl Flags {
             "histogram" => self.histogram = on,
             "compaction_check" => self.compaction_check = on,
             "boom_hybrid" => self.boom_hybrid = on,
+            "allow_concurrent_memtable_write" => self.allow_concurrent_memtable_write = on,
             "statistics" => self.statistics = on,
             "level_compaction_dynamic_level_bytes" => {
                 self.level_compaction_dynamic_level_bytes = on

@@ -97,6 +97,11 @@ pub struct Options {
     pub target_file_size_base: u64,
     /// Background threads running flushes.
     pub max_background_flushes: usize,
+    /// Whether the writers of a write group insert their own batches into the memtable at
+    /// once, after the leader wrote the group to the log (RocksDB's
+    /// `allow_concurrent_memtable_write`, also on by default). Off, the leader inserts
+    /// every batch of its group.
+    pub allow_concurrent_memtable_write: bool,
     /// Background threads running compactions.
     pub max_background_compactions: usize,
     /// Key-range subtasks one compaction may be cut into, run in parallel.
@@ -198,6 +203,7 @@ impl Default for Options {
             compaction_pri: CompactionPri::default(),
             target_file_size_base: 64 << 20,
             max_background_flushes: 1,
+            allow_concurrent_memtable_write: true,
             max_background_compactions: 1,
             max_subcompactions: 1,
             delayed_write_rate: 16 << 20,

@@ -34,6 +34,7 @@ Usage: terrace bench [--name=value ...]   (db_bench's flag names and defaults)
   --level0_slowdown_writes_trigger --level0_stop_writes_trigger --bloom_bits --cache_size
   --block_size --max_background_jobs --subcompactions --batch_size --seek_nexts
   --benchmark_write_rate_limit --sync --disable_wal --use_existing_db --histogram
+  --allow_concurrent_memtable_write
   --seed=N           random seeds as db_bench's: the n-th thread of the run (counted across
                      benchmarks, a *whilewriting writer first) draws from N+n, so each
                      benchmark draws fresh keys; 0 (default) takes N from the clock and

@@ -92,7 +92,7 @@ fn worker(db: &DbInner, kind: Kind) {
             Ok(true) => continue,
             // A flush waiting for level 0 to make room may get it without a signal (a
             // reader dropping the last view of deleted rows): look again now and then.
-            Ok(false) if matches!(kind, Kind::Flush) && !st.imms.is_empty() => {
+            Ok(false) if matches!(kind, Kind::Flush) && st.imms.iter().any(|i| !i.flushing) => {
                 db.bg_work.wait_for(&mut st, FLUSH_RETRY);
             }
             Ok(false) => db.bg_work.wait(&mut st),
@@ -102,10 +102,10 @@ fn worker(db: &DbInner, kind: Kind) {
 }
 
 fn run_compaction_step(db: &DbInner, st: &mut MutexGuard<'_, DbState>) -> Result<bool> {
-    // Flushes go first: while a memtable waits, a compaction thread helps if no flush runs.
-    // A flush that waits for level 0 to make room (a flush stall) leaves the thread to
-    // compact.
-    if st.imms.front().is_some_and(|i| !i.flushing) && db.run_flush(st)? {
+    // Flushes go first: while a memtable waits for a flush thread, a compaction thread
+    // flushes it (alongside a running flush where the level 0 allows it). A flush that
+    // waits for level 0 to make room (a flush stall) leaves the thread to compact.
+    if st.imms.iter().any(|i| !i.flushing) && db.run_flush(st)? {
         return Ok(true);
     }
     db.run_auto_compaction(st)

@@ -64,7 +64,17 @@ pub(crate) struct ImmMemTable {
     pub(crate) mem: Arc<MemTable>,
     /// The WAL file that holds this memtable's writes.
     pub(crate) wal_number: u64,
+    /// Taken by a flush (running, or finished and waiting for older ones to install).
     pub(crate) flushing: bool,
+    /// A finished flush waiting for the memtables before it to be installed.
+    pub(crate) built: Option<BuiltFlush>,
+}
+
+/// The output of a finished flush, not yet installed.
+pub(crate) struct BuiltFlush {
+    pub(crate) output: crate::level0::Level0Flush,
+    /// The file number reserved for it (held in `pending_outputs` until installed).
+    pub(crate) file_number: u64,
 }
 
 /// State changed by the write leader and the background threads, under `DbInner::state`.

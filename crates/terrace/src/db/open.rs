@@ -227,6 +227,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Db> {
             mem,
             wal_number,
             flushing: false,
+            built: None,
         })
         .collect();
     let sv = SuperVersion {

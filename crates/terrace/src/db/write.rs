@@ -2,8 +2,12 @@
 //!
 //! Writers queue up; the writer at the front becomes the leader, takes the queued batches
 //! (up to a size limit, never mixing WAL and no-WAL writes or pulling a sync write into a
-//! non-sync group), writes them to the WAL as one record with at most one sync, inserts
-//! them into the memtable and wakes the followers with the shared result. Writes made
+//! non-sync group), writes them to the WAL as one record with at most one sync, and has
+//! them inserted into the memtable: with `allow_concurrent_memtable_write`, each follower
+//! inserts its own batch while the leader inserts its own (the memtable takes concurrent
+//! writers), otherwise the leader inserts them all. Only when every insert is done does
+//! the leader publish the group's sequence numbers and wake the followers with the shared
+//! result. Writes made
 //! durable by an external log (`Db::write_external`) group only with each other: instead
 //! of a WAL record, each one's own `persist` runs with its sequence numbers, and each
 //! writer gets its own result (one failed persist fails only its writer).
@@ -26,6 +30,11 @@ const LONG_STOP: Duration = Duration::from_secs(1);
 use crate::memtable::MemTable;
 use crate::options::WriteOptions;
 
+/// Fewest entries the followers of a group must bring for them to insert their own
+/// batches: below it the leader inserts the group as one sorted batch, cheaper than
+/// waking the followers to do it (a wake-up takes longer than inserting a few entries).
+const CONCURRENT_MIN_ENTRIES: u64 = 16;
+
 /// Largest group a leader assembles, in batch bytes.
 const MAX_GROUP_BYTES: usize = 1 << 20;
 
@@ -44,6 +53,68 @@ struct Writer {
     /// Set by the leader: the writer's first sequence number for an external write, 0
     /// otherwise.
     result: Mutex<Option<Result<u64>>>,
+    /// Set by the leader of a concurrent insert: where to insert this writer's batch.
+    job: Mutex<Option<InsertJob>>,
+}
+
+/// A follower's share of a concurrent memtable insert.
+struct InsertJob {
+    mem: Arc<MemTable>,
+    /// The batch's first sequence number.
+    first_seq: u64,
+    group: Arc<GroupInserts>,
+}
+
+/// The inserts of one group still running, and what they found.
+struct GroupInserts {
+    state: Mutex<GroupInsertState>,
+    done: Condvar,
+}
+
+struct GroupInsertState {
+    running: usize,
+    user_bytes: u64,
+    error: Option<Error>,
+}
+
+impl GroupInserts {
+    fn new(running: usize) -> Self {
+        GroupInserts {
+            state: Mutex::new(GroupInsertState {
+                running,
+                user_bytes: 0,
+                error: None,
+            }),
+            done: Condvar::new(),
+        }
+    }
+
+    /// Records one insert's outcome.
+    fn finish(&self, r: Result<u64>) {
+        let mut st = self.state.lock();
+        match r {
+            Ok(bytes) => st.user_bytes += bytes,
+            Err(e) => {
+                st.error.get_or_insert(e);
+            }
+        }
+        st.running -= 1;
+        if st.running == 0 {
+            self.done.notify_one();
+        }
+    }
+
+    /// Waits for every insert; returns their user bytes or the first error.
+    fn wait(&self) -> Result<u64> {
+        let mut st = self.state.lock();
+        while st.running > 0 {
+            self.done.wait(&mut st);
+        }
+        match st.error.take() {
+            Some(e) => Err(e),
+            None => Ok(st.user_bytes),
+        }
+    }
 }
 
 /// Writers waiting for their batch to be committed.
@@ -79,10 +150,21 @@ impl DbInner {
             external: persist.is_some(),
             persist: Mutex::new(persist),
             result: Mutex::new(None),
+            job: Mutex::new(None),
         });
         let mut q = self.writers.queue.lock();
         q.push_back(me.clone());
         loop {
+            let job = me.job.lock().take();
+            if let Some(job) = job {
+                // The leader logged this batch and wants it inserted: do it unlocked,
+                // alongside the rest of the group, then wait for the group's result.
+                drop(q);
+                let r = insert_into_memtable(&job.mem, &me.batch.lock(), job.first_seq);
+                job.group.finish(r);
+                q = self.writers.queue.lock();
+                continue;
+            }
             if let Some(r) = me.result.lock().take() {
                 drop(q);
                 self.counters
@@ -153,6 +235,8 @@ impl DbInner {
         let first_seq = self.last_seq.load(Ordering::Acquire) + 1;
         let mut own;
         let mut combined;
+        // Entries the followers bring (none in a group of one).
+        let mut followers_entries = 0u64;
         let batch: &WriteBatch = match group {
             [single] => {
                 own = single.batch.lock();
@@ -161,8 +245,12 @@ impl DbInner {
             }
             _ => {
                 combined = WriteBatch::with_capacity(bytes);
-                for w in group {
-                    combined.append(&w.batch.lock());
+                for (i, w) in group.iter().enumerate() {
+                    let b = w.batch.lock();
+                    if i > 0 {
+                        followers_entries += u64::from(b.count());
+                    }
+                    combined.append(&b);
                 }
                 combined.set_sequence(first_seq);
                 &combined
@@ -187,7 +275,14 @@ impl DbInner {
             }
             super::stats::add(&self.counters.wal_bytes, batch.data().len() as u64);
         }
-        let user_bytes = match insert_into_memtable(&sv.mem, batch, first_seq) {
+        let inserted = if self.opts.allow_concurrent_memtable_write
+            && followers_entries >= CONCURRENT_MIN_ENTRIES
+        {
+            self.insert_concurrently(group, &sv.mem, first_seq)
+        } else {
+            insert_into_memtable(&sv.mem, batch, first_seq)
+        };
+        let user_bytes = match inserted {
             Ok(b) => b,
             Err(e) => {
                 // The log holds the group but the memtable does not: no write may follow
@@ -201,6 +296,52 @@ impl DbInner {
         self.last_seq
             .store(first_seq + count - 1, Ordering::Release);
         Ok(first_seq)
+    }
+
+    /// Has each writer of `group` insert its own batch into `mem`, the first at
+    /// `first_seq` and each next one after the previous one's numbers; returns when all
+    /// are done, with their user bytes or the first error. The caller, the leader, holds
+    /// the WAL lock, so `mem` stays the active memtable.
+    ///
+    /// The leader hands each follower a job and wakes them, inserts its own batch, then
+    /// takes back every job no follower has started (a follower still waking up would
+    /// otherwise make the whole group wait for it) and inserts those too: the group is
+    /// done no later than if the leader had inserted everything.
+    fn insert_concurrently(
+        &self,
+        group: &[Arc<Writer>],
+        mem: &Arc<MemTable>,
+        first_seq: u64,
+    ) -> Result<u64> {
+        let Some((leader, followers)) = group.split_first() else {
+            return Ok(0);
+        };
+        let inserts = Arc::new(GroupInserts::new(followers.len()));
+        let mut next = first_seq + u64::from(leader.batch.lock().count());
+        {
+            // Under the queue lock: a follower looks for its job under it before it waits.
+            let _q = self.writers.queue.lock();
+            for w in followers {
+                let seq = next;
+                next += u64::from(w.batch.lock().count());
+                *w.job.lock() = Some(InsertJob {
+                    mem: Arc::clone(mem),
+                    first_seq: seq,
+                    group: Arc::clone(&inserts),
+                });
+            }
+            self.writers.cv.notify_all();
+        }
+        let own = insert_into_memtable(mem, &leader.batch.lock(), first_seq);
+        for w in followers {
+            let job = w.job.lock().take();
+            if let Some(job) = job {
+                let r = insert_into_memtable(mem, &w.batch.lock(), job.first_seq);
+                job.group.finish(r);
+            }
+        }
+        let theirs = inserts.wait();
+        Ok(own? + theirs?)
     }
 
     /// Commits a group of external writes: each gets its sequence numbers in queue
@@ -381,6 +522,7 @@ impl DbInner {
             mem: old,
             wal_number: st.mem_wal_number,
             flushing: false,
+            built: None,
         });
         st.mem_wal_number = number;
         self.install_super_version(st);

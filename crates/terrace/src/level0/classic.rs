@@ -109,6 +109,11 @@ impl Level0 for ClassicLevel0 {
         })
     }
 
+    /// Each flush writes a table of its own and touches no shared state.
+    fn parallel_flushes(&self) -> bool {
+        true
+    }
+
     fn install(&self, tables: &Arc<Tables>, version: &Arc<Version>) -> Arc<dyn Level0View> {
         Arc::new(ClassicView {
             files: version.files(0).to_vec(),

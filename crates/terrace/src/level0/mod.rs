@@ -206,6 +206,12 @@ pub trait Level0: Send + Sync {
     /// What the write path must do now.
     fn backpressure(&self, version: &Version, settings: &Level0Settings) -> Backpressure;
 
+    /// Whether several memtables may be flushed at once (`flush` called concurrently).
+    /// Their results are installed in memtable order either way.
+    fn parallel_flushes(&self) -> bool {
+        false
+    }
+
     /// False while level 0 has no room for a memtable of `bytes`: the flush waits for a
     /// compaction to free space (a flush stall).
     fn ready_to_flush(&self, _version: &Version, _bytes: usize) -> bool {

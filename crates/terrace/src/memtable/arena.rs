@@ -9,8 +9,9 @@
 //! life and readers need no lock.
 //! Must not touch: what the bytes mean; the skiplist lays out its nodes
 //! (`skiplist/node.rs`) and publishes them.
-//! Concurrency: `Sync`. Any thread may read a published node; [`Arena::alloc`] is the
-//! writer's (the skiplist's writer lock holds a [`Cursor`]). A block is published through
+//! Concurrency: `Sync`. Any thread may read a published node. Any number of writers may
+//! allocate at once, each through its own [`Cursor`]: a cursor claims each new block slot
+//! with an atomic increment, so no two cursors ever cut from the same block. A block is published through
 //! its slot's `OnceLock` (`Release`/`Acquire`) before any handle inside it is stored
 //! anywhere a reader can load it.
 //!
@@ -98,23 +99,20 @@ pub(super) struct Cursor {
     used: usize,
     /// Its size.
     len: usize,
-    /// The next free slot.
-    next_slot: usize,
     /// The size of the next ordinary block.
     next_len: usize,
 }
 
 impl Cursor {
-    /// The cursor of `arena`. Make one per arena. A cursor cuts reservations only from
-    /// blocks whose slot it filled itself (`install` fails on a filled slot), so two
-    /// cursors of one arena never hand out overlapping bytes.
+    /// A cursor of `arena`, for one writer. A cursor cuts reservations only from blocks
+    /// whose slot it claimed itself (an atomic increment of the arena's count: each slot
+    /// is claimed once), so two cursors of one arena never hand out overlapping bytes.
     pub(super) fn new(arena: &Arena) -> Self {
         Cursor {
             arena: arena.id,
             slot: None,
             used: 0,
             len: 0,
-            next_slot: 0,
             next_len: FIRST_BLOCK,
         }
     }
@@ -124,7 +122,8 @@ impl Cursor {
 pub(super) struct Arena {
     /// Tells this arena's cursors from others'.
     id: u64,
-    /// Block slots claimed so far (the writer's count, read by anyone).
+    /// Block slots claimed so far (by any cursor; may pass the table's size when a claim
+    /// fails there).
     claimed: AtomicUsize,
     /// A fixed-size array, so that indexing by `handle >> BLOCK_UNIT_BITS` needs no check.
     slots: Box<[OnceLock<Slot>; SLOTS]>,
@@ -181,18 +180,14 @@ impl Arena {
         let (handle, base) = if size > OWN_BLOCK_ABOVE {
             // Only the block's first byte is ever addressed, so one slot holds it whatever
             // its size.
-            let slot = cursor.next_slot;
+            let slot = self.claim_slot()?;
             let block = self.install(slot, size)?;
-            cursor.next_slot = slot.checked_add(1)?;
-            self.claimed.store(cursor.next_slot, Ordering::Relaxed);
             (handle(slot, 0)?, block.as_ptr())
         } else {
             if cursor.slot.is_none() || cursor.used + size > cursor.len {
-                let slot = cursor.next_slot;
+                let slot = self.claim_slot()?;
                 let len = cursor.next_len.max(size);
                 self.install(slot, len)?;
-                cursor.next_slot = slot.checked_add(1)?;
-                self.claimed.store(cursor.next_slot, Ordering::Relaxed);
                 cursor.next_len = (cursor.next_len * 2).min(BLOCK_SPAN);
                 cursor.slot = Some(slot);
                 cursor.used = 0;
@@ -210,13 +205,20 @@ impl Arena {
         };
         // SAFETY: `base .. base + size` lies inside one block (above), zeroed at
         // allocation and never handed out before: this cursor cuts only from blocks whose
-        // slot it filled itself (`install` fails on a filled slot) and only moves forward,
+        // slot it claimed itself (`claim_slot` hands each slot out once, and `install`
+        // fails on a filled slot) and only moves forward,
         // so no other reservation, and no published node (which readers may reference),
         // overlaps it. The block stays allocated as long as the arena, which outlives the
         // returned borrow of `&self`.
         Some((handle, unsafe {
             std::slice::from_raw_parts_mut(base, size)
         }))
+    }
+
+    /// A block slot no cursor has claimed; `None` once all are.
+    fn claim_slot(&self) -> Option<usize> {
+        let slot = self.claimed.fetch_add(1, Ordering::Relaxed);
+        (slot < SLOTS).then_some(slot)
     }
 
     /// Allocates block slot `slot` with `len` bytes and publishes it.

@@ -42,10 +42,7 @@ impl InternalIterator for MemTableIterator {
     }
 
     fn seek(&mut self, target: &[u8]) -> Result<()> {
-        self.node = self
-            .mem
-            .list
-            .find_ge(user_key(target), trailer(target), None);
+        self.node = self.mem.list.find_ge(user_key(target), trailer(target));
         Ok(())
     }
 

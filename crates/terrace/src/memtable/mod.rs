@@ -1,14 +1,14 @@
 //! Memtable: the in-memory, concurrently written, ordered buffer of recent writes.
 //!
-//! Owns: point entries keyed by internal key (an arena skiplist with one writer and
-//! lock-free readers, `skiplist.rs` over `arena.rs`; a write group's entries go in as one
+//! Owns: point entries keyed by internal key (an arena skiplist with concurrent writers
+//! and lock-free readers, `skiplist.rs` over `arena.rs`; a batch's entries go in as one
 //! sorted batch, `skiplist/batch.rs`), the memtable's range tombstones, its
 //! memory accounting, and [`MemTableIterator`].
 //! Must not touch: the log, sequence allocation or flushing; the write path calls
 //! [`MemTable::add`] with sequence numbers it assigned, and flush reads [`MemTable::iter`].
-//! Concurrency: `Send + Sync`. Any number of threads may call `add` through `&self`; point
-//! inserts are serialised by a mutex inside the skiplist (uncontended in the engine: the
-//! group-commit leader, or recovery, is the only writer). Reads (`get`, iterators) never
+//! Concurrency: `Send + Sync`. Any number of threads may call `add` and `add_batch`
+//! through `&self` at once (the writers of a write group do, each with its own batch);
+//! point inserts link nodes with compare-and-swap, range tombstones take a lock. Reads (`get`, iterators) never
 //! wait for the writer; entries are never removed, so a reader sees every entry whose
 //! `add` returned before the read began, and never a half-added one.
 
@@ -208,7 +208,7 @@ impl MemTable {
         let node = self
             .list
             .find_indexed(user_key, target)
-            .unwrap_or_else(|| self.list.find_ge(user_key, target, None));
+            .unwrap_or_else(|| self.list.find_ge(user_key, target));
         self.entry_at(node, user_key)
     }
 

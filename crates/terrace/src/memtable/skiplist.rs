@@ -1,4 +1,5 @@
-//! The memtable's skiplist: one writer, lock-free readers, nodes in an append-only arena.
+//! The memtable's skiplist: concurrent writers, lock-free readers, nodes in an
+//! append-only arena.
 //!
 //! Owns: the links between nodes and the search. Nodes are runs of bytes in an [`Arena`],
 //! named by `u32` handle; handle 0 is the head. A node holds its links (as many as its
@@ -8,16 +9,18 @@
 //! memtable. A sorted batch is inserted with its searches interleaved
 //! (`skiplist/batch.rs`).
 //! Must not touch: sequence numbers or tombstones (the memtable's).
-//! Concurrency: `Sync`. Inserts take the writer mutex (one writer at a time, uncontended
-//! in the engine, where the group-commit leader or recovery is the only inserter).
-//! Readers never lock: a node is written whole (data and initial links) before the
-//! `Release` stores that link it; readers follow links with `Acquire` loads, so they
+//! Concurrency: `Sync`. Any number of threads insert at once, as in RocksDB's
+//! `InlineSkipList::InsertConcurrently`: each holds a writer slot (its own arena cursor,
+//! so nodes are written without sharing), and links a node level by level with a
+//! compare-and-swap of its predecessor's link, walking on when another writer got there
+//! first. Readers never lock: a node is written whole (data and initial links) before
+//! the `Release` swap that links it; readers follow links with `Acquire` loads, so they
 //! never see a half-written node. Nodes are never removed or moved.
 
 use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 
 use bytes::Bytes;
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 
 use super::arena::{Arena, Cursor};
 use compare::Target;
@@ -35,6 +38,10 @@ pub(super) use batch::SortedEntry;
 /// Block slots kept in reserve: below this many the list reports itself nearly full.
 const FULL_RESERVE_SLOTS: usize = 64;
 
+/// Writer slots: an inserting thread holds one (an arena cursor and a height generator)
+/// for the length of its insert, so this many threads insert at once without waiting.
+const WRITER_SLOTS: usize = 8;
+
 /// Most links a node can have.
 pub(super) const MAX_HEIGHT: usize = 12;
 /// The head's handle (the arena's first bytes).
@@ -42,9 +49,18 @@ pub(super) const HEAD: u32 = 0;
 /// The end of a list. Equal to [`HEAD`]: no link ever points back to the head.
 pub(super) const NIL: u32 = 0;
 
-/// State only the writer touches.
+/// The next thread's preferred writer slot.
+static NEXT_WRITER_SLOT: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// This thread's preferred writer slot: a thread that inserts alone keeps filling the
+    /// same arena block.
+    static WRITER_SLOT: usize = NEXT_WRITER_SLOT.fetch_add(1, AtomicOrdering::Relaxed);
+}
+
+/// State of one writer slot.
 struct Writer {
-    /// Where the arena's next node goes.
+    /// Where this writer's next node goes.
     cursor: Cursor,
     /// xorshift32 state for node heights.
     rng: u32,
@@ -69,10 +85,39 @@ impl Writer {
     }
 }
 
+/// Where a key goes: at each level, the last node before it and the node after it (or
+/// [`NIL`]), as a search found them. Other writers may link nodes in between afterwards;
+/// linking notices (its compare-and-swap fails) and walks on from `prev`.
+#[derive(Clone, Copy)]
+pub(super) struct Splice {
+    prev: [u32; MAX_HEIGHT],
+    next: [u32; MAX_HEIGHT],
+}
+
+impl Splice {
+    /// Records the search's path at `level`: `prev` before the key, `next` after it.
+    #[inline]
+    fn set(&mut self, level: usize, prev: u32, next: u32) {
+        if let (Some(p), Some(n)) = (self.prev.get_mut(level), self.next.get_mut(level)) {
+            *p = prev;
+            *n = next;
+        }
+    }
+}
+
+impl Default for Splice {
+    fn default() -> Self {
+        Splice {
+            prev: [HEAD; MAX_HEIGHT],
+            next: [NIL; MAX_HEIGHT],
+        }
+    }
+}
+
 /// The skiplist. See the module docs.
 pub(super) struct SkipList {
     arena: Arena,
-    /// Bytes of the nodes added (the writer's count).
+    /// Bytes of the nodes added (all writers' count).
     node_bytes: AtomicUsize,
     /// Tests: refuse every insert, as a full arena does.
     #[cfg(test)]
@@ -81,7 +126,7 @@ pub(super) struct SkipList {
     index: Option<PointIndex>,
     /// Height of the tallest node; readers may see it before the links it allows.
     height: AtomicUsize,
-    writer: Mutex<Writer>,
+    writers: Box<[Mutex<Writer>]>,
 }
 
 impl SkipList {
@@ -96,7 +141,14 @@ impl SkipList {
 
     fn build(index: Option<PointIndex>) -> Self {
         let arena = Arena::new();
-        let cursor = Cursor::new(&arena);
+        let writers = (0..WRITER_SLOTS as u32)
+            .map(|i| {
+                Mutex::new(Writer {
+                    cursor: Cursor::new(&arena),
+                    rng: 0x2545_f491 ^ i.wrapping_mul(0x9e37_79b9),
+                })
+            })
+            .collect();
         let list = SkipList {
             arena,
             node_bytes: AtomicUsize::new(0),
@@ -104,17 +156,25 @@ impl SkipList {
             refuse: std::sync::atomic::AtomicBool::new(false),
             index,
             height: AtomicUsize::new(1),
-            writer: Mutex::new(Writer {
-                cursor,
-                rng: 0x2545_f491,
-            }),
+            writers,
         };
-        // The head: every level, no key, at handle 0. Only an allocation failure can stop
-        // it, and then every search finds an empty list (`head` answers `None`).
-        let mut w = list.writer.lock();
-        let _ = list.write_node(&mut w, &[NIL; MAX_HEIGHT], &[], 0, &[]);
-        drop(w);
+        // The head: every level, no key, at handle 0 (the first cursor's first bytes).
+        // Only an allocation failure can stop it, and then every search finds an empty
+        // list (`head` answers `None`) and every insert is refused.
+        if let Some(w) = list.writers.first() {
+            let _ = list.write_node(&mut w.lock(), &[NIL; MAX_HEIGHT], &[], 0, &[]);
+        }
         list
+    }
+
+    /// A writer slot for this thread: its preferred one, else any free one, else it waits
+    /// for its preferred one.
+    fn writer(&self) -> Option<MutexGuard<'_, Writer>> {
+        let n = self.writers.len();
+        let start = WRITER_SLOT.with(|s| *s) % n.max(1);
+        (0..n)
+            .find_map(|i| self.writers.get((start + i) % n)?.try_lock())
+            .or_else(|| self.writers.get(start).map(Mutex::lock))
     }
 
     /// Reserves and writes a node; returns its handle. `None` if the arena cannot take it.
@@ -202,66 +262,116 @@ impl SkipList {
     }
 
     /// Adds the internal key `(user, trailer)` with `value`; if that key is present, its
-    /// value is replaced. Returns false only if the arena is full (2^32 - 1 entries).
+    /// value is replaced. Any number of threads may insert at once. Returns false only if
+    /// the arena is full.
     pub(super) fn insert(&self, user: &[u8], trailer: u64, value: &[u8]) -> bool {
-        let mut w = self.writer.lock();
+        let Some(mut w) = self.writer() else {
+            return false;
+        };
         if self.head().is_none() {
             // The head could not be allocated: the list takes nothing (the next node would
             // land at the head's handle).
             return false;
         }
-        let mut prev = [HEAD; MAX_HEIGHT];
         let target = Target::new(user, trailer);
-        let found = self.search_ge(&target, Some(&mut prev));
-        self.link_new(&mut w, &target, value, &prev, found)
-            .is_some()
+        let mut splice = Splice::default();
+        self.search_ge(&target, Some(&mut splice));
+        self.link_new(&mut w, &target, value, &mut splice).is_some()
     }
 
-    /// Adds `target` with `value` where a search left `prev` (the last node before it at
-    /// each level) and `found` (the first node not before it). Returns the new node's
-    /// index and height (0 when it only replaced the value of an equal key), or `None`
-    /// if the arena is full. The caller holds the writer lock.
+    /// Adds `target` with `value` where a search left `splice`. Returns the new node's
+    /// handle and height (0 when it only replaced the value of an equal key), or `None`
+    /// if the arena is full.
+    ///
+    /// The node is written whole, then linked bottom up, each level with a
+    /// compare-and-swap of its predecessor's link: if another writer linked a node there
+    /// since the search, the swap fails and the splice walks on from its predecessor at
+    /// that level (nodes are never removed, so it is still before the key). A reader
+    /// reaches a node's link at a level only through a link at that level or above, which
+    /// is swapped in after the link below it is set.
     fn link_new(
         &self,
         w: &mut Writer,
         target: &Target<'_>,
         value: &[u8],
-        prev: &[u32; MAX_HEIGHT],
-        found: u32,
+        splice: &mut Splice,
     ) -> Option<(u32, usize)> {
         let (user, trailer) = (target.user, target.trailer);
-        if self.node(found).is_some_and(|n| n.cmp_to(target).is_eq()) {
-            let last = self.latest(found)?;
+        if self
+            .node(splice.next[0])
+            .is_some_and(|n| n.cmp_to(target).is_eq())
+        {
             let index = self.write_node(w, &[], user, trailer, value)?;
-            last.set_replaced_by(index);
-            return Some((index, 0));
+            return self.chain_value(splice.next[0], index).map(|i| (i, 0));
         }
 
         let height = w.random_height();
-        if height > self.height.load(AtomicOrdering::Relaxed) {
-            // `prev` already holds the head for the new levels. Readers that see the new
-            // height before the links find NIL there and move down.
-            self.height.store(height, AtomicOrdering::Relaxed);
-        }
-        let mut next = [NIL; MAX_HEIGHT];
-        for (level, (link, p)) in next.iter_mut().zip(prev).enumerate().take(height) {
-            *link = self.node_at(*p).map_or(NIL, |p| p.link(level));
-        }
-        let index = self.write_node(w, next.get(..height)?, user, trailer, value)?;
-        for (level, p) in prev.iter().enumerate().take(height) {
-            if let Some(p) = self.node_at(*p) {
-                p.set_link(level, index);
+        // Readers that see the new height before the links find NIL at the head's new
+        // levels and move down; `splice` holds the head there already.
+        self.height.fetch_max(height, AtomicOrdering::Relaxed);
+        let index = self.write_node(w, splice.next.get(..height)?, user, trailer, value)?;
+        // The new node, written by this thread and not yet reachable.
+        let node = self.node_at(index)?;
+        for level in 0..height {
+            loop {
+                let (prev, next) = (splice.prev[level], splice.next[level]);
+                // Not reachable at this level yet: no reader or writer loads this link.
+                node.set_link(level, next);
+                if self.node_at(prev)?.cas_link(level, next, index) {
+                    break;
+                }
+                self.walk_splice(target, splice, level);
+                let next = splice.next[level];
+                if level == 0 && self.node(next).is_some_and(|n| n.cmp_to(target).is_eq()) {
+                    // Another writer linked the same internal key first: this node holds
+                    // a later value of it instead.
+                    return self.chain_value(next, index).map(|i| (i, 0));
+                }
             }
         }
         if let Some(points) = &self.index {
             // Entries of one key sort newest first: the node is its key's newest unless
-            // the node before it holds the same key.
-            let newest = self.node(prev[0]).is_none_or(|p| p.user_key() != user);
+            // the node it was linked after holds the same key. A newer one linked before
+            // it later moves the index on; the index never moves back to an older one.
+            let newest = self
+                .node(splice.prev[0])
+                .is_none_or(|p| p.user_key() != user);
             if newest {
-                points.insert(user, index, |n| self.holds(n, user));
+                points.insert(user, index, |n| {
+                    self.node(n)
+                        .filter(|n| n.user_key() == user)
+                        .map(|n| n.trailer() < trailer)
+                });
             }
         }
         Some((index, height))
+    }
+
+    /// Moves `splice` at `level` forward past the nodes now linked before `target`.
+    fn walk_splice(&self, target: &Target<'_>, splice: &mut Splice, level: usize) {
+        let mut prev = splice.prev[level];
+        loop {
+            let next = self.node_at(prev).map_or(NIL, |p| p.link(level));
+            match self.node(next) {
+                Some(n) if n.cmp_to(target).is_lt() => prev = next,
+                _ => {
+                    splice.prev[level] = prev;
+                    splice.next[level] = next;
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Appends node `by` to the chain of values of node `i`'s internal key; returns `by`.
+    fn chain_value(&self, i: u32, by: u32) -> Option<u32> {
+        let mut last = self.latest_handle(i);
+        loop {
+            match self.node(last)?.cas_replaced_by(by) {
+                Ok(()) => return Some(by),
+                Err(later) => last = self.latest_handle(later),
+            }
+        }
     }
 
     /// Whether node `n` holds `user`'s entries.
@@ -303,18 +413,14 @@ impl SkipList {
         }
     }
 
-    /// The first node `>=` the internal key `(user, trailer)`, or [`NIL`]. Fills `prev`
-    /// with the last node `<` it at each level.
-    pub(super) fn find_ge(
-        &self,
-        user: &[u8],
-        trailer: u64,
-        prev: Option<&mut [u32; MAX_HEIGHT]>,
-    ) -> u32 {
-        self.search_ge(&Target::new(user, trailer), prev)
+    /// The first node `>=` the internal key `(user, trailer)`, or [`NIL`].
+    pub(super) fn find_ge(&self, user: &[u8], trailer: u64) -> u32 {
+        self.search_ge(&Target::new(user, trailer), None)
     }
 
-    fn search_ge(&self, target: &Target<'_>, mut prev: Option<&mut [u32; MAX_HEIGHT]>) -> u32 {
+    /// The first node `>=` `target`, or [`NIL`]; fills `splice` (if given) with the
+    /// search's path.
+    fn search_ge(&self, target: &Target<'_>, mut splice: Option<&mut Splice>) -> u32 {
         let Some(mut x) = self.head() else {
             return NIL;
         };
@@ -334,8 +440,8 @@ impl SkipList {
                 }
             }
             known_ge = next;
-            if let Some(slot) = prev.as_deref_mut().and_then(|p| p.get_mut(level)) {
-                *slot = x_index;
+            if let Some(s) = splice.as_deref_mut() {
+                s.set(level, x_index, next);
             }
             if level == 0 {
                 return next;

@@ -17,6 +17,7 @@ mod matrix;
 mod matrix_full;
 mod model;
 mod module_graph;
+mod parallel_flush;
 mod regress;
 mod seams;
 mod sync_wal;

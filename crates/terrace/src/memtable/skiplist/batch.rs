@@ -1,15 +1,16 @@
 //! Inserting a sorted batch: the searches for all its keys run interleaved, one step of
 //! each in turn, so that the processor has several of their cache misses in flight at
 //! once instead of one (a search on a large memtable is a chain of dependent misses);
-//! the nodes are then linked in key order, each one's predecessors corrected for the
-//! nodes of the batch linked before it.
+//! the nodes are then linked in key order, each walking past the nodes linked into its
+//! splice since the search (the batch's own and other writers').
 //!
-//! Same concurrency rule as the skiplist: the writer lock is held throughout, readers
-//! never wait, and each node is complete before the `Release` stores that link it.
+//! Same concurrency rule as the skiplist: one writer slot is held throughout, other
+//! writers may insert meanwhile, readers never wait, and each node is complete before the
+//! `Release` swap that links it.
 
 use std::sync::atomic::Ordering as AtomicOrdering;
 
-use super::{Node, SkipList, Target, HEAD, MAX_HEIGHT, NIL};
+use super::{Node, SkipList, Splice, Target, HEAD, NIL};
 
 /// One entry of a batch: user key, trailer (sequence and type) and value.
 pub(in crate::memtable) type SortedEntry<'a> = (&'a [u8], u64, &'a [u8]);
@@ -31,51 +32,30 @@ impl SkipList {
     /// [`SkipList::insert`] would one by one. Returns false if the arena filled up (the
     /// entries before that point were added).
     pub(in crate::memtable) fn insert_sorted(&self, entries: &[SortedEntry<'_>]) -> bool {
-        let mut w = self.writer.lock();
+        let Some(mut w) = self.writer() else {
+            return false;
+        };
         if self.head().is_none() {
             return false;
         }
-        // The last node linked at each level and the entry it holds.
-        let mut last: [Option<(u32, usize)>; MAX_HEIGHT] = [None; MAX_HEIGHT];
         let targets: Vec<Target<'_>> = entries
             .iter()
             .map(|(user, trailer, _)| Target::new(user, *trailer))
             .collect();
-        let mut prevs = vec![[HEAD; MAX_HEIGHT]; entries.len()];
+        let mut splices = vec![Splice::default(); entries.len()];
         let mut found = vec![NIL; entries.len()];
-        for ((t, p), f) in targets
+        for ((t, s), f) in targets
             .chunks(LANES)
-            .zip(prevs.chunks_mut(LANES))
+            .zip(splices.chunks_mut(LANES))
             .zip(found.chunks_mut(LANES))
         {
-            self.search_interleaved(t, Some(p), f);
+            self.search_interleaved(t, Some(s), f);
         }
-        for (i, ((target, (_, _, value)), (prev, found))) in targets
-            .iter()
-            .zip(entries)
-            .zip(prevs.iter_mut().zip(&found))
-            .enumerate()
-        {
-            // A node of this batch linked after the searched predecessor (its key is
-            // between them: the batch is sorted) is the real predecessor at its levels.
-            for (level, slot) in prev.iter_mut().enumerate() {
-                let Some((node, entry)) = last.get(level).copied().flatten() else {
-                    continue;
-                };
-                let searched_first = *slot == HEAD
-                    || self
-                        .node(*slot)
-                        .zip(targets.get(entry))
-                        .is_some_and(|(n, t)| n.cmp_to(t).is_lt());
-                if searched_first {
-                    *slot = node;
-                }
-            }
-            let Some((index, height)) = self.link_new(&mut w, target, value, prev, *found) else {
+        // Each splice was found before the batch's earlier nodes were linked; where one
+        // of them landed inside it, linking walks on past it (as past another writer's).
+        for ((target, (_, _, value)), splice) in targets.iter().zip(entries).zip(&mut splices) {
+            if self.link_new(&mut w, target, value, splice).is_none() {
                 return false;
-            };
-            for slot in last.iter_mut().take(height) {
-                *slot = Some((index, i));
             }
         }
         true
@@ -94,11 +74,11 @@ impl SkipList {
     }
 
     /// The search of [`SkipList::search_ge`] for each of `targets`, run in lock step:
-    /// fills `prevs` (if given) and `found` (the first node not less than each target).
+    /// fills `splices` (if given) and `found` (the first node not less than each target).
     fn search_interleaved(
         &self,
         targets: &[Target<'_>],
-        mut prevs: Option<&mut [[u32; MAX_HEIGHT]]>,
+        mut splices: Option<&mut [Splice]>,
         found: &mut [u32],
     ) {
         let Some(head) = self.head() else {
@@ -138,12 +118,8 @@ impl SkipList {
                     }
                 }
                 s.known_ge = next;
-                if let Some(slot) = prevs
-                    .as_deref_mut()
-                    .and_then(|p| p.get_mut(i))
-                    .and_then(|p| p.get_mut(s.level))
-                {
-                    *slot = s.x_index;
+                if let Some(splice) = splices.as_deref_mut().and_then(|p| p.get_mut(i)) {
+                    splice.set(s.level, s.x_index, next);
                 }
                 if s.level == 0 {
                     *out = next;

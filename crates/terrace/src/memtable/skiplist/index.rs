@@ -13,11 +13,12 @@
 //! (search the list) instead of [`Probe::Absent`].
 //! Must not touch: the list; the skiplist says which node is a key's newest and checks
 //! that a node holds a key.
-//! Concurrency: one writer (the skiplist's, under its lock), lock-free readers. The
+//! Concurrency: any number of writers (compare-and-swap on slots), lock-free readers. A
 //! writer stores a node's index only after linking the node, and marks the index
 //! incomplete (a `Release` store) before the write that could not be indexed is
-//! published; a reader that can see that write therefore sees the mark, and one that
-//! cannot does not need it. A key's slot only ever moves to newer nodes of the key, so a reader at an older
+//! published (the engine publishes a write group's sequence numbers after all its
+//! inserts returned); a reader that can see that write therefore sees the mark, and one
+//! that cannot does not need it. A key's slot only ever moves to newer nodes of the key, so a reader at an older
 //! snapshot walks from the indexed node to older ones.
 
 use std::hash::{BuildHasher, RandomState};
@@ -138,8 +139,11 @@ impl PointIndex {
         Probe::Unknown
     }
 
-    /// Records `node` as `key`'s newest entry (the writer's call, after linking it).
-    pub(super) fn insert(&self, key: &[u8], node: u32, holds: impl Fn(u32) -> bool) {
+    /// Records `node` as `key`'s newest entry (a writer's call, after linking it).
+    /// `older(n)` says whether node `n` holds `key` (`None` if not) and then whether its
+    /// entry is older than `node`'s: a slot only moves to newer entries, whichever of two
+    /// writers of one key gets there first.
+    pub(super) fn insert(&self, key: &[u8], node: u32, older: impl Fn(u32) -> Option<bool>) {
         let (home, fp) = self.hash(key);
         let entry = fp << 32 | u64::from(node);
         let full = self.used.load(Ordering::Relaxed) >= self.slots() / 4 * 3;
@@ -147,19 +151,38 @@ impl PointIndex {
             let Some(slot) = self.slot_alloc(i) else {
                 break;
             };
-            let v = slot.load(Ordering::Relaxed);
-            if v == 0 {
-                // A key already in the table is found before its first empty slot.
-                if full {
+            let mut v = slot.load(Ordering::Acquire);
+            loop {
+                let replace = if v == 0 {
+                    // A key already in the table is found before its first empty slot.
+                    if full {
+                        self.incomplete.store(true, Ordering::Release);
+                        return;
+                    }
+                    true
+                } else if v >> 32 == fp {
+                    match older(v as u32) {
+                        Some(true) => true,
+                        // A newer entry of the key is indexed already.
+                        Some(false) => return,
+                        None => false,
+                    }
+                } else {
+                    false
+                };
+                if !replace {
                     break;
                 }
-                slot.store(entry, Ordering::Release);
-                self.used.fetch_add(1, Ordering::Relaxed);
-                return;
-            }
-            if v >> 32 == fp && holds(v as u32) {
-                slot.store(entry, Ordering::Release);
-                return;
+                match slot.compare_exchange(v, entry, Ordering::AcqRel, Ordering::Acquire) {
+                    Ok(_) => {
+                        if v == 0 {
+                            self.used.fetch_add(1, Ordering::Relaxed);
+                        }
+                        return;
+                    }
+                    // Another writer filled or moved the slot: look at it again.
+                    Err(now) => v = now,
+                }
             }
         }
         // A new key that could not be added: lookups that miss must search the list.

@@ -14,7 +14,7 @@
 //!
 //! Writing: [`write`] fills a node's reserved bytes (safe code: the arena hands them out
 //! as `&mut [u8]`) before its handle is published; after that only `replaced_by` and the
-//! links change, always atomically. Reading: a [`Node`] is made by [`at`] for a handle
+//! links change, always atomically (compare-and-swap once other writers can see them). Reading: a [`Node`] is made by [`at`] for a handle
 //! of a published node only, so the plain bytes it reads are never written concurrently.
 
 use std::cmp::Ordering;
@@ -78,10 +78,11 @@ pub(super) fn write(
 /// or its header does not fit there.
 ///
 /// Precondition (why this is a safe function): `h` must be the handle of a node written
-/// by [`write`] and published. The skiplist passes only handles it loaded from links,
-/// the point index or iterators, which hold nothing else (or the head, written before
-/// the list was shared, and absent if it could not be allocated), so the bytes at `h`
-/// are a whole node that no one writes except through its atomic fields. The bounds
+/// by [`write`] and published, or one the calling writer wrote itself. The skiplist
+/// passes only handles it loaded from links, the point index or iterators, which hold
+/// nothing else (or the head, written before the list was shared, and absent if it
+/// could not be allocated), or the handle its own `write` just returned, so the bytes
+/// at `h` are a whole node that no one writes except through its atomic fields. The bounds
 /// checks below keep any other handle inside the block.
 #[inline]
 pub(super) fn at(arena: &Arena, h: u32) -> Option<Node<'_>> {
@@ -153,15 +154,34 @@ impl<'a> Node<'a> {
         }
     }
 
+    /// Points the link at `level` (below the height) from `expected` to `to`, publishing
+    /// the node `to` names; false (and nothing changed) if it no longer is `expected`.
+    #[inline]
+    pub(super) fn cas_link(&self, level: usize, expected: u32, to: u32) -> bool {
+        level < self.height
+            && self
+                .atomic(LINKS_AT + 4 * level)
+                .compare_exchange(
+                    expected,
+                    to,
+                    AtomicOrdering::AcqRel,
+                    AtomicOrdering::Acquire,
+                )
+                .is_ok()
+    }
+
+    /// Records `by` as holding a later value of this node's internal key if none is
+    /// recorded yet; otherwise returns the node recorded.
+    pub(super) fn cas_replaced_by(&self, by: u32) -> Result<(), u32> {
+        self.atomic(REPLACED_AT)
+            .compare_exchange(NIL, by, AtomicOrdering::AcqRel, AtomicOrdering::Acquire)
+            .map(|_| ())
+    }
+
     /// The node holding a later value under the same internal key, or [`NIL`].
     #[inline]
     pub(super) fn replaced_by(&self) -> u32 {
         self.atomic(REPLACED_AT).load(AtomicOrdering::Acquire)
-    }
-
-    /// Records `by` as holding a later value of this node's internal key.
-    pub(super) fn set_replaced_by(&self, by: u32) {
-        self.atomic(REPLACED_AT).store(by, AtomicOrdering::Release);
     }
 
     /// The internal key followed by the value.
