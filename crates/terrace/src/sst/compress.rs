@@ -53,7 +53,19 @@ pub(crate) fn compress_block(raw: &[u8], c: Compression, out: &mut Vec<u8>) -> u
         Compression::None => return TYPE_NONE,
         Compression::Lz4 => {
             put_varint32(out, len);
-            out.extend_from_slice(&lz4_flex::block::compress(raw));
+            // Straight into `out`: no buffer of its own to allocate and copy from.
+            let start = out.len();
+            out.resize(start + lz4_flex::block::get_maximum_output_size(raw.len()), 0);
+            match out
+                .get_mut(start..)
+                .map(|dst| lz4_flex::block::compress_into(raw, dst))
+            {
+                Some(Ok(n)) => out.truncate(start + n),
+                _ => {
+                    out.clear();
+                    return TYPE_NONE;
+                }
+            }
             TYPE_LZ4
         }
         Compression::Zstd(level) => match zstd::bulk::compress(raw, level) {
