@@ -225,6 +225,7 @@ fn compact_file(state: &LevelState<'_>, level: usize, f: &FileMeta) -> Option<Pi
         Some(f.smallest_user_key()),
         Some(f.largest_user_key()),
     );
+    let inputs = extend_trivial_move(state, level, inputs);
     finish(
         state,
         level,
@@ -233,6 +234,57 @@ fn compact_file(state: &LevelState<'_>, level: usize, f: &FileMeta) -> Option<Pi
         CompactionReason::LevelSize,
         true,
     )
+}
+
+/// Most files one trivial move takes (RocksDB's `kMaxMultiTrivialMove`).
+const MAX_FILES_MOVED: usize = 4;
+
+/// A lone input of a sorted level that overlaps nothing in the next level moves down
+/// without being rewritten; so may its neighbours that overlap nothing there either.
+/// Extends such an input to up to [`MAX_FILES_MOVED`] adjacent free files (to the right,
+/// then to the left) whose whole key range overlaps nothing in the next level and splits
+/// no user key: a level over its target sheds several files in one move, before the next
+/// compaction into it rereads them (as RocksDB's `TryExtendNonL0TrivialMove`). Any other
+/// input is returned as it is.
+fn extend_trivial_move(
+    state: &LevelState<'_>,
+    level: usize,
+    inputs: Vec<Arc<FileMeta>>,
+) -> Vec<Arc<FileMeta>> {
+    let (Some(files), Some(next)) = (state.levels.get(level), state.levels.get(level + 1)) else {
+        return inputs;
+    };
+    let [only] = inputs.as_slice() else {
+        return inputs;
+    };
+    let Some(at) = files.iter().position(|f| Arc::ptr_eq(f, only)) else {
+        return inputs;
+    };
+    // Whether `files[lo..=hi]` can move down together.
+    let movable = |lo: usize, hi: usize| {
+        let Some(run) = files.get(lo..=hi) else {
+            return false;
+        };
+        let (Some(first), Some(last)) = (run.first(), run.last()) else {
+            return false;
+        };
+        let (a, b) = (first.smallest_user_key(), last.largest_user_key());
+        run.iter()
+            .all(|f| !state.being_compacted.contains(&f.number))
+            && sorted_run(next, Some(a), Some(b)).is_empty()
+            && sorted_run(files, Some(a), Some(b)).len() == run.len()
+    };
+    if level == 0 || !movable(at, at) {
+        return inputs;
+    }
+    let (mut lo, mut hi) = (at, at);
+    while hi - lo + 1 < MAX_FILES_MOVED && movable(lo, hi + 1) {
+        hi += 1;
+    }
+    while hi - lo + 1 < MAX_FILES_MOVED && lo > 0 && movable(lo - 1, hi) {
+        lo -= 1;
+    }
+    files.get(lo..=hi).map_or(inputs, <[_]>::to_vec)
 }
 
 /// Every level-0 file reachable from `[lo, hi]` through overlaps, oldest first.
@@ -331,7 +383,10 @@ fn finish(
         .iter()
         .skip(output_level + 1)
         .all(|l| l.iter().all(|f| !f.overlaps(Some(lo), Some(hi))));
-    let trivial_move = allow_trivial && inputs.len() == 1 && output_inputs.is_empty();
+    // Several files of a sorted level move together (`extend_trivial_move`); level-0
+    // files overlap each other, so only a lone one moves.
+    let trivial_move =
+        allow_trivial && output_inputs.is_empty() && (inputs.len() == 1 || level > 0);
     Some(PickedCompaction {
         level,
         output_level,

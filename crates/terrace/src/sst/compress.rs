@@ -55,7 +55,10 @@ pub(crate) fn compress_block(raw: &[u8], c: Compression, out: &mut Vec<u8>) -> u
             put_varint32(out, len);
             // Straight into `out`: no buffer of its own to allocate and copy from.
             let start = out.len();
-            out.resize(start + lz4_flex::block::get_maximum_output_size(raw.len()), 0);
+            out.resize(
+                start + lz4_flex::block::get_maximum_output_size(raw.len()),
+                0,
+            );
             match out
                 .get_mut(start..)
                 .map(|dst| lz4_flex::block::compress_into(raw, dst))

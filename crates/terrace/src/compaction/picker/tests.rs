@@ -174,6 +174,55 @@ fn single_file_without_overlap_is_a_trivial_move() {
     assert_eq!(task.inputs.len(), 1);
 }
 
+#[test]
+fn a_trivial_move_takes_up_to_four_neighbours_that_overlap_nothing_below() {
+    // Level 1: six files; level 2 overlaps only the range of the last one ("p".."q").
+    // Round robin starts at "a": "a".."h" moves with its three right-hand neighbours;
+    // the fifth would make five files.
+    let fx = Fixture::new(vec![
+        vec![],
+        vec![
+            f(10, "a", "b", 100),
+            f(11, "c", "d", 100),
+            f(12, "e", "f", 100),
+            f(13, "g", "h", 100),
+            f(14, "i", "j", 100),
+            f(15, "p", "q", 100),
+        ],
+        vec![f(20, "pp", "pz", 10)],
+    ]);
+    let p = pick(&fx.state(&opts(false)), &opts(false)).unwrap();
+    assert!(p.trivial_move);
+    let moved: Vec<u64> = p.inputs.iter().map(|f| f.number).collect();
+    assert_eq!(moved, vec![10, 11, 12, 13]);
+
+    // A busy neighbour stops the run; the run never jumps it.
+    let mut fx = Fixture::new(vec![
+        vec![],
+        vec![
+            f(10, "a", "b", 100),
+            f(11, "c", "d", 100),
+            f(12, "e", "f", 100),
+        ],
+        vec![f(20, "x", "z", 10)],
+    ]);
+    fx.busy.insert(11);
+    let p = pick(&fx.state(&opts(false)), &opts(false)).unwrap();
+    let moved: Vec<u64> = p.inputs.iter().map(|f| f.number).collect();
+    assert_eq!(moved, vec![10]);
+    assert!(p.trivial_move);
+
+    // The gap between two files counts: a next-level file there blocks moving both.
+    let fx = Fixture::new(vec![
+        vec![],
+        vec![f(10, "a", "b", 100), f(11, "d", "e", 100)],
+        vec![f(20, "c", "c", 10)],
+    ]);
+    let p = pick(&fx.state(&opts(false)), &opts(false)).unwrap();
+    let moved: Vec<u64> = p.inputs.iter().map(|f| f.number).collect();
+    assert_eq!(moved, vec![10]);
+}
+
 fn sample_output() -> OutputSpec {
     OutputSpec {
         target_file_size: 1 << 20,
