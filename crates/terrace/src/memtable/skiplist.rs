@@ -42,6 +42,10 @@ const FULL_RESERVE_SLOTS: usize = 64;
 /// for the length of its insert, so this many threads insert at once without waiting.
 const WRITER_SLOTS: usize = 8;
 
+/// Successors a writer's last splice is compared with before an insert searches from
+/// the head instead (`SkipList::repair_splice`).
+const SPLICE_PROBES: usize = 2;
+
 /// Most links a node can have.
 pub(super) const MAX_HEIGHT: usize = 12;
 /// The head's handle (the arena's first bytes).
@@ -64,6 +68,11 @@ struct Writer {
     cursor: Cursor,
     /// xorshift32 state for node heights.
     rng: u32,
+    /// Where this writer's last node went (its path, with the node as predecessor at
+    /// each of its levels): the next insert starts from it when its key falls there, so
+    /// ascending keys (a sequential load) skip the search from the head, as RocksDB's
+    /// `InlineSkipList` does with its sequential splice.
+    last: Splice,
 }
 
 impl Writer {
@@ -146,6 +155,7 @@ impl SkipList {
                 Mutex::new(Writer {
                     cursor: Cursor::new(&arena),
                     rng: 0x2545_f491 ^ i.wrapping_mul(0x9e37_79b9),
+                    last: Splice::default(),
                 })
             })
             .collect();
@@ -274,9 +284,67 @@ impl SkipList {
             return false;
         }
         let target = Target::new(user, trailer);
-        let mut splice = Splice::default();
-        self.search_ge(&target, Some(&mut splice));
-        self.link_new(&mut w, &target, value, &mut splice).is_some()
+        let mut splice = w.last;
+        self.repair_splice(&target, &mut splice);
+        let Some((index, height)) = self.link_new(&mut w, &target, value, &mut splice) else {
+            return false;
+        };
+        // The new node precedes the key's successors at its levels; above them, and
+        // when it only replaced a value, the path stays as found.
+        for prev in splice.prev.iter_mut().take(height) {
+            *prev = index;
+        }
+        w.last = splice;
+        true
+    }
+
+    /// Makes `splice`, the path of this writer's last insert, the path to `target`.
+    /// When the target comes after that insert's key (an ascending load), only the levels
+    /// below the lowest one where the splice still brackets the target are searched
+    /// again; otherwise, or when [`SPLICE_PROBES`] successors did not bracket it (keys
+    /// in random order), the whole search runs from the head.
+    ///
+    /// A level brackets the target when its predecessor is before it (true at every
+    /// level once it is at the lowest: predecessors are never later going up), its
+    /// successor (or the end) is not, and the two are still adjacent. Successors are
+    /// never earlier going up, so every level above a bracketing one brackets the target
+    /// too (perhaps no longer adjacent: linking walks on there, as past another writer's
+    /// node).
+    fn repair_splice(&self, target: &Target<'_>, splice: &mut Splice) {
+        let top = self
+            .height
+            .load(AtomicOrdering::Relaxed)
+            .clamp(1, MAX_HEIGHT);
+        let after_last = splice.prev[0] != HEAD
+            && self
+                .node(splice.prev[0])
+                .is_some_and(|p| p.cmp_to(target).is_lt());
+        let mut level = if after_last { 0 } else { top };
+        let mut probes = SPLICE_PROBES;
+        while level < top {
+            let (prev, next) = (splice.prev[level], splice.next[level]);
+            if self.node_at(prev).is_none_or(|p| p.link(level) != next) {
+                level += 1;
+            } else if probes == 0 {
+                level = top;
+            } else if self.node(next).is_some_and(|n| n.cmp_to(target).is_lt()) {
+                // The target is after the successor: so it is at every level it is.
+                probes -= 1;
+                while level < top && splice.next[level] == next {
+                    level += 1;
+                }
+            } else {
+                break;
+            }
+        }
+        if level > 0 {
+            let start = if level < top {
+                splice.prev[level]
+            } else {
+                HEAD
+            };
+            self.search_ge_from(target, start, level - 1, Some(splice));
+        }
     }
 
     /// Adds `target` with `value` where a search left `splice`. Returns the new node's
@@ -420,12 +488,25 @@ impl SkipList {
 
     /// The first node `>=` `target`, or [`NIL`]; fills `splice` (if given) with the
     /// search's path.
-    fn search_ge(&self, target: &Target<'_>, mut splice: Option<&mut Splice>) -> u32 {
-        let Some(mut x) = self.head() else {
+    fn search_ge(&self, target: &Target<'_>, splice: Option<&mut Splice>) -> u32 {
+        let top = self.height.load(AtomicOrdering::Relaxed).max(1) - 1;
+        self.search_ge_from(target, HEAD, top, splice)
+    }
+
+    /// [`SkipList::search_ge`] starting at node `start` (the head, or a node before
+    /// `target`) on `top` and the levels below it; fills those levels of `splice`.
+    fn search_ge_from(
+        &self,
+        target: &Target<'_>,
+        start: u32,
+        top: usize,
+        mut splice: Option<&mut Splice>,
+    ) -> u32 {
+        let Some(mut x) = self.node_at(start) else {
             return NIL;
         };
-        let mut x_index = HEAD;
-        let mut level = self.height.load(AtomicOrdering::Relaxed).max(1) - 1;
+        let mut x_index = start;
+        let mut level = top;
         // The last node found not less than the target: no need to compare it again.
         let mut known_ge = NIL;
         loop {

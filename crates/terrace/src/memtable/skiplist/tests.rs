@@ -367,6 +367,78 @@ proptest! {
     }
 }
 
+/// Checks every level of `l`: internal keys strictly ascending, and each node linked at
+/// a level also linked at the level below.
+fn check_levels(l: &SkipList) -> Result<(), String> {
+    let mut below: Option<std::collections::HashSet<u32>> = None;
+    for level in 0..MAX_HEIGHT {
+        let mut seen = std::collections::HashSet::new();
+        let mut last: Option<Vec<u8>> = None;
+        let mut i = l.node_at(HEAD).map_or(NIL, |h| h.link(level));
+        while let Some(n) = l.node(i) {
+            let k = n.key().to_vec();
+            if last.as_ref().is_some_and(|p| compare(p, &k).is_ge()) {
+                return Err(format!("level {level} out of order at node {i}"));
+            }
+            if below.as_ref().is_some_and(|b| !b.contains(&i)) {
+                return Err(format!("node {i} linked at level {level} but not below"));
+            }
+            seen.insert(i);
+            last = Some(k);
+            i = n.link(level);
+        }
+        below = Some(seen);
+    }
+    Ok(())
+}
+
+proptest! {
+    // Runs of keys, ascending or descending, with gaps and over keys already present
+    // (other sequence numbers), some as sorted batches: each insert starts from the
+    // writer's last path when it can, and the list matches a sorted map at every level.
+    #[test]
+    fn runs_of_keys_keep_every_level_ordered(
+        runs in proptest::collection::vec(
+            (0u32..500, 1u32..4, 1u32..200, any::<bool>(), 0u64..5, any::<bool>()),
+            1..8,
+        ),
+        index_slots in prop_oneof![Just(0usize), Just(4096)],
+    ) {
+        let l = if index_slots == 0 { SkipList::new() } else { SkipList::with_index(index_slots) };
+        let mut model: BTreeMap<crate::key::InternalKey, Vec<u8>> = BTreeMap::new();
+        for (r, (start, stride, count, ascending, seq, batch)) in runs.iter().enumerate() {
+            let mut keys: Vec<Vec<u8>> = (0..*count)
+                .map(|i| format!("{:016}", start + i * stride).into_bytes())
+                .collect();
+            if !ascending {
+                keys.reverse();
+            }
+            let value = r.to_le_bytes();
+            let t = crate::key::pack_trailer(*seq, 1);
+            for k in &keys {
+                model.insert(crate::key::InternalKey(internal_key(k, *seq, ValueType::Value)), value.to_vec());
+            }
+            if *batch {
+                keys.sort();
+                let sorted: Vec<SortedEntry<'_>> = keys.iter().map(|k| (k.as_slice(), t, &value[..])).collect();
+                prop_assert!(l.insert_sorted(&sorted));
+            } else {
+                for k in &keys {
+                    prop_assert!(l.insert(k, t, &value));
+                }
+            }
+            prop_assert_eq!(check_levels(&l), Ok(()));
+            let want: Vec<Vec<u8>> = model.keys().map(|k| k.0.clone()).collect();
+            prop_assert_eq!(forward(&l), want);
+            for (k, v) in &model {
+                let found = l.find_ge(crate::key::user_key(&k.0), crate::key::trailer(&k.0));
+                let got = l.latest(found).map(|n| n.value().to_vec());
+                prop_assert_eq!(got.as_ref(), Some(v));
+            }
+        }
+    }
+}
+
 /// Four writers insert at once, singly and in sorted batches, into one list (with a point
 /// index), over few keys so that their nodes land in each other's splices, while a reader
 /// walks the list. Every entry is found, in order, and the index names each key's newest.
