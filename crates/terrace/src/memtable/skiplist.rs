@@ -24,7 +24,7 @@ use parking_lot::{Mutex, MutexGuard};
 
 use super::arena::{Arena, Cursor};
 use compare::Target;
-use index::{PointIndex, Probe};
+use index::{Place, PointIndex, Probe};
 pub(in crate::memtable) use node::Node;
 
 mod batch;
@@ -284,9 +284,11 @@ impl SkipList {
             return false;
         }
         let target = Target::new(user, trailer);
+        let place = self.index.as_ref().map(|points| points.place(user));
         let mut splice = w.last;
         self.repair_splice(&target, &mut splice);
-        let Some((index, height)) = self.link_new(&mut w, &target, value, &mut splice) else {
+        let Some((index, height)) = self.link_new(&mut w, &target, value, &mut splice, place)
+        else {
             return false;
         };
         // The new node precedes the key's successors at its levels; above them, and
@@ -363,6 +365,7 @@ impl SkipList {
         target: &Target<'_>,
         value: &[u8],
         splice: &mut Splice,
+        place: Option<Place>,
     ) -> Option<(u32, usize)> {
         let (user, trailer) = (target.user, target.trailer);
         if self
@@ -405,7 +408,8 @@ impl SkipList {
                 .node(splice.prev[0])
                 .is_none_or(|p| p.user_key() != user);
             if newest {
-                points.insert(user, index, |n| {
+                let place = place.unwrap_or_else(|| points.place(user));
+                points.insert(place, index, |n| {
                     self.node(n)
                         .filter(|n| n.user_key() == user)
                         .map(|n| n.trailer() < trailer)

@@ -54,7 +54,7 @@ impl SkipList {
         // Each splice was found before the batch's earlier nodes were linked; where one
         // of them landed inside it, linking walks on past it (as past another writer's).
         for ((target, (_, _, value)), splice) in targets.iter().zip(entries).zip(&mut splices) {
-            if self.link_new(&mut w, target, value, splice).is_none() {
+            if self.link_new(&mut w, target, value, splice, None).is_none() {
                 return false;
             }
         }

@@ -21,7 +21,7 @@
 //! that cannot does not need it. A key's slot only ever moves to newer nodes of the key, so a reader at an older
 //! snapshot walks from the indexed node to older ones.
 
-use std::hash::{BuildHasher, RandomState};
+use ahash::RandomState;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
@@ -39,6 +39,14 @@ pub(super) enum Probe {
     Newest(u32),
     /// The index cannot tell: search the list.
     Unknown,
+}
+
+/// A key's hash and the value its home slot held when [`PointIndex::place`] looked.
+#[derive(Clone, Copy)]
+pub(super) struct Place {
+    home: u64,
+    fp: u64,
+    home_value: u64,
 }
 
 /// The point index; see the module docs.
@@ -139,23 +147,45 @@ impl PointIndex {
         Probe::Unknown
     }
 
-    /// Records `node` as `key`'s newest entry (a writer's call, after linking it).
-    /// `older(n)` says whether node `n` holds `key` (`None` if not) and then whether its
-    /// entry is older than `node`'s: a slot only moves to newer entries, whichever of two
-    /// writers of one key gets there first.
-    pub(super) fn insert(&self, key: &[u8], node: u32, older: impl Fn(u32) -> Option<bool>) {
+    /// Where `key` goes: its hash, and its home slot loaded now, so that a writer that
+    /// asks before searching the list has the slot's cache miss overlap the search.
+    pub(super) fn place(&self, key: &[u8]) -> Place {
         let (home, fp) = self.hash(key);
+        let home_value = self.slot(home).map_or(0, |s| s.load(Ordering::Acquire));
+        Place {
+            home,
+            fp,
+            home_value,
+        }
+    }
+
+    /// Records `node` as the newest entry of the key of `place` (a writer's call, after
+    /// linking it). `older(n)` says whether node `n` holds the key (`None` if not) and
+    /// then whether its entry is older than `node`'s: a slot only moves to newer entries,
+    /// whichever of two writers of one key gets there first.
+    pub(super) fn insert(&self, place: Place, node: u32, older: impl Fn(u32) -> Option<bool>) {
+        let Place { home, fp, .. } = place;
         let entry = fp << 32 | u64::from(node);
         let full = self.used.load(Ordering::Relaxed) >= self.slots() / 4 * 3;
-        for i in (0..MAX_PROBES as u64).map(|p| home + p) {
+        for (probe, i) in (0..MAX_PROBES as u64).map(|p| (p, home + p)) {
             let Some(slot) = self.slot_alloc(i) else {
                 break;
             };
-            let mut v = slot.load(Ordering::Acquire);
+            // The value loaded early may be stale: the compare-and-swap below then fails
+            // and the loop looks again.
+            let mut v = if probe == 0 {
+                place.home_value
+            } else {
+                slot.load(Ordering::Acquire)
+            };
             loop {
                 let replace = if v == 0 {
                     // A key already in the table is found before its first empty slot.
                     if full {
+                        v = slot.load(Ordering::Acquire);
+                        if v != 0 {
+                            continue;
+                        }
                         self.incomplete.store(true, Ordering::Release);
                         return;
                     }
