@@ -7,7 +7,8 @@
 //! comparison reads the bytes next to the link it followed, and an entry needs no
 //! allocation of its own. Heights are random with branching factor 4, as in LevelDB's
 //! memtable. A sorted batch is inserted with its searches interleaved
-//! (`skiplist/batch.rs`).
+//! (`skiplist/batch.rs`); a single insert whose key follows its writer's last one starts
+//! from that insert's path (`repair_splice`), so an ascending load skips the search.
 //! Must not touch: sequence numbers or tombstones (the memtable's).
 //! Concurrency: `Sync`. Any number of threads insert at once, as in RocksDB's
 //! `InlineSkipList::InsertConcurrently`: each holds a writer slot (its own arena cursor,
