@@ -1,11 +1,12 @@
-//! Blocking list pops: BLPOP, BRPOP, BLMOVE and BRPOPLPUSH. A blocking command that
-//! finds nothing leaves a [`Blocked`] in its session instead of a reply; the transport
-//! then waits (`Session::wait_blocked`) until a push to one of its keys from any
+//! Blocking pops: BLPOP, BRPOP, BLMOVE, BRPOPLPUSH and BLMPOP of lists, BZPOPMIN,
+//! BZPOPMAX and BZMPOP of sorted sets. A blocking command that finds nothing leaves a
+//! [`Blocked`] in its session instead of a reply; the transport then waits
+//! (`Session::wait_blocked`) until a push or an add to one of its keys from any
 //! connection wakes it, tries the command again, and answers; or answers the timeout's
 //! nil. Inside MULTI/EXEC, and when tried again, the commands do not block.
 //!
 //! Owns: the registry of blocked clients by key ([`Waiters`]). Must not touch: the list
-//! layout (`lists` pops and pushes).
+//! and sorted-set layouts (`lists`, `zsets` and `mpop` pop, push and add).
 //! Concurrency: a push wakes every client blocked on its key (a stored permit, so a push
 //! between a client's try and its wait is not lost); the clients then race for the
 //! element under the key's lock, and the losers wait again.
@@ -18,7 +19,8 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::lists::{self, End};
-use super::{CmdResult, Ctx, Fail};
+use super::mpop::{self, Kind};
+use super::{zsets, CmdResult, Ctx, Fail};
 use crate::resp::Reply;
 
 /// The clients blocked on one key, by client id.
@@ -166,6 +168,49 @@ pub(crate) fn brpoplpush(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         (End::Right, End::Left),
         args.get(3).copied().unwrap_or_default(),
     )
+}
+
+/// BLMPOP and BZMPOP: `timeout numkeys key [key ...] <side> [COUNT count]`.
+fn mpop_blocking(ctx: &mut Ctx<'_>, args: &[&[u8]], kind: Kind) -> CmdResult {
+    let deadline = timeout(args.get(1).copied().unwrap_or_default())?;
+    let pop = mpop::parse(args, 2, kind)?;
+    match mpop::pop_first(ctx, &pop, kind)? {
+        Some(reply) => Ok(reply),
+        None => block(ctx, args, &pop.keys, deadline, Reply::NilArray),
+    }
+}
+
+pub(crate) fn blmpop(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    mpop_blocking(ctx, args, Kind::List)
+}
+
+pub(crate) fn bzmpop(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    mpop_blocking(ctx, args, Kind::SortedSet)
+}
+
+/// BZPOPMIN and BZPOPMAX: `key [key ...] timeout`; answers `[key, member, score]`.
+fn zpop_any(ctx: &mut Ctx<'_>, args: &[&[u8]], max: bool) -> CmdResult {
+    let deadline = timeout(args.last().copied().unwrap_or_default())?;
+    let keys = args.get(1..args.len() - 1).unwrap_or_default();
+    for k in keys {
+        if let Some((score, member)) = zsets::pop_members(ctx, k, max, 1)?.and_then(|mut v| v.pop())
+        {
+            return Ok(Reply::Array(vec![
+                Reply::Bulk(k.to_vec().into()),
+                Reply::Bulk(member.into()),
+                Reply::Double(score),
+            ]));
+        }
+    }
+    block(ctx, args, keys, deadline, Reply::NilArray)
+}
+
+pub(crate) fn bzpopmin(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    zpop_any(ctx, args, false)
+}
+
+pub(crate) fn bzpopmax(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    zpop_any(ctx, args, true)
 }
 
 #[cfg(test)]

@@ -26,6 +26,7 @@ mod hashes;
 mod info;
 mod keyspace;
 mod lists;
+mod mpop;
 mod pending;
 mod pubsub;
 mod run;

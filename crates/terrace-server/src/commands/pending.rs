@@ -226,7 +226,7 @@ impl Ctx<'_> {
         self.write(batch, [key])
     }
 
-    /// Wakes the clients blocked on list `key`, pushed to: now, or after the group's
+    /// Wakes the clients blocked on `key`, added to: now, or after the group's
     /// commit (woken before it, they would look before the push is there).
     pub(crate) fn wake(&mut self, key: &[u8]) {
         match self.pending.as_deref_mut() {

@@ -2,7 +2,7 @@
 //! what the executor locks).
 
 use super::{
-    blocking, expiry, hashes, keyspace, lists, pubsub, server, sets, strings, txn, zsets,
+    blocking, expiry, hashes, keyspace, lists, mpop, pubsub, server, sets, strings, txn, zsets,
     CmdResult, Ctx,
 };
 
@@ -143,6 +143,17 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
         blocking::blmove
     ),
     cmd!(
+        "blmpop",
+        -5,
+        W,
+        3,
+        -1,
+        1,
+        "list",
+        "Pops the first elements from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped.",
+        blocking::blmpop
+    ),
+    cmd!(
         "blpop",
         -3,
         W,
@@ -174,6 +185,39 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
         "list",
         "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped.",
         blocking::brpoplpush
+    ),
+    cmd!(
+        "bzmpop",
+        -5,
+        W,
+        3,
+        -1,
+        1,
+        "sorted_set",
+        "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.",
+        blocking::bzmpop
+    ),
+    cmd!(
+        "bzpopmax",
+        -3,
+        W,
+        1,
+        -2,
+        1,
+        "sorted_set",
+        "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.",
+        blocking::bzpopmax
+    ),
+    cmd!(
+        "bzpopmin",
+        -3,
+        W,
+        1,
+        -2,
+        1,
+        "sorted_set",
+        "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.",
+        blocking::bzpopmin
     ),
     cmd!(
         "client",
@@ -702,6 +746,17 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
         "list",
         "Returns an element after popping it from one list and pushing it to another. Deletes the list if the last element was moved.",
         lists::lmove
+    ),
+    cmd!(
+        "lmpop",
+        -4,
+        W,
+        2,
+        -1,
+        1,
+        "list",
+        "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped.",
+        mpop::lmpop
     ),
     cmd!(
         "lpop",
@@ -1593,6 +1648,17 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
         "sorted_set",
         "Returns the number of members in a sorted set within a lexicographical range.",
         zsets::zlexcount
+    ),
+    cmd!(
+        "zmpop",
+        -4,
+        W,
+        2,
+        -1,
+        1,
+        "sorted_set",
+        "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped.",
+        mpop::zmpop
     ),
     cmd!(
         "zmscore",

@@ -25,7 +25,7 @@ use crate::value::{CollKind, CollMeta};
 const ZSET: CollKind = CollKind::Zset;
 
 /// A member with its score.
-type Scored = (f64, Vec<u8>);
+pub(crate) type Scored = (f64, Vec<u8>);
 
 fn member_key(key: &[u8], meta: &CollMeta, member: &[u8]) -> Vec<u8> {
     keys::member(Sub::ZsetMember, key, meta.version, &keys::hashed(member))
@@ -259,6 +259,8 @@ pub(crate) fn zadd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             collection::put_meta(&mut batch, key, &meta);
         }
         ctx.write(batch, [key])?;
+        // Clients blocked in BZPOPMIN and the like on this key try again.
+        ctx.wake(key);
     }
     if incr {
         return Ok(incr_result.map_or(Reply::Nil, Reply::Double));
@@ -546,6 +548,9 @@ fn store_set(ctx: &mut Ctx<'_>, dst: &[u8], items: &[Scored]) -> Result<i64, Fai
     }
     collection::put_meta(&mut batch, dst, &meta);
     ctx.write(batch, [dst])?;
+    if !items.is_empty() {
+        ctx.wake(dst);
+    }
     Ok(items.len() as i64)
 }
 
@@ -633,31 +638,23 @@ fn remove_items(ctx: &mut Ctx<'_>, key: &[u8], items: &[Scored]) -> Result<(), F
     ctx.write(batch, [key])
 }
 
-fn pop(ctx: &mut Ctx<'_>, args: &[&[u8]], max: bool) -> CmdResult {
-    let key = arg(args, 1);
-    let count = match args.get(2) {
-        None => 1,
-        Some(c) => {
-            let n = int(c)?;
-            if n < 0 {
-                return Err(Fail::err("value is out of range, must be positive"));
-            }
-            n
-        }
-    };
-    if args.len() > 3 {
-        return Err(Fail::syntax());
-    }
+/// Removes up to `count` of the lowest-scoring members of the sorted set at `key` (the
+/// highest if `max`); returns them in pop order, or `None` if there is no such key.
+pub(crate) fn pop_members(
+    ctx: &mut Ctx<'_>,
+    key: &[u8],
+    max: bool,
+    count: usize,
+) -> Result<Option<Vec<Scored>>, Fail> {
     let Some(mut meta) = collection::find(ctx, key, ZSET)? else {
-        return Ok(Reply::Array(Vec::new()));
+        return Ok(None);
     };
     // The popped members, and the first one left (the new head, for ZPOPMIN).
-    let want = usize::try_from(count).unwrap_or(usize::MAX);
     let mut items = Vec::new();
     let mut next = None;
-    if want > 0 {
+    if count > 0 {
         walk(ctx, key, &meta, max, |score, member| {
-            if items.len() < want {
+            if items.len() < count {
                 items.push((score, member.to_vec()));
                 true
             } else {
@@ -680,6 +677,26 @@ fn pop(ctx: &mut Ctx<'_>, args: &[&[u8]], max: bool) -> CmdResult {
         collection::put_meta(&mut batch, key, &meta);
         ctx.write(batch, [key])?;
     }
+    Ok(Some(items))
+}
+
+fn pop(ctx: &mut Ctx<'_>, args: &[&[u8]], max: bool) -> CmdResult {
+    let key = arg(args, 1);
+    let count = match args.get(2) {
+        None => 1,
+        Some(c) => {
+            let n = int(c)?;
+            if n < 0 {
+                return Err(Fail::err("value is out of range, must be positive"));
+            }
+            n
+        }
+    };
+    if args.len() > 3 {
+        return Err(Fail::syntax());
+    }
+    let want = usize::try_from(count).unwrap_or(usize::MAX);
+    let items = pop_members(ctx, key, max, want)?.unwrap_or_default();
     // ZPOPMIN answers a flat list, pairs only under RESP3 with a count.
     let protocol = if args.len() == 3 {
         ctx.st.protocol

@@ -78,3 +78,110 @@ fn timeouts_transactions_and_bad_arguments() {
         err("WRONGTYPE Operation against a key holding the wrong kind of value")
     );
 }
+
+#[test]
+fn an_add_from_another_client_wakes_a_blocked_sorted_set_pop() {
+    let tmp = tempfile::tempdir().unwrap();
+    let e = engine(tmp.path());
+    let mut a = e.connect("a".into()).unwrap();
+    let mut b = e.connect("b".into()).unwrap();
+    assert_eq!(run_blocking(&mut a, "BZPOPMIN z1 z2 0"), None);
+    assert_eq!(run(&mut b, "ZADD z2 5 m 7 n"), Reply::Integer(2));
+    assert_eq!(
+        runtime().block_on(a.wait_blocked()),
+        Reply::Array(vec![bulk("z2"), bulk("m"), Reply::Double(5.0)])
+    );
+    // BZMPOP takes up to COUNT members of the first key that has any.
+    assert_eq!(run_blocking(&mut a, "BZMPOP 5 2 z0 z9 MAX COUNT 3"), None);
+    run(&mut b, "ZADD z9 1 x 2 y");
+    assert_eq!(
+        runtime().block_on(a.wait_blocked()),
+        Reply::Array(vec![
+            bulk("z9"),
+            Reply::Array(vec![
+                Reply::Array(vec![bulk("y"), Reply::Double(2.0)]),
+                Reply::Array(vec![bulk("x"), Reply::Double(1.0)]),
+            ]),
+        ])
+    );
+    assert_eq!(run(&mut b, "EXISTS z9"), Reply::Integer(0));
+    // A ZUNIONSTORE into the key wakes it too.
+    assert_eq!(run_blocking(&mut a, "BZPOPMAX dst 0"), None);
+    run(&mut b, "ZUNIONSTORE dst 1 z2");
+    assert_eq!(
+        runtime().block_on(a.wait_blocked()),
+        Reply::Array(vec![bulk("dst"), bulk("n"), Reply::Double(7.0)])
+    );
+    // BLMPOP wakes on a push and pops from the side asked for.
+    assert_eq!(run_blocking(&mut a, "BLMPOP 0 1 q RIGHT COUNT 5"), None);
+    run(&mut b, "RPUSH q 1 2 3");
+    assert_eq!(
+        runtime().block_on(a.wait_blocked()),
+        Reply::Array(vec![
+            bulk("q"),
+            Reply::Array(vec![bulk("3"), bulk("2"), bulk("1")]),
+        ])
+    );
+    // Timeouts answer a null array.
+    assert_eq!(run_blocking(&mut a, "BZMPOP 0.01 1 none MIN"), None);
+    assert_eq!(runtime().block_on(a.wait_blocked()), Reply::NilArray);
+    assert_eq!(run_blocking(&mut a, "BZPOPMAX none 0.01"), None);
+    assert_eq!(runtime().block_on(a.wait_blocked()), Reply::NilArray);
+}
+
+#[test]
+fn multi_key_pops_parse_as_redis_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    let e = engine(tmp.path());
+    let mut a = e.connect("a".into()).unwrap();
+    run(&mut a, "RPUSH l 1 2 3 4 5");
+    assert_eq!(
+        run(&mut a, "LMPOP 2 none l LEFT COUNT 2"),
+        Reply::Array(vec![bulk("l"), Reply::Array(vec![bulk("1"), bulk("2")])])
+    );
+    assert_eq!(run(&mut a, "LMPOP 1 none RIGHT"), Reply::NilArray);
+    assert_eq!(
+        run(&mut a, "LMPOP 0 l LEFT"),
+        err("ERR numkeys should be greater than 0")
+    );
+    assert_eq!(
+        run(&mut a, "LMPOP x l LEFT"),
+        err("ERR numkeys should be greater than 0")
+    );
+    assert_eq!(run(&mut a, "LMPOP 3 l LEFT"), err("ERR syntax error"));
+    assert_eq!(run(&mut a, "LMPOP 1 l UP"), err("ERR syntax error"));
+    assert_eq!(run(&mut a, "LMPOP 1 l LEFT COUNT"), err("ERR syntax error"));
+    assert_eq!(
+        run(&mut a, "LMPOP 1 l LEFT COUNT 0"),
+        err("ERR count should be greater than 0")
+    );
+    assert_eq!(
+        run(&mut a, "LMPOP 1 l LEFT COUNT 1 COUNT 1"),
+        err("ERR syntax error")
+    );
+    // ZMPOP: pairs of member and score, lowest or highest first.
+    run(&mut a, "ZADD z 1 a 2 b 3 c");
+    assert_eq!(
+        run(&mut a, "ZMPOP 1 z MIN COUNT 2"),
+        Reply::Array(vec![
+            bulk("z"),
+            Reply::Array(vec![
+                Reply::Array(vec![bulk("a"), Reply::Double(1.0)]),
+                Reply::Array(vec![bulk("b"), Reply::Double(2.0)]),
+            ]),
+        ])
+    );
+    assert_eq!(run(&mut a, "ZMPOP 1 z LEFT"), err("ERR syntax error"));
+    assert_eq!(
+        run(&mut a, "ZMPOP 1 l MAX"),
+        err("WRONGTYPE Operation against a key holding the wrong kind of value")
+    );
+    // Inside a transaction the blocking forms answer at once.
+    run(&mut a, "MULTI");
+    run(&mut a, "BZMPOP 0 1 none MIN");
+    run(&mut a, "BLMPOP 0 1 none LEFT");
+    assert_eq!(
+        run(&mut a, "EXEC"),
+        Reply::Array(vec![Reply::NilArray, Reply::NilArray])
+    );
+}
