@@ -296,6 +296,49 @@ fn client_line(id: u64, c: &super::engine::ClientInfo) -> String {
     )
 }
 
+/// CLIENT LIST [TYPE normal|master|replica|slave|pubsub] or CLIENT LIST ID id [id ...],
+/// as Redis 7 parses them: one filter or none, IDs answered in the order given.
+fn client_list(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    use std::sync::atomic::Ordering::Relaxed;
+    let clients = ctx.engine.clients.lock();
+    let filter = args.get(2).map(|a| text(a).to_ascii_lowercase());
+    let out: String = match (filter.as_deref(), args.len()) {
+        (None, _) => clients.iter().map(|(id, c)| client_line(*id, c)).collect(),
+        (Some("type"), 4) => {
+            let name = text(arg(args, 3));
+            // No replication: masters and replicas never connect.
+            let pubsub = match name.to_ascii_lowercase().as_str() {
+                "normal" => false,
+                "pubsub" => true,
+                "master" | "replica" | "slave" => {
+                    return Ok(Reply::Bulk(Vec::new().into()));
+                }
+                _ => return Err(Fail::err(format!("Unknown client type '{name}'"))),
+            };
+            clients
+                .iter()
+                .filter(|(_, c)| c.live.subs.iter().any(|s| s.load(Relaxed) > 0) == pubsub)
+                .map(|(id, c)| client_line(*id, c))
+                .collect()
+        }
+        (Some("id"), n) if n > 3 => {
+            let mut out = String::new();
+            for a in args.iter().skip(3) {
+                let id = super::arg::parse_i64(a).ok_or_else(|| Fail::err("Invalid client ID"))?;
+                let found = u64::try_from(id)
+                    .ok()
+                    .and_then(|id| clients.get(&id).map(|c| (id, c)));
+                if let Some((id, c)) = found {
+                    out.push_str(&client_line(id, c));
+                }
+            }
+            out
+        }
+        _ => return Err(Fail::syntax()),
+    };
+    Ok(Reply::Bulk(out.into_bytes().into()))
+}
+
 /// CLIENT KILL ip:port, or CLIENT KILL [ID id] [ADDR ip:port] [SKIPME yes|no] ...
 fn client_kill(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let old_form = args.len() == 3;
@@ -397,18 +440,15 @@ pub(crate) fn client(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             }
             Ok(Reply::Ok)
         }
-        ("list", _) | ("info", 2) => {
+        ("info", 2) => {
             let clients = ctx.engine.clients.lock();
-            let out: String = if sub == "info" {
-                clients
-                    .get(&ctx.st.id)
-                    .map(|c| client_line(ctx.st.id, c))
-                    .unwrap_or_default()
-            } else {
-                clients.iter().map(|(id, c)| client_line(*id, c)).collect()
-            };
+            let out = clients
+                .get(&ctx.st.id)
+                .map(|c| client_line(ctx.st.id, c))
+                .unwrap_or_default();
             Ok(Reply::Bulk(out.into_bytes().into()))
         }
+        ("list", _) => client_list(ctx, args),
         ("no-evict" | "no-touch", 3) => Ok(Reply::Ok),
         ("kill", n) if n >= 3 => client_kill(ctx, args),
         _ => Err(Fail::err(format!(

@@ -772,6 +772,52 @@ fn client_list_shows_live_fields_and_client_kill_flags_the_victim() {
     );
 }
 
+#[test]
+fn client_list_filters_by_type_and_id() {
+    let tmp = tempfile::tempdir().unwrap();
+    let e = engine(tmp.path());
+    let mut a = e.connect("127.0.0.1:1111".into()).unwrap();
+    let mut b = e.connect("127.0.0.1:2222".into()).unwrap();
+    let mut c = e.connect("127.0.0.1:3333".into()).unwrap();
+    run(&mut a, "SUBSCRIBE news");
+    let lines = |r: Reply| -> Vec<String> {
+        let Reply::Bulk(list) = r else {
+            panic!("CLIENT LIST answers a bulk string")
+        };
+        String::from_utf8_lossy(&list)
+            .lines()
+            .map(str::to_string)
+            .collect()
+    };
+    let pubsub = lines(run(&mut c, "CLIENT LIST TYPE pubsub"));
+    assert_eq!(pubsub.len(), 1);
+    assert!(pubsub[0].contains("1111"));
+    let normal = lines(run(&mut c, "CLIENT LIST TYPE NORMAL"));
+    assert_eq!(normal.len(), 2);
+    assert!(normal.iter().all(|l| !l.contains("1111")));
+    assert!(lines(run(&mut c, "CLIENT LIST TYPE replica")).is_empty());
+    // IDs in the order given, unknown ones skipped.
+    let (a_id, b_id) = (a.id(), b.id());
+    let by_id = lines(run(&mut c, &format!("CLIENT LIST ID {b_id} 999999 {a_id}")));
+    assert_eq!(by_id.len(), 2);
+    assert!(by_id[0].starts_with(&format!("id={b_id} ")));
+    assert!(by_id[1].starts_with(&format!("id={a_id} ")));
+    assert_eq!(
+        run(&mut c, "CLIENT LIST TYPE bogus"),
+        err("ERR Unknown client type 'bogus'")
+    );
+    assert_eq!(
+        run(&mut c, "CLIENT LIST ID x"),
+        err("ERR Invalid client ID")
+    );
+    assert_eq!(run(&mut c, "CLIENT LIST ID"), err("ERR syntax error"));
+    assert_eq!(
+        run(&mut c, "CLIENT LIST TYPE normal extra"),
+        err("ERR syntax error")
+    );
+    run(&mut b, "PING");
+}
+
 /// One SCAN page: the next cursor and the keys.
 fn scan_page(s: &mut Session, cursor: &str) -> (String, Vec<String>) {
     let Reply::Array(parts) = run(s, &format!("SCAN {cursor} COUNT 10")) else {
