@@ -106,6 +106,9 @@ pub struct Flags {
     pub subcompactions: usize,
     /// Writers of a group insert their own batches into the memtable at once.
     pub allow_concurrent_memtable_write: bool,
+    /// Seeks that keep reading level-0 tables compact them (LevelDB's seek compaction,
+    /// level 0 only; off in RocksDB, which has no such trigger).
+    pub read_triggered_compaction: bool,
     /// Sync the WAL on every write.
     pub sync: bool,
     /// Write without the WAL.
@@ -226,6 +229,7 @@ impl Default for Flags {
             max_background_jobs: 2,
             subcompactions: 1,
             allow_concurrent_memtable_write: true,
+            read_triggered_compaction: true,
             sync: false,
             disable_wal: false,
             use_existing_db: false,
@@ -276,6 +280,7 @@ const BOOL_FLAGS: &[&str] = &[
     "compaction_check",
     "boom_hybrid",
     "allow_concurrent_memtable_write",
+    "read_triggered_compaction",
 ];
 
 impl Flags {
@@ -350,6 +355,7 @@ impl Flags {
             "compaction_check" => self.compaction_check = on,
             "boom_hybrid" => self.boom_hybrid = on,
             "allow_concurrent_memtable_write" => self.allow_concurrent_memtable_write = on,
+            "read_triggered_compaction" => self.read_triggered_compaction = on,
             "statistics" => self.statistics = on,
             "level_compaction_dynamic_level_bytes" => {
                 self.level_compaction_dynamic_level_bytes = on

@@ -102,6 +102,11 @@ pub struct Options {
     /// `allow_concurrent_memtable_write`, also on by default). Off, the leader inserts
     /// every batch of its group.
     pub allow_concurrent_memtable_write: bool,
+    /// Whether iterator seeks that keep paying for level 0's tables compact them into the
+    /// base level below the file-count trigger: LevelDB's seek compaction, for level 0
+    /// only (`compaction::read_trigger`; on by default, as in LevelDB). Off, as in
+    /// RocksDB, only sizes and file counts trigger compactions.
+    pub read_triggered_compaction: bool,
     /// Background threads running compactions.
     pub max_background_compactions: usize,
     /// Key-range subtasks one compaction may be cut into, run in parallel.
@@ -204,6 +209,7 @@ impl Default for Options {
             target_file_size_base: 64 << 20,
             max_background_flushes: 1,
             allow_concurrent_memtable_write: true,
+            read_triggered_compaction: true,
             max_background_compactions: 1,
             max_subcompactions: 1,
             delayed_write_rate: 16 << 20,

@@ -97,6 +97,7 @@ impl Flags {
             compression: self.compression_type,
             max_background_flushes: flushes,
             allow_concurrent_memtable_write: self.allow_concurrent_memtable_write,
+            read_triggered_compaction: self.read_triggered_compaction,
             max_background_compactions: self.max_background_jobs.saturating_sub(flushes).max(1),
             max_subcompactions: self.subcompactions,
             wal_dir: self.wal_dir.clone(),

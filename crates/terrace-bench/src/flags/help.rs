@@ -35,6 +35,8 @@ Usage: terrace bench [--name=value ...]   (db_bench's flag names and defaults)
   --block_size --max_background_jobs --subcompactions --batch_size --seek_nexts
   --benchmark_write_rate_limit --sync --disable_wal --use_existing_db --histogram
   --allow_concurrent_memtable_write
+  --read_triggered_compaction  seeks that keep reading level-0 tables compact them (on;
+                     LevelDB's seek compaction for level 0; db_bench has no such flag)
   --seed=N           random seeds as db_bench's: the n-th thread of the run (counted across
                      benchmarks, a *whilewriting writer first) draws from N+n, so each
                      benchmark draws fresh keys; 0 (default) takes N from the clock and

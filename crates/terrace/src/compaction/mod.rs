@@ -23,6 +23,7 @@ pub(crate) mod fixture;
 pub mod install;
 pub mod metrics;
 pub mod picker;
+pub mod read_trigger;
 pub mod split;
 pub mod stream;
 pub mod takeover;

@@ -165,6 +165,25 @@ pub fn pick(state: &LevelState<'_>, opts: &Options) -> Option<PickedCompaction> 
     })
 }
 
+/// All of level 0 into the base level, because reads through it have cost as much as
+/// compacting it (`read_trigger`). `None` if level 0 is empty or a file of it, or of
+/// the base level it overlaps, is being compacted.
+pub fn pick_level0_for_reads(state: &LevelState<'_>, opts: &Options) -> Option<PickedCompaction> {
+    let files = state.levels.first()?;
+    let first = files.iter().map(|f| f.smallest_user_key()).min()?;
+    let last = files.iter().map(|f| f.largest_user_key()).max()?;
+    let inputs = level0_closure(files, first, last);
+    let base = base_level(state.levels, opts, state.level1_target_bytes);
+    finish(
+        state,
+        0,
+        base,
+        inputs,
+        CompactionReason::ReadTriggered,
+        true,
+    )
+}
+
 /// Compacts the files of `level` overlapping the user keys `[lo, hi]` (inclusive, `None`
 /// unbounded) into the next level, or into itself for the last level. Never a trivial
 /// move, so filters and tombstone drops apply. `None` if nothing overlaps or a needed

@@ -35,6 +35,8 @@ pub enum CompactionReason {
     /// 0's frozen rows) goes into the base level.
     #[serde(alias = "MatrixColumn")]
     Level0Column,
+    /// Seeks through level 0 cost as much as compacting it (`read_trigger`).
+    ReadTriggered,
 }
 
 /// A level-0 input that is not a table file: units of a level 0 that compacts itself in

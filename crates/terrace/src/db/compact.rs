@@ -59,8 +59,20 @@ impl DbInner {
                     return Some(p);
                 }
             }
-            compaction::pick(state, &self.opts)
+            compaction::pick(state, &self.opts).or_else(|| self.pick_for_reads(state))
         })
+    }
+
+    /// All of level 0, when seeks through it have cost as much as compacting it
+    /// (`compaction::read_trigger`) and nothing more urgent is due.
+    fn pick_for_reads(&self, state: &LevelState<'_>) -> Option<PickedCompaction> {
+        if !self.opts.read_triggered_compaction || self.level0.self_compacting().is_some() {
+            return None;
+        }
+        if !self.read_trigger.is_due(state.levels.first()?) {
+            return None;
+        }
+        compaction::picker::pick_level0_for_reads(state, &self.opts)
     }
 
     /// The next column of a level 0 that compacts itself, as a compaction into the base

@@ -29,7 +29,9 @@ enum Direction {
 /// `seek_for_prev`. Movement returns I/O and corruption errors; after an error the
 /// iterator is not valid.
 pub struct DbIterator {
-    _view: Arc<SuperVersion>,
+    view: Arc<SuperVersion>,
+    /// Where seeks report that level 0 has cost its budget (`None`: the option is off).
+    read_trigger: Option<Arc<crate::compaction::read_trigger::ReadTrigger>>,
     inner: MergingIterator,
     tombstones: FragmentedTombstones,
     seq: SeqNo,
@@ -69,7 +71,11 @@ impl DbInner {
             )));
         }
         Ok(DbIterator {
-            _view: sv,
+            view: sv,
+            read_trigger: self
+                .opts
+                .read_triggered_compaction
+                .then(|| self.read_trigger.clone()),
             inner: MergingIterator::new(children),
             tombstones: FragmentedTombstones::new(&tombs, seq),
             seq,
@@ -154,8 +160,19 @@ impl DbIterator {
         };
         self.direction = Direction::Forward;
         self.saved_value.clear();
+        self.charge_seek();
         self.inner.seek(&key::seek_key(&target, self.seq))?;
         self.find_next_user_entry(false)
+    }
+
+    /// Charges the view's level 0 for a seek (one block read per table), and marks level 0
+    /// due for compaction once it has cost its budget (`compaction::read_trigger`).
+    fn charge_seek(&self) {
+        if let Some(trigger) = &self.read_trigger {
+            if let Some(newest) = self.view.level0_charges.charge_seek() {
+                trigger.mark_due(newest);
+            }
+        }
     }
 
     /// Positions on the last key `<= target`.
@@ -168,6 +185,7 @@ impl DbIterator {
         }
         self.direction = Direction::Reverse;
         self.saved_value.clear();
+        self.charge_seek();
         let t = key::internal_key(target, 0, ValueType::Deletion);
         self.inner.seek_for_prev(&t)?;
         self.find_prev_user_entry()

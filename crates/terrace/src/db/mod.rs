@@ -57,6 +57,8 @@ pub(crate) struct SuperVersion {
     pub(crate) imms: Vec<Arc<MemTable>>,
     pub(crate) version: Arc<Version>,
     pub(crate) level0: Arc<dyn Level0View>,
+    /// What seeks through this view's level 0 have cost (`compaction::read_trigger`).
+    pub(crate) level0_charges: crate::compaction::read_trigger::Level0Charges,
 }
 
 /// An immutable memtable waiting for (or in) flush.
@@ -126,6 +128,8 @@ pub(crate) struct DbInner {
     pub(crate) level0: Arc<dyn Level0>,
     /// What the options say of level 0, as the level 0 takes them.
     pub(crate) level0_settings: Level0Settings,
+    /// Whether seeks have paid for level 0 (`compaction::read_trigger`).
+    pub(crate) read_trigger: Arc<crate::compaction::read_trigger::ReadTrigger>,
     pub(crate) block_cache: Arc<BlockCache>,
     pub(crate) snapshots: Arc<snapshot::SnapshotList>,
     pub(crate) counters: stats::Counters,
@@ -513,6 +517,20 @@ impl Drop for Db {
     }
 }
 
+/// The read charges of a view of `version`: its level-0 tables, when the level 0 in use
+/// keeps them there (one that compacts itself is never charged).
+pub(crate) fn level0_charges(
+    level0: &dyn crate::level0::Level0,
+    version: &crate::version::Version,
+) -> crate::compaction::read_trigger::Level0Charges {
+    let files = if level0.self_compacting().is_none() {
+        version.files(0)
+    } else {
+        &[]
+    };
+    crate::compaction::read_trigger::Level0Charges::new(files)
+}
+
 impl DbInner {
     /// The current consistent view.
     pub(crate) fn super_version(&self) -> Arc<SuperVersion> {
@@ -526,6 +544,7 @@ impl DbInner {
             mem: st.mem.clone(),
             imms: st.imms.iter().rev().map(|i| i.mem.clone()).collect(),
             level0: self.level0.install(&self.tables, &version),
+            level0_charges: level0_charges(self.level0.as_ref(), &version),
             version,
         };
         *self.super_version.write() = Arc::new(sv);

@@ -234,6 +234,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Db> {
         mem: inner_mem.clone(),
         imms: imms.iter().rev().map(|i| i.mem.clone()).collect(),
         level0: level0.install(&tables, &version),
+        level0_charges: super::level0_charges(level0.as_ref(), &version),
         version,
     };
     let state = DbState {
@@ -268,6 +269,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Db> {
         tables,
         level0,
         level0_settings,
+        read_trigger: Arc::default(),
         block_cache,
         snapshots: Arc::default(),
         counters,
@@ -283,6 +285,15 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Db> {
         let mut st = inner.state.lock();
         inner.delete_obsolete_files(&mut st);
     }
+    // Level 0 due for reads wakes the compaction threads (under the state lock, so that
+    // a thread between its look at the picker and its wait is not missed).
+    let weak = Arc::downgrade(&inner);
+    inner.read_trigger.set_waker(Box::new(move || {
+        if let Some(db) = weak.upgrade() {
+            let _st = db.state.lock();
+            db.bg_work.notify_all();
+        }
+    }));
     let threads = background::spawn(&inner)?;
     inner.bg_work.notify_all();
     Ok(Db {

@@ -18,6 +18,7 @@ mod matrix_full;
 mod model;
 mod module_graph;
 mod parallel_flush;
+mod read_trigger;
 mod regress;
 mod seams;
 mod sync_wal;
