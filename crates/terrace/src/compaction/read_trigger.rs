@@ -11,9 +11,11 @@
 //!
 //! Owns: the charges and the due mark. Must not touch: versions or the choice of files
 //! (`picker::pick_level0_for_reads`).
-//! Concurrency: readers charge with relaxed atomics; the mark is an atomic word naming
-//! the newest level-0 table of the view that became due, so a mark left by an older view
-//! is recognised and dropped once that table has left level 0.
+//! Concurrency: readers charge with relaxed atomics; the seek that takes a view to its
+//! budget marks level 0 due, once per view. The mark is an atomic word naming the newest
+//! level-0 table of that view, so a mark left by an older view is recognised and dropped
+//! once that table has left level 0; it stays while the picker cannot act on it (level 0
+//! busy with another compaction).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -53,17 +55,17 @@ impl Level0Charges {
         }
     }
 
-    /// Charges one seek through this level 0: the newest table's number when level 0 has
-    /// now cost its budget (and on every seek after), `None` before or when it is empty.
+    /// Charges one seek through this level 0: the newest table's number from the seek
+    /// that takes the charges to the budget (one seek per view), `None` from the others
+    /// and when level 0 is empty. A view marks level 0 due once, so a long-lived iterator
+    /// on an old view does not wake the compaction threads again and again.
     pub fn charge_seek(&self) -> Option<u64> {
         if self.files == 0 {
             return None;
         }
-        let now = self
-            .charged
-            .fetch_add(self.files, Ordering::Relaxed)
-            .saturating_add(self.files);
-        (now >= self.budget).then_some(self.newest)
+        let before = self.charged.fetch_add(self.files, Ordering::Relaxed);
+        let now = before.saturating_add(self.files);
+        (before < self.budget && now >= self.budget).then_some(self.newest)
     }
 }
 
@@ -133,7 +135,7 @@ mod tests {
             assert_eq!(charges.charge_seek(), None);
         }
         assert_eq!(charges.charge_seek(), Some(9));
-        assert_eq!(charges.charge_seek(), Some(9));
+        assert_eq!(charges.charge_seek(), None, "one mark per view");
         // Small tables: at least 100 reads each.
         let small = Level0Charges::new(&[file(3, 1000)]);
         assert_eq!((0..99).filter_map(|_| small.charge_seek()).count(), 0);
