@@ -727,14 +727,20 @@ fn a_watched_key_that_expires_aborts_exec() {
     assert_eq!(run(&mut s, "EXEC"), Reply::Array(vec![Reply::Ok]));
 }
 
+/// Three clients of one engine in `dir`, from ports 1111, 2222 and 3333; the first has
+/// subscribed to a channel.
+fn three_clients(dir: &std::path::Path) -> [Session; 3] {
+    let e = engine(dir);
+    let mut clients =
+        ["1111", "2222", "3333"].map(|port| e.connect(format!("127.0.0.1:{port}")).unwrap());
+    run(&mut clients[0], "SUBSCRIBE news");
+    clients
+}
+
 #[test]
 fn client_list_shows_live_fields_and_client_kill_flags_the_victim() {
     let tmp = tempfile::tempdir().unwrap();
-    let e = engine(tmp.path());
-    let mut a = e.connect("127.0.0.1:1111".into()).unwrap();
-    let mut b = e.connect("127.0.0.1:2222".into()).unwrap();
-    let mut c = e.connect("127.0.0.1:3333".into()).unwrap();
-    run(&mut a, "SUBSCRIBE news");
+    let [mut a, mut b, mut c] = three_clients(tmp.path());
     run(&mut b, "MULTI");
     run(&mut b, "SET k v");
     let Reply::Bulk(list) = run(&mut c, "CLIENT LIST") else {
@@ -775,11 +781,7 @@ fn client_list_shows_live_fields_and_client_kill_flags_the_victim() {
 #[test]
 fn client_list_filters_by_type_and_id() {
     let tmp = tempfile::tempdir().unwrap();
-    let e = engine(tmp.path());
-    let mut a = e.connect("127.0.0.1:1111".into()).unwrap();
-    let mut b = e.connect("127.0.0.1:2222".into()).unwrap();
-    let mut c = e.connect("127.0.0.1:3333".into()).unwrap();
-    run(&mut a, "SUBSCRIBE news");
+    let [mut a, mut b, mut c] = three_clients(tmp.path());
     let lines = |r: Reply| -> Vec<String> {
         let Reply::Bulk(list) = r else {
             panic!("CLIENT LIST answers a bulk string")
