@@ -740,7 +740,7 @@ fn three_clients(dir: &std::path::Path) -> [Session; 3] {
 #[test]
 fn client_list_shows_live_fields_and_client_kill_flags_the_victim() {
     let tmp = tempfile::tempdir().unwrap();
-    let [mut a, mut b, mut c] = three_clients(tmp.path());
+    let [a, mut b, mut c] = three_clients(tmp.path());
     run(&mut b, "MULTI");
     run(&mut b, "SET k v");
     let Reply::Bulk(list) = run(&mut c, "CLIENT LIST") else {
@@ -781,7 +781,7 @@ fn client_list_shows_live_fields_and_client_kill_flags_the_victim() {
 #[test]
 fn client_list_filters_by_type_and_id() {
     let tmp = tempfile::tempdir().unwrap();
-    let [mut a, mut b, mut c] = three_clients(tmp.path());
+    let [a, mut b, mut c] = three_clients(tmp.path());
     let lines = |r: Reply| -> Vec<String> {
         let Reply::Bulk(list) = r else {
             panic!("CLIENT LIST answers a bulk string")
