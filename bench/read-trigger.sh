@@ -26,17 +26,10 @@ if ! command -v db_bench >/dev/null; then
 fi
 BIN="$(terrace_bin)"
 
-FLAGS=(
-  --num="$NUM" --threads=1 --key_size=16 --value_size=100 --compression_ratio=0.5
-  --compression_type=none --bloom_bits=10 --cache_size="$CACHE" --block_size=4096
-  --write_buffer_size=67108864 --max_write_buffer_number=2
-  --target_file_size_base=67108864 --max_bytes_for_level_base=268435456
-  --max_bytes_for_level_multiplier=10 --num_levels=7
-  --level_compaction_dynamic_level_bytes=false --compaction_pri=3
-  --level0_file_num_compaction_trigger=4 --level0_slowdown_writes_trigger=20
-  --level0_stop_writes_trigger=36 --max_background_jobs=2 --subcompactions=1
-  --sync=0 --disable_wal=0 --seed=1 --histogram=1 --statistics=1
-)
+THREADS=1
+VALUE_SIZE=100
+. "$ROOT/bench/engine-flags.sh"
+FLAGS=("${COMMON[@]}" --compression_type=none --cache_size="$CACHE")
 LOGS="$WORK/logs"
 mkdir -p "$LOGS"
 
