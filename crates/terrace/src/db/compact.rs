@@ -64,11 +64,9 @@ impl DbInner {
     }
 
     /// All of level 0, when seeks through it have cost as much as compacting it
-    /// (`compaction::read_trigger`) and nothing more urgent is due.
+    /// (`compaction::read_trigger`) and nothing more urgent is due. Only views charged for
+    /// their level 0 mark it due (`db::level0_charges` decides which are).
     fn pick_for_reads(&self, state: &LevelState<'_>) -> Option<PickedCompaction> {
-        if !self.opts.read_triggered_compaction || self.level0.self_compacting().is_some() {
-            return None;
-        }
         if !self.read_trigger.is_due(state.levels.first()?) {
             return None;
         }

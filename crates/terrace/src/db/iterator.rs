@@ -30,8 +30,8 @@ enum Direction {
 /// iterator is not valid.
 pub struct DbIterator {
     view: Arc<SuperVersion>,
-    /// Where seeks report that level 0 has cost its budget (`None`: the option is off).
-    read_trigger: Option<Arc<crate::compaction::read_trigger::ReadTrigger>>,
+    /// Where seeks report that level 0 has cost its budget.
+    read_trigger: Arc<crate::compaction::read_trigger::ReadTrigger>,
     inner: MergingIterator,
     tombstones: FragmentedTombstones,
     seq: SeqNo,
@@ -72,10 +72,7 @@ impl DbInner {
         }
         Ok(DbIterator {
             view: sv,
-            read_trigger: self
-                .opts
-                .read_triggered_compaction
-                .then(|| self.read_trigger.clone()),
+            read_trigger: self.read_trigger.clone(),
             inner: MergingIterator::new(children),
             tombstones: FragmentedTombstones::new(&tombs, seq),
             seq,
@@ -168,10 +165,8 @@ impl DbIterator {
     /// Charges the view's level 0 for a seek (one block read per table), and marks level 0
     /// due for compaction once it has cost its budget (`compaction::read_trigger`).
     fn charge_seek(&self) {
-        if let Some(trigger) = &self.read_trigger {
-            if let Some(newest) = self.view.level0_charges.charge_seek() {
-                trigger.mark_due(newest);
-            }
+        if let Some(newest) = self.view.level0_charges.charge_seek() {
+            self.read_trigger.mark_due(newest);
         }
     }
 

@@ -517,13 +517,16 @@ impl Drop for Db {
     }
 }
 
-/// The read charges of a view of `version`: its level-0 tables, when the level 0 in use
-/// keeps them there (one that compacts itself is never charged).
+/// The read charges of a view of `version`: its level-0 tables, when reads may trigger
+/// compactions (`Options::read_triggered_compaction`) and the level 0 in use keeps its
+/// tables there (one that compacts itself is never charged). The one place that decides:
+/// a view without charges never marks level 0 due.
 pub(crate) fn level0_charges(
+    opts: &crate::options::Options,
     level0: &dyn crate::level0::Level0,
     version: &crate::version::Version,
 ) -> crate::compaction::read_trigger::Level0Charges {
-    let files = if level0.self_compacting().is_none() {
+    let files = if opts.read_triggered_compaction && level0.self_compacting().is_none() {
         version.files(0)
     } else {
         &[]
@@ -544,7 +547,7 @@ impl DbInner {
             mem: st.mem.clone(),
             imms: st.imms.iter().rev().map(|i| i.mem.clone()).collect(),
             level0: self.level0.install(&self.tables, &version),
-            level0_charges: level0_charges(self.level0.as_ref(), &version),
+            level0_charges: level0_charges(&self.opts, self.level0.as_ref(), &version),
             version,
         };
         *self.super_version.write() = Arc::new(sv);

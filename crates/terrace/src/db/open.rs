@@ -234,7 +234,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Db> {
         mem: inner_mem.clone(),
         imms: imms.iter().rev().map(|i| i.mem.clone()).collect(),
         level0: level0.install(&tables, &version),
-        level0_charges: super::level0_charges(level0.as_ref(), &version),
+        level0_charges: super::level0_charges(&opts, level0.as_ref(), &version),
         version,
     };
     let state = DbState {
