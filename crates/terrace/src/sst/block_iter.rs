@@ -65,12 +65,13 @@ impl Block {
     /// Decodes the entry header at `p`: (shared, non_shared, value_len, header end).
     #[inline]
     fn entry_header(&self, p: usize) -> BlockResult<(usize, usize, usize, usize)> {
-        let bad = |_| "bad entry header";
-        let (shared, pos) = get_varint32(&self.data, p).map_err(bad)?;
-        let (non_shared, pos) = get_varint32(&self.data, pos).map_err(bad)?;
-        let (value_len, pos) = get_varint32(&self.data, pos).map_err(bad)?;
-        let (shared, non_shared, value_len) =
-            (shared as usize, non_shared as usize, value_len as usize);
+        // Fast path: with short keys and values all three lengths take one byte each.
+        let (shared, non_shared, value_len, pos) = match self.data.get(p..p + 3) {
+            Some(&[a, b, c]) if (a | b | c) < 0x80 => {
+                (usize::from(a), usize::from(b), usize::from(c), p + 3)
+            }
+            _ => self.entry_header_varints(p)?,
+        };
         let end = pos
             .checked_add(non_shared)
             .and_then(|x| x.checked_add(value_len))
@@ -79,6 +80,21 @@ impl Block {
             return Err("entry runs past the entries area");
         }
         Ok((shared, non_shared, value_len, pos))
+    }
+
+    /// The entry header's three varints at `p` in general form (any length, checked).
+    #[cold]
+    fn entry_header_varints(&self, p: usize) -> BlockResult<(usize, usize, usize, usize)> {
+        let bad = |_| "bad entry header";
+        let (shared, pos) = get_varint32(&self.data, p).map_err(bad)?;
+        let (non_shared, pos) = get_varint32(&self.data, pos).map_err(bad)?;
+        let (value_len, pos) = get_varint32(&self.data, pos).map_err(bad)?;
+        Ok((
+            shared as usize,
+            non_shared as usize,
+            value_len as usize,
+            pos,
+        ))
     }
 
     /// The full key of the entry at restart point `i` (which shares nothing), borrowed.
@@ -97,6 +113,74 @@ impl Block {
     }
 }
 
+/// Key bytes a [`BlockIter`] holds without allocating: a 16-byte user key and its
+/// 8-byte trailer with room to spare.
+const INLINE_KEY: usize = 40;
+
+/// The current key of a [`BlockIter`], assembled from prefix-compressed entries: inline up
+/// to [`INLINE_KEY`] bytes, so that a fresh cursor (each point lookup makes two) allocates
+/// nothing for short keys, and on the heap beyond.
+#[derive(Debug)]
+struct KeyBuf {
+    inline: [u8; INLINE_KEY],
+    /// The key when it is longer than [`INLINE_KEY`] (then `heap.len() == len`).
+    heap: Vec<u8>,
+    len: usize,
+}
+
+impl Default for KeyBuf {
+    fn default() -> Self {
+        KeyBuf {
+            inline: [0; INLINE_KEY],
+            heap: Vec::new(),
+            len: 0,
+        }
+    }
+}
+
+impl KeyBuf {
+    #[inline]
+    fn as_slice(&self) -> &[u8] {
+        if self.len <= INLINE_KEY {
+            self.inline.get(..self.len).unwrap_or_default()
+        } else {
+            &self.heap
+        }
+    }
+
+    #[inline]
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline]
+    fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    /// Keeps the first `shared` bytes (at most `len`) and appends `delta`.
+    #[inline]
+    fn replace_tail(&mut self, shared: usize, delta: &[u8]) {
+        debug_assert!(shared <= self.len);
+        let new_len = shared + delta.len();
+        if new_len <= INLINE_KEY {
+            if self.len > INLINE_KEY {
+                self.inline[..shared].copy_from_slice(&self.heap[..shared]);
+            }
+            self.inline[shared..new_len].copy_from_slice(delta);
+        } else {
+            if self.len <= INLINE_KEY {
+                self.heap.clear();
+                self.heap.extend_from_slice(&self.inline[..shared]);
+            } else {
+                self.heap.truncate(shared);
+            }
+            self.heap.extend_from_slice(delta);
+        }
+        self.len = new_len;
+    }
+}
+
 /// A cursor over a block's entries, both directions.
 #[derive(Debug)]
 pub(crate) struct BlockIter {
@@ -105,7 +189,10 @@ pub(crate) struct BlockIter {
     current: usize,
     next_offset: usize,
     restart_index: usize,
-    key: Vec<u8>,
+    /// Offset of restart point `restart_index + 1` (`usize::MAX` past the last), so that
+    /// stepping forward decodes the restart array only when it crosses into the next run.
+    next_restart: usize,
+    key: KeyBuf,
     value: (usize, usize),
     valid: bool,
 }
@@ -118,7 +205,8 @@ impl BlockIter {
             current: 0,
             next_offset: 0,
             restart_index: 0,
-            key: Vec::new(),
+            next_restart: usize::MAX,
+            key: KeyBuf::default(),
             value: (0, 0),
             valid: false,
         }
@@ -134,7 +222,7 @@ impl BlockIter {
     #[inline]
     pub fn key(&self) -> &[u8] {
         if self.valid {
-            &self.key
+            self.key.as_slice()
         } else {
             &[]
         }
@@ -167,15 +255,28 @@ impl BlockIter {
 
     fn seek_to_restart(&mut self, i: usize) -> BlockResult<()> {
         self.key.clear();
-        self.restart_index = i;
         self.valid = false;
         match self.block.restart_point(i) {
             Ok(p) => {
                 self.next_offset = p;
-                Ok(())
+                self.set_restart_index(i)
             }
             Err(e) => self.fail(e),
         }
+    }
+
+    /// Makes `i` the current restart run and caches where the next one starts.
+    fn set_restart_index(&mut self, i: usize) -> BlockResult<()> {
+        self.restart_index = i;
+        self.next_restart = if i + 1 < self.block.num_restarts {
+            match self.block.restart_point(i + 1) {
+                Ok(r) => r,
+                Err(e) => return self.fail(e),
+            }
+        } else {
+            usize::MAX
+        };
+        Ok(())
     }
 
     /// Decodes the entry at `next_offset`; becomes invalid at the end of the entries.
@@ -195,18 +296,13 @@ impl BlockIter {
         let Some(delta) = self.block.data.get(hdr..hdr + non_shared) else {
             return self.fail("bad entry key");
         };
-        self.key.truncate(shared);
-        self.key.extend_from_slice(delta);
+        self.key.replace_tail(shared, delta);
         self.value = (hdr + non_shared, hdr + non_shared + value_len);
         self.current = p;
         self.next_offset = self.value.1;
         self.valid = true;
-        while self.restart_index + 1 < self.block.num_restarts {
-            match self.block.restart_point(self.restart_index + 1) {
-                Ok(r) if r <= self.current => self.restart_index += 1,
-                Ok(_) => break,
-                Err(e) => return self.fail(e),
-            }
+        while self.next_restart <= self.current {
+            self.set_restart_index(self.restart_index + 1)?;
         }
         Ok(())
     }
@@ -302,7 +398,7 @@ impl BlockIter {
         self.seek_to_restart(lo)?;
         loop {
             self.parse_next()?;
-            if !self.valid || cmp(&self.key, target) != Ordering::Less {
+            if !self.valid || cmp(self.key.as_slice(), target) != Ordering::Less {
                 return Ok(());
             }
         }

@@ -313,3 +313,55 @@ proptest::proptest! {
         }
     }
 }
+
+proptest::proptest! {
+    // A block of keys on both sides of the cursor's inline key size (short keys, long
+    // ones, long ones sharing a long prefix and then short ones again) reads back in
+    // order both ways, and every seek lands on the model's first key >= the target.
+    #[test]
+    fn cursor_keys_cross_the_inline_size(
+        keys in proptest::collection::btree_set(
+            (proptest::collection::vec(0u8..3, 0..4),
+             0usize..70,
+             proptest::collection::vec(0u8..3, 0..4)), 1..80),
+        targets in proptest::collection::vec(
+            (proptest::collection::vec(0u8..3, 0..4), 0usize..70), 1..30),
+        interval in 1usize..20,
+    ) {
+        // A user key: a short head, a run of `pad` bytes (what makes it long), a tail.
+        let user = |head: &[u8], pad: usize, tail: &[u8]| {
+            let mut u = head.to_vec();
+            u.resize(head.len() + pad, b'x');
+            u.extend_from_slice(tail);
+            u
+        };
+        let mut entries: Vec<(Vec<u8>, Vec<u8>)> = keys
+            .iter()
+            .map(|(h, pad, t)| (user(h, *pad, t), b"v".to_vec()))
+            .collect::<std::collections::BTreeMap<_, _>>()
+            .into_iter()
+            .enumerate()
+            .map(|(i, (u, v))| (internal_key(&u, i as u64, ValueType::Value), v))
+            .collect();
+        entries.sort_by(|a, b| crate::key::compare(&a.0, &b.0));
+        let mut it = BlockIter::new(block_of(&entries, interval));
+        proptest::prop_assert_eq!(collect_forward(&mut it), entries.clone());
+        let mut back = Vec::new();
+        it.seek_to_last().unwrap();
+        while it.valid() {
+            back.push((it.key().to_vec(), it.value().to_vec()));
+            it.prev().unwrap();
+        }
+        back.reverse();
+        proptest::prop_assert_eq!(&back, &entries);
+        for (h, pad) in &targets {
+            let target = crate::key::seek_key(&user(h, *pad, &[]), crate::key::MAX_SEQ);
+            it.seek(&target).unwrap();
+            let expect = entries.iter().find(|(e, _)| crate::key::compare(e, &target).is_ge());
+            proptest::prop_assert_eq!(it.valid(), expect.is_some());
+            if let Some((ek, _)) = expect {
+                proptest::prop_assert_eq!(it.key(), ek.as_slice());
+            }
+        }
+    }
+}
