@@ -200,8 +200,7 @@ impl SstReader {
         };
         let len = usize::try_from(end - h.offset)
             .map_err(|_| self.corrupt(h.offset, "block too large"))?;
-        let mut buf = vec![0u8; len];
-        self.file.read_exact_at(h.offset, &mut buf, class)?;
+        let buf = self.file.read_vec_at(h.offset, len, class)?;
         decode_block(buf).map_err(|e| self.corrupt(h.offset, e))
     }
 

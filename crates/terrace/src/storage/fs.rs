@@ -75,6 +75,31 @@ impl ReadableFile for FsReadable {
         Ok(())
     }
 
+    fn read_vec_at(&self, offset: u64, len: usize, class: IoClass) -> Result<Vec<u8>> {
+        let mut buf = Vec::with_capacity(len);
+        while buf.len() < len {
+            let at = offset + buf.len() as u64;
+            // Reads into the vector's spare capacity and extends its length by what the
+            // kernel wrote: no zeroing, and nothing uninitialised is ever visible.
+            let n =
+                match rustix::io::pread(&self.file, rustix::buffer::spare_capacity(&mut buf), at) {
+                    Ok(n) => n,
+                    Err(rustix::io::Errno::INTR) => continue,
+                    Err(e) => return Err(Error::io(&self.path, e.into())),
+                };
+            if n == 0 {
+                let eof = std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    "failed to fill whole buffer",
+                );
+                return Err(Error::io(&self.path, eof));
+            }
+        }
+        buf.truncate(len);
+        self.stats.record_read(class, len as u64);
+        Ok(buf)
+    }
+
     fn len(&self) -> u64 {
         self.len
     }

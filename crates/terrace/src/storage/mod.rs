@@ -63,6 +63,17 @@ pub trait ReadableFile: Send + Sync {
     /// # Errors
     /// I/O errors, and an `Io` error of kind `UnexpectedEof` if the file is shorter.
     fn read_exact_at(&self, offset: u64, buf: &mut [u8], class: IoClass) -> Result<()>;
+    /// Reads exactly `len` bytes at `offset` into a new vector, counted under `class`.
+    /// Files that can read into uninitialised memory override it to skip zeroing the
+    /// buffer first (a block read on every block-cache miss).
+    ///
+    /// # Errors
+    /// As [`ReadableFile::read_exact_at`].
+    fn read_vec_at(&self, offset: u64, len: usize, class: IoClass) -> Result<Vec<u8>> {
+        let mut buf = vec![0u8; len];
+        self.read_exact_at(offset, &mut buf, class)?;
+        Ok(buf)
+    }
     /// The file's size in bytes when it was opened.
     fn len(&self) -> u64;
     /// True if the file is empty.

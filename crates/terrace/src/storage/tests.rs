@@ -19,10 +19,23 @@ fn fs_round_trip_and_accounting() {
     r.read_exact_at(6, &mut buf, IoClass::Foreground).unwrap();
     assert_eq!(&buf, b"world");
     assert!(r.read_exact_at(8, &mut buf, IoClass::Foreground).is_err());
+    // Into a new vector (no zeroed buffer first): the same bytes, the same errors.
+    assert_eq!(r.read_vec_at(6, 5, IoClass::Foreground).unwrap(), b"world");
+    assert_eq!(
+        r.read_vec_at(0, 11, IoClass::Foreground).unwrap(),
+        b"hello world"
+    );
+    assert!(r.read_vec_at(0, 0, IoClass::Foreground).unwrap().is_empty());
+    match r.read_vec_at(8, 5, IoClass::Foreground) {
+        Err(Error::Io { source, .. }) => {
+            assert_eq!(source.kind(), std::io::ErrorKind::UnexpectedEof)
+        }
+        other => panic!("{other:?}"),
+    }
     let st = s.io_stats().get(IoClass::Flush);
     assert_eq!(st.write_bytes, 11);
     assert_eq!(st.sync_ops, 1);
-    assert_eq!(s.io_stats().get(IoClass::Foreground).read_bytes, 5);
+    assert_eq!(s.io_stats().get(IoClass::Foreground).read_bytes, 5 + 5 + 11);
     assert_eq!(s.list(dir.path()).unwrap(), vec!["a".to_string()]);
 }
 

@@ -368,6 +368,14 @@ impl ReadableFile for ThrottledReadable {
         self.inner.read_exact_at(offset, buf, class)
     }
 
+    fn read_vec_at(&self, offset: u64, len: usize, class: IoClass) -> Result<Vec<u8>> {
+        let costs = self
+            .throttle
+            .costs(&mut self.runs.lock(), offset, len as u64);
+        self.throttle.admit(class, len as u64, false, &costs);
+        self.inner.read_vec_at(offset, len, class)
+    }
+
     fn len(&self) -> u64 {
         self.inner.len()
     }

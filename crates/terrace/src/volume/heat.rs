@@ -321,17 +321,27 @@ impl CountingFile {
     pub fn arm(&self) {
         self.armed.store(true, Ordering::Release);
     }
+
+    /// The class a read of `class` counts under: its own once armed, compaction before.
+    fn counted_class(&self, class: IoClass) -> IoClass {
+        if self.armed.load(Ordering::Acquire) {
+            class
+        } else {
+            IoClass::Compaction
+        }
+    }
 }
 
 impl ReadableFile for CountingFile {
     fn read_exact_at(&self, offset: u64, buf: &mut [u8], class: IoClass) -> Result<()> {
-        let counted = if self.armed.load(Ordering::Acquire) {
-            class
-        } else {
-            IoClass::Compaction
-        };
-        self.heat.record_read(buf.len() as u64, counted);
+        self.heat
+            .record_read(buf.len() as u64, self.counted_class(class));
         self.inner.read_exact_at(offset, buf, class)
+    }
+
+    fn read_vec_at(&self, offset: u64, len: usize, class: IoClass) -> Result<Vec<u8>> {
+        self.heat.record_read(len as u64, self.counted_class(class));
+        self.inner.read_vec_at(offset, len, class)
     }
 
     fn len(&self) -> u64 {
