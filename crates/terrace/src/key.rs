@@ -11,6 +11,9 @@ use std::cmp::Ordering;
 use crate::coding::{get_fixed64, put_fixed64};
 use crate::error::{Error, Result};
 
+mod buf;
+pub(crate) use buf::KeyBuf;
+
 /// A 56-bit sequence number; every write gets the next one.
 pub type SeqNo = u64;
 

@@ -215,10 +215,7 @@ pub fn lookup(
         }
     }
     match reader.get(seek_key, IoClass::Foreground, fill_cache)? {
-        Some((ikey, value)) => {
-            let p = key::parse(&ikey, reader.path(), 0)?;
-            Ok(Lookup::Found(resolve(p.kind, p.seq, *max_tombstone, value)))
-        }
+        Some((seq, kind, value)) => Ok(Lookup::Found(resolve(kind, seq, *max_tombstone, value))),
         None => Ok(Lookup::Missing),
     }
 }

@@ -9,7 +9,7 @@ use bytes::Bytes;
 
 use super::{DbInner, SuperVersion};
 use crate::error::Result;
-use crate::key::{self, SeqNo};
+use crate::key::{KeyBuf, SeqNo};
 use crate::options::ReadOptions;
 use crate::tables::{lookup, resolve, Lookup};
 
@@ -158,20 +158,20 @@ impl DbInner {
         max_tombstone: &mut SeqNo,
         fill_cache: bool,
     ) -> Result<Option<PinnedValue>> {
-        let seek = key::seek_key(key, snap);
-        if let Lookup::Found(v) = sv.level0.get(key, &seek, snap, max_tombstone, fill_cache)? {
+        let seek = KeyBuf::seek_key(key, snap);
+        let seek = seek.as_slice();
+        if let Lookup::Found(v) = sv.level0.get(key, seek, snap, max_tombstone, fill_cache)? {
             return Ok(v.map(PinnedValue));
         }
         for level in 1..sv.version.num_levels() {
-            let Some(f) = sv.version.file_for_key(level, &seek) else {
+            let Some(f) = sv.version.file_for_key(level, seek) else {
                 continue;
             };
             if f.smallest_user_key() > key {
                 continue;
             }
             let reader = self.tables.open(f)?;
-            if let Lookup::Found(v) = lookup(&reader, key, &seek, snap, max_tombstone, fill_cache)?
-            {
+            if let Lookup::Found(v) = lookup(&reader, key, seek, snap, max_tombstone, fill_cache)? {
                 return Ok(v.map(PinnedValue));
             }
         }

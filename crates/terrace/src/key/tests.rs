@@ -68,3 +68,21 @@ proptest::proptest! {
         proptest::prop_assert_eq!(compare_bytes(&a, &a), Ordering::Equal);
     }
 }
+
+#[test]
+fn key_buf_seek_key_matches_seek_key_inline_and_on_the_heap() {
+    for len in [0, 1, 16, 31, 32, 33, 40, 41, 100] {
+        let uk: Vec<u8> = (0..len).map(|i| i as u8).collect();
+        for seq in [0, 7, MAX_SEQ] {
+            let k = KeyBuf::seek_key(&uk, seq);
+            assert_eq!(k.as_slice(), seek_key(&uk, seq).as_slice(), "len {len}");
+            assert_eq!(k.len(), len + TRAILER_LEN);
+        }
+    }
+    // Shrinking back from the heap keeps the shared prefix.
+    let mut k = KeyBuf::seek_key(&[7u8; 60], 1);
+    k.replace_tail(3, b"ab");
+    assert_eq!(k.as_slice(), &[7, 7, 7, b'a', b'b']);
+    k.clear();
+    assert!(k.as_slice().is_empty());
+}

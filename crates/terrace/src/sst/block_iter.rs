@@ -12,6 +12,7 @@ use std::cmp::Ordering;
 use bytes::Bytes;
 
 use crate::coding::{get_fixed32, get_varint32};
+use crate::key::KeyBuf;
 
 /// Result of block decoding: a reason on failure.
 pub(crate) type BlockResult<T> = std::result::Result<T, &'static str>;
@@ -110,74 +111,6 @@ impl Block {
         self.data
             .get(hdr..hdr + non_shared)
             .ok_or("bad restart key")
-    }
-}
-
-/// Key bytes a [`BlockIter`] holds without allocating: a 16-byte user key and its
-/// 8-byte trailer with room to spare.
-const INLINE_KEY: usize = 40;
-
-/// The current key of a [`BlockIter`], assembled from prefix-compressed entries: inline up
-/// to [`INLINE_KEY`] bytes, so that a fresh cursor (each point lookup makes two) allocates
-/// nothing for short keys, and on the heap beyond.
-#[derive(Debug)]
-struct KeyBuf {
-    inline: [u8; INLINE_KEY],
-    /// The key when it is longer than [`INLINE_KEY`] (then `heap.len() == len`).
-    heap: Vec<u8>,
-    len: usize,
-}
-
-impl Default for KeyBuf {
-    fn default() -> Self {
-        KeyBuf {
-            inline: [0; INLINE_KEY],
-            heap: Vec::new(),
-            len: 0,
-        }
-    }
-}
-
-impl KeyBuf {
-    #[inline]
-    fn as_slice(&self) -> &[u8] {
-        if self.len <= INLINE_KEY {
-            self.inline.get(..self.len).unwrap_or_default()
-        } else {
-            &self.heap
-        }
-    }
-
-    #[inline]
-    fn len(&self) -> usize {
-        self.len
-    }
-
-    #[inline]
-    fn clear(&mut self) {
-        self.len = 0;
-    }
-
-    /// Keeps the first `shared` bytes (at most `len`) and appends `delta`.
-    #[inline]
-    fn replace_tail(&mut self, shared: usize, delta: &[u8]) {
-        debug_assert!(shared <= self.len);
-        let new_len = shared + delta.len();
-        if new_len <= INLINE_KEY {
-            if self.len > INLINE_KEY {
-                self.inline[..shared].copy_from_slice(&self.heap[..shared]);
-            }
-            self.inline[shared..new_len].copy_from_slice(delta);
-        } else {
-            if self.len <= INLINE_KEY {
-                self.heap.clear();
-                self.heap.extend_from_slice(&self.inline[..shared]);
-            } else {
-                self.heap.truncate(shared);
-            }
-            self.heap.extend_from_slice(delta);
-        }
-        self.len = new_len;
     }
 }
 

@@ -22,7 +22,7 @@ use super::format::{
 use super::index_search::IndexSearch;
 use super::properties::Properties;
 use crate::error::{Error, Result};
-use crate::key::{self, ValueType};
+use crate::key::{self, SeqNo, ValueType};
 use crate::range_del::RangeTombstone;
 use crate::storage::{IoClass, ReadableFile};
 
@@ -221,7 +221,7 @@ impl SstReader {
     }
 
     /// The first entry `>= seek_key` if it has `seek_key`'s user key, as
-    /// `(internal key, value)`; the value shares the block's memory.
+    /// `(sequence number, type, value)`; the value shares the block's memory.
     ///
     /// # Errors
     /// `Corruption` for damaged blocks or keys; I/O errors.
@@ -230,7 +230,7 @@ impl SstReader {
         seek_key: &[u8],
         class: IoClass,
         fill_cache: bool,
-    ) -> Result<Option<(Vec<u8>, Bytes)>> {
+    ) -> Result<Option<(SeqNo, ValueType, Bytes)>> {
         let uk = key::user_key(seek_key);
         if !self.may_contain(uk) {
             return Ok(None);
@@ -261,7 +261,7 @@ impl SstReader {
                 if p.user_key != uk {
                     return Ok(None);
                 }
-                return Ok(Some((k.to_vec(), data.value_bytes())));
+                return Ok(Some((p.seq, p.kind, data.value_bytes())));
             }
             first_block = false;
             index

@@ -34,8 +34,11 @@ fn block_cache_serves_repeated_reads() {
         .find(|(k, _)| crate::key::user_key(k) == crate::key::user_key(&entries[100].0))
         .unwrap();
     assert_eq!(
-        (&first.0, first.1.as_ref()),
-        (&newest.0, newest.1.as_slice())
+        (
+            internal_key(crate::key::user_key(&target), first.0, first.1),
+            first.2.as_ref()
+        ),
+        (newest.0.clone(), newest.1.as_slice())
     );
 
     // An iterator filling the cache, then a second one reading only from it.
@@ -135,6 +138,8 @@ fn readers_and_caches_are_shared_between_threads() {
             s.spawn(move || {
                 for (k, v) in entries.iter().skip(t).step_by(4) {
                     let got = r.get(k, IoClass::Foreground, true).unwrap().unwrap();
+                    let uk = crate::key::user_key(k);
+                    let got = (internal_key(uk, got.0, got.1), got.2);
                     assert_eq!((&got.0, got.1.as_ref()), (k, v.as_slice()));
                 }
             });

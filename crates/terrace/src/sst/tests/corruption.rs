@@ -27,7 +27,8 @@ fn check_damaged(
         ) {
             Ok(got) => {
                 // Entries are one version per user key here.
-                let (gk, gv) = got.expect("present key vanished without an error");
+                let (seq, kind, gv) = got.expect("present key vanished without an error");
+                let gk = internal_key(crate::key::user_key(k), seq, kind);
                 assert_eq!((&gk, gv.as_ref()), (k, v.as_slice()));
             }
             Err(e) => {

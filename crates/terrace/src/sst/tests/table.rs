@@ -78,7 +78,7 @@ fn round_trip_with_every_compression() {
             for snap in [MAX_SEQ, key::seq_of(k), key::seq_of(k).saturating_sub(1), 0] {
                 let target = seek_key(uk, snap);
                 let got = r.get(&target, IoClass::Foreground, true).unwrap();
-                let got = got.map(|(k, v)| (k, v.to_vec()));
+                let got = got.map(|(seq, kind, v)| (internal_key(uk, seq, kind), v.to_vec()));
                 assert_eq!(got, model_get(&entries, &target));
             }
             let mut absent = uk.to_vec();
@@ -341,7 +341,7 @@ fn a_table_with_the_older_whole_filter_still_filters() {
         assert!(r.may_contain(key::user_key(k)));
         let at = seek_key(key::user_key(k), key::seq_of(k));
         let got = r.get(&at, IoClass::Foreground, true);
-        let got = got.unwrap().map(|(_, v)| v.to_vec());
+        let got = got.unwrap().map(|(_, _, v)| v.to_vec());
         assert_eq!(got.as_deref(), Some(v.as_slice()));
     }
     let fp = (0..3000)
