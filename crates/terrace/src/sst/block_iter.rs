@@ -11,6 +11,7 @@ use std::cmp::Ordering;
 
 use bytes::Bytes;
 
+use super::prefetch::prefetch_range;
 use crate::coding::{get_fixed32, get_varint32};
 use crate::key::KeyBuf;
 
@@ -329,6 +330,13 @@ impl BlockIter {
             }
         }
         self.seek_to_restart(lo)?;
+        // The scan reads the run's entries one after another: ask for all of its lines
+        // now so that their misses overlap.
+        prefetch_range(
+            &self.block.data,
+            self.next_offset,
+            self.next_restart.min(self.block.restarts_offset),
+        );
         loop {
             self.parse_next()?;
             if !self.valid || cmp(self.key.as_slice(), target) != Ordering::Less {
