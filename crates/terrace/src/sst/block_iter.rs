@@ -146,6 +146,13 @@ impl BlockIter {
         }
     }
 
+    /// The restart run of the current entry (its entry number in a block whose entries
+    /// are all restart points).
+    #[inline]
+    pub(crate) fn restart_index(&self) -> usize {
+        self.restart_index
+    }
+
     /// True if positioned on an entry.
     #[inline]
     pub fn valid(&self) -> bool {

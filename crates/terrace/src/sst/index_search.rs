@@ -1,57 +1,98 @@
-//! A table's index search: the user-key prefix ([`key::key_prefix`]) of every index
-//! entry in one dense array, built when the table opens, so that a point lookup narrows
-//! its index seek to the entries whose separator has the target's prefix by a binary
-//! search over that array (a few cache misses) instead of over the index block, where
+//! A table's index search: the user-key prefix ([`key::key_prefix`]) and the block handle
+//! of every index entry in one dense array, built when the table opens, so that a point
+//! lookup finds its data block by a binary search over that array (a few cache misses,
+//! the handle on the line of the last comparison) instead of over the index block, where
 //! each probe reads a restart offset and then an entry, two misses in a large block.
+//! Only when separators share the target's prefix is the index block consulted, between
+//! the entries the prefixes bracket.
 //!
-//! Owns: the prefix array. Nothing is stored: it is derived from the index block.
+//! Owns: the array. Nothing is stored: it is derived from the index block.
 //! Must not touch: the index block's format; a block whose entries are not all restart
-//! points (written with a restart interval above 1) gets no prefix array, and its seeks
-//! search the whole block as before.
+//! points (written with a restart interval above 1), or whose handles do not decode,
+//! gets no array, and its seeks search the whole block as before (and report a damaged
+//! handle where they meet it).
 //! Concurrency: immutable once built; `Send + Sync`.
 
 use super::block_iter::{Block, BlockIter, BlockResult};
+use super::format::BlockHandle;
 use crate::key;
 
-/// The index entries' user-key prefixes, in block order (see the module docs).
+/// One index entry: its separator's prefix and the handle of its data block.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    prefix: [u64; 2],
+    handle: BlockHandle,
+}
+
+/// The index entries' user-key prefixes and handles, in block order (see the module docs).
 #[derive(Debug, Default)]
 pub(crate) struct IndexSearch {
-    prefixes: Vec<[u64; 2]>,
+    entries: Vec<Entry>,
 }
 
 impl IndexSearch {
-    /// The prefix array of `index`, or `None` if its entries are not all restart points.
+    /// The array of `index`, or `None` if its entries are not all restart points or a
+    /// handle does not decode.
     ///
     /// # Errors
     /// The index block's decoding errors.
     pub(crate) fn build(index: &Block) -> BlockResult<Option<IndexSearch>> {
-        let mut prefixes = Vec::with_capacity(index.num_restarts());
+        let mut entries = Vec::with_capacity(index.num_restarts());
         let mut it = BlockIter::new(index.clone());
         it.seek_to_first()?;
         while it.valid() {
-            prefixes.push(key::key_prefix(key::user_key(it.key())));
+            let Some(handle) = BlockHandle::decode(it.value()) else {
+                return Ok(None);
+            };
+            entries.push(Entry {
+                prefix: key::key_prefix(key::user_key(it.key())),
+                handle,
+            });
             it.next()?;
         }
-        Ok((prefixes.len() == index.num_restarts()).then_some(IndexSearch { prefixes }))
+        Ok((entries.len() == index.num_restarts()).then_some(IndexSearch { entries }))
     }
 
-    /// Positions `index` (an iterator over the block this was built from) on the first
-    /// entry whose key is `>= target` (`key::compare`), as `index.seek(target)` would.
+    /// Number of index entries.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// The data block handle of entry `i`.
+    pub(crate) fn handle(&self, i: usize) -> Option<BlockHandle> {
+        self.entries.get(i).map(|e| e.handle)
+    }
+
+    /// The position of the first entry whose key is `>= target` (`key::compare`), or
+    /// [`IndexSearch::len`] if there is none: where `index.seek(target)` on the block
+    /// this was built from would land. `index` (an iterator over that block) is used only
+    /// when separators share the target's prefix.
     ///
     /// # Errors
     /// The index block's decoding errors.
-    pub(crate) fn seek(&self, index: &mut BlockIter, target: &[u8]) -> BlockResult<()> {
+    pub(crate) fn seek(&self, index: &mut BlockIter, target: &[u8]) -> BlockResult<usize> {
         let tp = key::key_prefix(key::user_key(target));
         // Separators with a smaller prefix are smaller than the target, with a larger one
         // larger: the answer is among the equal ones or the first larger one.
-        let first_equal = self.prefixes.partition_point(|p| *p < tp);
-        let first_larger = self.prefixes.partition_point(|p| *p <= tp);
-        let last = self.prefixes.len().saturating_sub(1);
+        let first_equal = self.entries.partition_point(|e| e.prefix < tp);
+        if self.entries.get(first_equal).is_none_or(|e| e.prefix != tp) {
+            return Ok(first_equal);
+        }
+        let first_larger =
+            first_equal + self.entries[first_equal..].partition_point(|e| e.prefix <= tp);
+        let last = self.entries.len().saturating_sub(1);
         index.seek_between(
             target,
             first_equal.saturating_sub(1),
             first_larger.min(last),
             key::compare,
-        )
+        )?;
+        // Every entry is a restart point, so the cursor's run is its entry number.
+        Ok(if index.valid() {
+            index.restart_index()
+        } else {
+            self.entries.len()
+        })
     }
 }

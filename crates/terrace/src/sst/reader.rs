@@ -236,15 +236,28 @@ impl SstReader {
             return Ok(None);
         }
         let mut index = BlockIter::new(self.index.clone());
-        match &self.index_search {
-            Some(search) => search.seek(&mut index, seek_key),
-            None => index.seek(seek_key),
+        // With an index search, blocks are visited by entry number in its array; without
+        // one, by the index block's cursor.
+        let mut at = match &self.index_search {
+            Some(search) => search.seek(&mut index, seek_key).map(Some),
+            None => index.seek(seek_key).map(|()| None),
         }
         .map_err(|e| self.corrupt(self.index_offset(), e))?;
         let mut first_block = true;
-        while index.valid() {
-            let h = BlockHandle::decode(index.value())
-                .ok_or_else(|| self.corrupt(self.index_offset(), "bad block handle"))?;
+        loop {
+            let h = match (&self.index_search, at) {
+                (Some(search), Some(i)) => match search.handle(i) {
+                    Some(h) => h,
+                    None => return Ok(None),
+                },
+                _ => {
+                    if !index.valid() {
+                        return Ok(None);
+                    }
+                    BlockHandle::decode(index.value())
+                        .ok_or_else(|| self.corrupt(self.index_offset(), "bad block handle"))?
+                }
+            };
             let mut data = BlockIter::new(self.read_block(h, class, fill_cache)?);
             let moved = if first_block {
                 data.seek(seek_key)
@@ -264,11 +277,13 @@ impl SstReader {
                 return Ok(Some((p.seq, p.kind, data.value_bytes())));
             }
             first_block = false;
-            index
-                .next()
-                .map_err(|e| self.corrupt(self.index_offset(), e))?;
+            match at.as_mut() {
+                Some(i) => *i += 1,
+                None => index
+                    .next()
+                    .map_err(|e| self.corrupt(self.index_offset(), e))?,
+            }
         }
-        Ok(None)
     }
 
     /// Offset of the index block, named in errors about it.

@@ -281,7 +281,8 @@ fn compression_round_trips_and_falls_back() {
 
 proptest::proptest! {
     // An index search lands where a seek of the whole block does: keys shorter than,
-    // equal to and longer than the 16-byte prefix, many sharing it, versions of a key.
+    // equal to and longer than the 16-byte prefix, many sharing it, versions of a key;
+    // and it hands out the handle stored with the entry it lands on.
     #[test]
     fn index_search_seeks_like_the_block(
         keys in proptest::collection::btree_set(
@@ -290,26 +291,40 @@ proptest::proptest! {
             (proptest::collection::vec(0u8..3, 0..22), 0u64..5), 1..40),
         interval in 1usize..3,
     ) {
-        let mut entries: Vec<(Vec<u8>, Vec<u8>)> = keys
+        let mut keys: Vec<Vec<u8>> = keys
             .iter()
-            .map(|(u, s)| (internal_key(u, *s, ValueType::Value), b"v".to_vec()))
+            .map(|(u, s)| internal_key(u, *s, ValueType::Value))
             .collect();
-        entries.sort_by(|a, b| crate::key::compare(&a.0, &b.0));
+        keys.sort_by(|a, b| crate::key::compare(a, b));
+        let handle_of = |i: usize| BlockHandle { offset: i as u64 * 4096, size: i as u64 + 1 };
+        let entries: Vec<(Vec<u8>, Vec<u8>)> = keys
+            .iter()
+            .enumerate()
+            .map(|(i, k)| {
+                let mut h = Vec::new();
+                handle_of(i).encode_to(&mut h);
+                (k.clone(), h)
+            })
+            .collect();
         let block = block_of(&entries, interval);
         let search = crate::sst::index_search::IndexSearch::build(&block).unwrap();
         // Only a block whose entries are all restart points gets a search.
         proptest::prop_assert_eq!(search.is_some(), interval == 1 || entries.len() == 1);
         let Some(search) = search else { return Ok(()) };
+        proptest::prop_assert_eq!(search.len(), keys.len());
         for (u, s) in &targets {
             let target = internal_key(u, *s, ValueType::Value);
+            let expect = keys
+                .iter()
+                .position(|k| crate::key::compare(k, &target).is_ge())
+                .unwrap_or(keys.len());
             let mut whole = BlockIter::new(block.clone());
             whole.seek(&target).unwrap();
-            let mut narrowed = BlockIter::new(block.clone());
-            search.seek(&mut narrowed, &target).unwrap();
-            proptest::prop_assert_eq!(narrowed.valid(), whole.valid());
-            if whole.valid() {
-                proptest::prop_assert_eq!(narrowed.key(), whole.key());
-            }
+            proptest::prop_assert_eq!(whole.valid(), expect < keys.len());
+            let mut index = BlockIter::new(block.clone());
+            let at = search.seek(&mut index, &target).unwrap();
+            proptest::prop_assert_eq!(at, expect);
+            proptest::prop_assert_eq!(search.handle(at), (at < keys.len()).then(|| handle_of(at)));
         }
     }
 }
@@ -364,4 +379,22 @@ proptest::proptest! {
             }
         }
     }
+}
+
+#[test]
+fn index_search_is_not_built_over_a_handle_that_does_not_decode() {
+    let mut good = Vec::new();
+    BlockHandle {
+        offset: 0,
+        size: 10,
+    }
+    .encode_to(&mut good);
+    let entries = vec![
+        (internal_key(b"a", 1, ValueType::Value), good),
+        (internal_key(b"b", 1, ValueType::Value), b"\xff".to_vec()),
+    ];
+    let block = block_of(&entries, 1);
+    assert!(crate::sst::index_search::IndexSearch::build(&block)
+        .unwrap()
+        .is_none());
 }
