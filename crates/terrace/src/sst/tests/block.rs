@@ -26,6 +26,18 @@ fn collect_forward(it: &mut BlockIter) -> Vec<(Vec<u8>, Vec<u8>)> {
     out
 }
 
+/// The entries from last to first, returned in forward order.
+fn collect_backward(it: &mut BlockIter) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut back = Vec::new();
+    it.seek_to_last().unwrap();
+    while it.valid() {
+        back.push((it.key().to_vec(), it.value().to_vec()));
+        it.prev().unwrap();
+    }
+    back.reverse();
+    back
+}
+
 #[test]
 fn block_round_trip_every_restart_interval() {
     let entries = sample_entries(100);
@@ -33,15 +45,7 @@ fn block_round_trip_every_restart_interval() {
         let block = block_of(&entries, interval);
         let mut it = BlockIter::new(block);
         assert_eq!(collect_forward(&mut it), entries);
-        // Backward.
-        let mut back = Vec::new();
-        it.seek_to_last().unwrap();
-        while it.valid() {
-            back.push((it.key().to_vec(), it.value().to_vec()));
-            it.prev().unwrap();
-        }
-        back.reverse();
-        assert_eq!(back, entries);
+        assert_eq!(collect_backward(&mut it), entries);
         // Seek to every key and between keys.
         for (i, (k, v)) in entries.iter().enumerate() {
             it.seek(k).unwrap();
@@ -361,14 +365,7 @@ proptest::proptest! {
         entries.sort_by(|a, b| crate::key::compare(&a.0, &b.0));
         let mut it = BlockIter::new(block_of(&entries, interval));
         proptest::prop_assert_eq!(collect_forward(&mut it), entries.clone());
-        let mut back = Vec::new();
-        it.seek_to_last().unwrap();
-        while it.valid() {
-            back.push((it.key().to_vec(), it.value().to_vec()));
-            it.prev().unwrap();
-        }
-        back.reverse();
-        proptest::prop_assert_eq!(&back, &entries);
+        proptest::prop_assert_eq!(collect_backward(&mut it), entries.clone());
         for (h, pad) in &targets {
             let target = crate::key::seek_key(&user(h, *pad, &[]), crate::key::MAX_SEQ);
             it.seek(&target).unwrap();
