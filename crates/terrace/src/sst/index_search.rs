@@ -65,13 +65,13 @@ impl IndexSearch {
     }
 
     /// The position of the first entry whose key is `>= target` (`key::compare`), or
-    /// [`IndexSearch::len`] if there is none: where `index.seek(target)` on the block
-    /// this was built from would land. `index` (an iterator over that block) is used only
-    /// when separators share the target's prefix.
+    /// [`IndexSearch::len`] if there is none: where a seek of `index`, the block this was
+    /// built from, would land. The block is read only when separators share the
+    /// target's prefix.
     ///
     /// # Errors
     /// The index block's decoding errors.
-    pub(crate) fn seek(&self, index: &mut BlockIter, target: &[u8]) -> BlockResult<usize> {
+    pub(crate) fn seek(&self, index: &Block, target: &[u8]) -> BlockResult<usize> {
         let tp = key::key_prefix(key::user_key(target));
         // Separators with a smaller prefix are smaller than the target, with a larger one
         // larger: the answer is among the equal ones or the first larger one.
@@ -82,6 +82,7 @@ impl IndexSearch {
         let first_larger =
             first_equal + self.entries[first_equal..].partition_point(|e| e.prefix <= tp);
         let last = self.entries.len().saturating_sub(1);
+        let mut index = BlockIter::new(index.clone());
         index.seek_between(
             target,
             first_equal.saturating_sub(1),

@@ -235,14 +235,23 @@ impl SstReader {
         if !self.may_contain(uk) {
             return Ok(None);
         }
-        let mut index = BlockIter::new(self.index.clone());
         // With an index search, blocks are visited by entry number in its array; without
-        // one, by the index block's cursor.
+        // one, by a cursor over the index block.
+        let mut index: Option<BlockIter> = None;
         let mut at = match &self.index_search {
-            Some(search) => search.seek(&mut index, seek_key).map(Some),
-            None => index.seek(seek_key).map(|()| None),
-        }
-        .map_err(|e| self.corrupt(self.index_offset(), e))?;
+            Some(search) => Some(
+                search
+                    .seek(&self.index, seek_key)
+                    .map_err(|e| self.corrupt(self.index_offset(), e))?,
+            ),
+            None => {
+                let mut it = BlockIter::new(self.index.clone());
+                it.seek(seek_key)
+                    .map_err(|e| self.corrupt(self.index_offset(), e))?;
+                index = Some(it);
+                None
+            }
+        };
         let mut first_block = true;
         loop {
             let h = match (&self.index_search, at) {
@@ -251,9 +260,9 @@ impl SstReader {
                     None => return Ok(None),
                 },
                 _ => {
-                    if !index.valid() {
+                    let Some(index) = index.as_ref().filter(|i| i.valid()) else {
                         return Ok(None);
-                    }
+                    };
                     BlockHandle::decode(index.value())
                         .ok_or_else(|| self.corrupt(self.index_offset(), "bad block handle"))?
                 }
@@ -277,11 +286,12 @@ impl SstReader {
                 return Ok(Some((p.seq, p.kind, data.value_bytes())));
             }
             first_block = false;
-            match at.as_mut() {
-                Some(i) => *i += 1,
-                None => index
+            match (at.as_mut(), index.as_mut()) {
+                (Some(i), _) => *i += 1,
+                (None, Some(index)) => index
                     .next()
                     .map_err(|e| self.corrupt(self.index_offset(), e))?,
+                (None, None) => return Ok(None),
             }
         }
     }

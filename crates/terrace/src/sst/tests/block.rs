@@ -325,8 +325,7 @@ proptest::proptest! {
             let mut whole = BlockIter::new(block.clone());
             whole.seek(&target).unwrap();
             proptest::prop_assert_eq!(whole.valid(), expect < keys.len());
-            let mut index = BlockIter::new(block.clone());
-            let at = search.seek(&mut index, &target).unwrap();
+            let at = search.seek(&block, &target).unwrap();
             proptest::prop_assert_eq!(at, expect);
             proptest::prop_assert_eq!(search.handle(at), (at < keys.len()).then(|| handle_of(at)));
         }
