@@ -10,6 +10,9 @@
 #                         [--compression=none,lz4] [--threads=N] [--value_size=N]
 #                         [--dir=DIR] [extra flags for both tools]
 # Example (smoke): bench/compare.sh --num=10000 --runs=1
+# A benchmark written a+b runs a then b in one process, and its row reports a's throughput
+# with the whole process's write amplification: `fillrandom+waitforcompaction` counts the
+# compactions a load leaves behind (the settled write amplification).
 set -euo pipefail
 
 NUM=1000000
@@ -60,7 +63,7 @@ run_chain() { # tool compression run
     local existing=1
     case "$b" in fill*|ycsb_load) existing=0 ;; esac
     local log="$LOGS/$comp.$tool.$b.$run.log"
-    local args=(--db="$db" --benchmarks="$b" --use_existing_db=$existing
+    local args=(--db="$db" --benchmarks="${b//+/,}" --use_existing_db=$existing
                 --compression_type="$comp" "${COMMON[@]}" "${EXTRA[@]}")
     # GNU time appends the process's peak resident memory to the log.
     if [ "$tool" = terrace ]; then
@@ -132,7 +135,7 @@ for comp in comps:
     for b in benches:
         res = {}
         for tool in ("terrace", "rocksdb"):
-            rows = [parse(f"{logs}/{comp}.{tool}.{b}.{r}.log", b) for r in range(1, runs + 1)]
+            rows = [parse(f"{logs}/{comp}.{tool}.{b}.{r}.log", b.split("+")[0]) for r in range(1, runs + 1)]
             res[tool] = [summary([row[i] for row in rows]) for i in range(4)]
         t, r = res["terrace"], res["rocksdb"]
         ratio = t[0][0] / r[0][0] if t[0][0] and r[0][0] else None

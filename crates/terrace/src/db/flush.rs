@@ -52,8 +52,13 @@ impl DbInner {
         st.pending_outputs.insert(number);
         let bytes = mem.approximate_memory_usage() as u64;
         let plan = self.placement_plan(st, 0, (None, None), &[], bytes);
+        // The flush drops the versions no live snapshot tells apart. A snapshot taken
+        // later reads at or above every sequence number of this (immutable) memtable, so
+        // it splits no pair of versions the flush sees.
+        let snapshots = self.snapshots.all();
         let env = Level0Env {
             placement: plan.as_ref(),
+            snapshots: &snapshots,
             ..self.level0_env()
         };
         let built = MutexGuard::unlocked(st, || self.level0.flush(&env, &mem, number));

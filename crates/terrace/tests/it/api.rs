@@ -135,6 +135,52 @@ fn snapshots_see_the_past() {
     );
 }
 
+/// A flush writes one version per key and snapshot stripe: the versions no live snapshot
+/// tells apart are dropped, the ones a snapshot reads are kept, deletions stay.
+#[test]
+fn flush_drops_versions_no_snapshot_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options {
+        write_buffer_size: 1 << 20,
+        level0_file_num_compaction_trigger: 100,
+        level0_slowdown_writes_trigger: 100,
+        level0_stop_writes_trigger: 100,
+        ..small_options()
+    };
+    let db = open(dir.path(), opts);
+    let level0_entries = |db: &Db| -> u64 {
+        db.live_files()
+            .iter()
+            .filter(|(level, _)| *level == 0)
+            .map(|(_, f)| f.num_entries)
+            .sum()
+    };
+    for round in 0..5u8 {
+        for k in 0..10u8 {
+            db.put(&[b'a', k], &[round]).unwrap();
+        }
+    }
+    db.delete(&[b'a', 0]).unwrap();
+    db.flush().unwrap();
+    // Ten keys, the newest version of each: nine values and a deletion.
+    assert_eq!(level0_entries(&db), 10);
+
+    db.put(b"s", b"old").unwrap();
+    let snap = db.snapshot();
+    db.put(b"s", b"mid").unwrap();
+    db.put(b"s", b"new").unwrap();
+    db.flush().unwrap();
+    // "old" for the snapshot, "new" for everyone else; "mid" no one reads.
+    assert_eq!(level0_entries(&db), 12);
+    assert_eq!(
+        db.get_opt(&snap.read_options(), b"s").unwrap(),
+        Some(b"old".to_vec())
+    );
+    assert_eq!(db.get(b"s").unwrap(), Some(b"new".to_vec()));
+    assert_eq!(db.get(&[b'a', 0]).unwrap(), None);
+    assert_eq!(db.get(&[b'a', 9]).unwrap(), Some(vec![4]));
+}
+
 #[test]
 fn iterator_bounds_seeks_and_both_directions() {
     let dir = tempfile::tempdir().unwrap();
