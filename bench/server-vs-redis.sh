@@ -5,6 +5,10 @@
 #   bench/server-vs-redis.sh            # SET and GET, -n 1000000
 #   REQUESTS=200000 ROUNDS=3 bench/server-vs-redis.sh
 #   TESTS=hset,lpush,rpush,lpop,rpop,sadd,spop,zadd,zpopmin,lrange_100 bench/server-vs-redis.sh
+#   CONTROL_ARGS="--block-cache-bytes 33554432" bench/server-vs-redis.sh
+#
+# With CONTROL_ARGS set, a second Terrace server started with those extra flags ("control")
+# runs in the same rotation, so a setting's effect is measured in the same window.
 #
 # Prints one line per (server, pipeline, test): median requests/s, p50 and p99 latency
 # (ms), then Terrace's throughput as a fraction of Redis's. Installs redis-server and
@@ -36,17 +40,34 @@ redis-server --port "$REDIS_PORT" --save "" --appendonly no --daemonize no \
 PIDS+=($!)
 "$BIN" serve --port 0 --dir "$WORK/terrace" --fsync everysec >"$WORK/terrace.out" 2>&1 &
 PIDS+=($!)
-for _ in $(seq 100); do grep -q '^listening on' "$WORK/terrace.out" 2>/dev/null && break; sleep 0.1; done
-TERRACE_PORT=$(sed -n 's/^listening on .*:\([0-9]*\)$/\1/p' "$WORK/terrace.out")
+SERVERS="redis terrace"
+if [ -n "${CONTROL_ARGS:-}" ]; then
+  # shellcheck disable=SC2086 # CONTROL_ARGS is a list of flags
+  "$BIN" serve --port 0 --dir "$WORK/control" --fsync everysec $CONTROL_ARGS >"$WORK/control.out" 2>&1 &
+  PIDS+=($!)
+  SERVERS="redis terrace control"
+fi
+listening_port() { # log file
+  for _ in $(seq 100); do grep -q '^listening on' "$1" 2>/dev/null && break; sleep 0.1; done
+  sed -n 's/^listening on .*:\([0-9]*\)$/\1/p' "$1"
+}
+TERRACE_PORT=$(listening_port "$WORK/terrace.out")
+CONTROL_PORT=
+[ -n "${CONTROL_ARGS:-}" ] && CONTROL_PORT=$(listening_port "$WORK/control.out")
 for _ in $(seq 50); do redis-cli -p "$REDIS_PORT" PING >/dev/null 2>&1 && break; sleep 0.1; done
 
 echo "redis-benchmark -c $CLIENTS -n $REQUESTS -r 1000000 -d 100 -t $TESTS, median of $ROUNDS, $(nproc) cores"
 echo "$(redis-server --version | cut -d' ' -f1-3); terrace $("$BIN" version | cut -d' ' -f2) (fsync everysec)"
+[ -n "${CONTROL_ARGS:-}" ] && echo "control: terrace serve ... $CONTROL_ARGS"
 RESULTS="$WORK/results.csv"
 for pipeline in 1 16; do
   for round in $(seq "$ROUNDS"); do
-    for server in redis terrace; do
-      port=$REDIS_PORT; [ "$server" = terrace ] && port=$TERRACE_PORT
+    for server in $SERVERS; do
+      case "$server" in
+        redis) port=$REDIS_PORT ;;
+        terrace) port=$TERRACE_PORT ;;
+        control) port=$CONTROL_PORT ;;
+      esac
       redis-benchmark -p "$port" -c "$CLIENTS" -n "$REQUESTS" -r 1000000 -d 100 -t "$TESTS" \
         -P "$pipeline" --csv 2>/dev/null | tail -n +2 | tr -d '"' \
         | awk -F, -v s="$server" -v p="$pipeline" -v r="$round" '{ print s "," p "," r "," $1 "," $2 "," $5 "," $7 }' \
@@ -70,6 +91,6 @@ for (server, pipeline, test), runs in sorted(groups.items(), key=lambda kv: (kv[
     med[(server, pipeline, test)] = rps
     print(f"{server:8} {pipeline:>3} {test:12} {rps:>10.0f} {p50:>8.3f} {p99:>8.3f}")
 for (server, pipeline, test), rps in sorted(med.items()):
-    if server == "terrace" and ("redis", pipeline, test) in med:
-        print(f"terrace/redis -P {pipeline} {test}: {rps / med[('redis', pipeline, test)]:.2f}x")
+    if server in ("terrace", "control") and ("redis", pipeline, test) in med:
+        print(f"{server}/redis -P {pipeline} {test}: {rps / med[('redis', pipeline, test)]:.2f}x")
 PY

@@ -71,7 +71,9 @@ pub struct Config {
     pub timeout: u64,
     /// Engine: bytes of one memtable.
     pub write_buffer_size: usize,
-    /// Engine: bytes of the block cache.
+    /// Engine: bytes of the block cache. Default: a quarter of the machine's memory (or
+    /// of the cgroup's limit, if lower), at most 4 GiB, at least the engine's 32 MiB
+    /// ([`default_block_cache_bytes`]).
     pub block_cache_bytes: usize,
     /// Engine: the size at which compaction outputs are cut (RocksDB's
     /// `target_file_size_base`): smaller files spread more evenly over `volumes`.
@@ -152,6 +154,27 @@ pub enum CompactionMode {
     Auto,
 }
 
+/// Largest default block cache: Kvrocks's default (`rocksdb.block_cache_size 4096`, MB).
+const MAX_DEFAULT_BLOCK_CACHE: u64 = 4 << 30;
+
+/// The server's default block cache: a quarter of the memory this process may use (the
+/// machine's, or its cgroup's limit if lower), between `floor` (the engine's default) and
+/// 4 GiB. A server stands in for Redis, which keeps everything in memory, so it caches
+/// as much as a dedicated disk-backed server does (Kvrocks: 4 GiB); the cache fills only
+/// as blocks are read. `floor` when the memory cannot be read.
+pub fn default_block_cache_bytes(floor: usize) -> usize {
+    let mut system = sysinfo::System::new();
+    system.refresh_memory();
+    let mut total = system.total_memory();
+    if let Some(limits) = system.cgroup_limits() {
+        if limits.total_memory > 0 {
+            total = total.min(limits.total_memory);
+        }
+    }
+    let quarter = (total / 4).min(MAX_DEFAULT_BLOCK_CACHE);
+    usize::try_from(quarter).unwrap_or(floor).max(floor)
+}
+
 impl Default for Config {
     fn default() -> Self {
         let engine = terrace::Options::default();
@@ -171,7 +194,7 @@ impl Default for Config {
             metrics_bind: "127.0.0.1".to_string(),
             timeout: 0,
             write_buffer_size: engine.write_buffer_size,
-            block_cache_bytes: engine.block_cache_bytes,
+            block_cache_bytes: default_block_cache_bytes(engine.block_cache_bytes),
             target_file_size_base: engine.target_file_size_base,
             internal_fault_storage: false,
             compaction_mode: CompactionMode::Linear,
@@ -242,7 +265,8 @@ pub struct ServeArgs {
     /// Engine memtable size in bytes.
     #[arg(long)]
     pub write_buffer_size: Option<usize>,
-    /// Engine block cache size in bytes.
+    /// Engine block cache size in bytes (default: a quarter of the memory, at most 4 GiB,
+    /// at least 32 MiB).
     #[arg(long)]
     pub block_cache_bytes: Option<usize>,
     /// Internal, crash tests only: fault-injection storage (unsynced writes die with the
@@ -588,6 +612,31 @@ pub fn parse_memory(s: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_default_block_cache_is_a_quarter_of_memory_within_its_bounds() {
+        let floor = terrace::Options::default().block_cache_bytes;
+        let bytes = default_block_cache_bytes(floor);
+        assert!(bytes >= floor, "{bytes}");
+        assert!(
+            bytes as u64 <= MAX_DEFAULT_BLOCK_CACHE.max(floor as u64),
+            "{bytes}"
+        );
+        let mut system = sysinfo::System::new();
+        system.refresh_memory();
+        let total = system.total_memory();
+        if total >= 4 * floor as u64 && total < 4 * MAX_DEFAULT_BLOCK_CACHE {
+            // Between the bounds: a quarter of the memory (or of the cgroup's limit).
+            assert!(bytes as u64 <= total / 4, "{bytes} of {total}");
+        }
+        // A floor above everything wins; the flag overrides the default.
+        assert_eq!(default_block_cache_bytes(usize::MAX), usize::MAX);
+        let args = ServeArgs {
+            block_cache_bytes: Some(1 << 20),
+            ..ServeArgs::default()
+        };
+        assert_eq!(args.resolve().unwrap().block_cache_bytes, 1 << 20);
+    }
 
     #[test]
     fn compaction_settings_come_from_the_file_and_the_flags_and_print_back() {
