@@ -4,13 +4,13 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use super::flush_stream::for_each_kept;
 use super::{Backpressure, Level0, Level0Env, Level0Flush, Level0Settings, Level0View};
-use crate::compaction::stream::{CompactionStream, StreamConfig};
 use crate::error::Result;
 use crate::iter::InternalIterator;
-use crate::key::{self, SeqNo, MAX_SEQ};
+use crate::key::{self, SeqNo};
 use crate::memtable::MemTable;
-use crate::range_del::{FragmentedTombstones, RangeTombstone};
+use crate::range_del::RangeTombstone;
 use crate::sst::SstBuilder;
 use crate::storage::IoClass;
 use crate::tables::{lookup, Lookup, Tables};
@@ -40,15 +40,9 @@ struct ClassicView {
     tables: Arc<Tables>,
 }
 
-/// Writes the entries of `mem` a reader can still tell apart into table `number` on
-/// level 0's volume and syncs it. Returns `None` (writing nothing) for a memtable with
-/// nothing in it.
-///
-/// The entries pass through the compaction stream (`compaction::stream`) with the live
-/// snapshots, as RocksDB's flush does: of a key's versions that no snapshot tells apart
-/// only the newest is written, and so are no point entries a newer range tombstone of the
-/// same stripe covers. Nothing else is dropped (deletions stay: older versions may lie
-/// in the tables below), and the compaction filter does not run.
+/// Writes the entries of `mem` a reader can still tell apart (`flush_stream`) into table
+/// `number` on level 0's volume and syncs it. Returns `None` (writing nothing) for a
+/// memtable with nothing in it.
 ///
 /// # Errors
 /// I/O errors.
@@ -81,15 +75,8 @@ pub(crate) fn write_memtable(
     let path = env.tables.path(volume, number);
     let file = env.storage.create(&path, IoClass::Flush)?;
     let mut builder = SstBuilder::new(file, path, env.settings.sst);
-    let fragmented = FragmentedTombstones::new(&tombstones, MAX_SEQ);
-    let config = StreamConfig {
-        snapshots: env.snapshots,
-        ..StreamConfig::default()
-    };
-    let mut stream = CompactionStream::new(&mut iter, &fragmented, config);
-    while let Some((k, v)) = stream.next_entry()? {
-        builder.add(k, v)?;
-    }
+    drop(iter);
+    for_each_kept(mem, &tombstones, env.snapshots, |k, v| builder.add(k, v))?;
     for t in &tombstones {
         builder.add_range_tombstone(t);
     }

@@ -34,6 +34,7 @@
 //!   background thread (the matrix container's table merge).
 
 mod classic;
+mod flush_stream;
 pub mod matrix;
 mod self_compacting;
 

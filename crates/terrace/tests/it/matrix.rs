@@ -116,6 +116,50 @@ fn check_snapshot(db: &Db, snap: &terrace::Snapshot, model: &BTreeMap<Vec<u8>, V
     }
 }
 
+/// A flush into a row drops the versions no snapshot tells apart and keeps the ones a
+/// snapshot taken while they sat in the memtable reads.
+#[test]
+fn rows_keep_what_a_snapshot_taken_before_their_flush_reads() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = Db::open(tmp.path().join("db"), options(tmp.path(), PmemMode::Mapped)).unwrap();
+    let mut model = BTreeMap::new();
+    // Twenty keys written over and over: each memtable holds several versions of each.
+    let write = |db: &Db, model: &mut BTreeMap<Vec<u8>, Vec<u8>>, round: u32| {
+        for i in 0..20u32 {
+            let v = format!("r{round}-{i}").into_bytes();
+            db.put(&key(i), &v).unwrap();
+            model.insert(key(i), v);
+        }
+    };
+    for round in 0..3 {
+        write(&db, &mut model, round);
+    }
+    let snap = db.snapshot();
+    let at_snap = model.clone();
+    for round in 3..6 {
+        write(&db, &mut model, round);
+    }
+    db.flush().unwrap();
+    let read_at = |db: &Db, want: &BTreeMap<Vec<u8>, Vec<u8>>, opts: &ReadOptions| {
+        for (k, v) in want {
+            assert_eq!(db.get_opt(opts, k).unwrap().as_deref(), Some(v.as_slice()));
+        }
+        let mut it = db.iter(opts.clone()).unwrap();
+        it.seek_to_first().unwrap();
+        let all: Vec<_> = want.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        assert_eq!(it.collect_remaining().unwrap(), all);
+    };
+    read_at(&db, &model, &ReadOptions::default());
+    read_at(&db, &at_snap, &snap.read_options());
+    // Rows freeze, compact in columns and merge; the snapshot still reads its versions.
+    for round in 6..200 {
+        write(&db, &mut model, round);
+    }
+    db.wait_for_compactions().unwrap();
+    read_at(&db, &model, &ReadOptions::default());
+    read_at(&db, &at_snap, &snap.read_options());
+}
+
 #[test]
 fn table_merges_keep_what_snapshots_read_and_survive_reopen() {
     let tmp = tempfile::tempdir().unwrap();

@@ -52,6 +52,7 @@ use super::table_merge::MergeDone;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::SeqNo;
+use crate::level0::flush_stream::for_each_kept;
 use crate::level0::{
     Backpressure, Level0, Level0Copy, Level0Env, Level0Flush, Level0Settings, Level0View,
     SelfCompacting,
@@ -152,7 +153,12 @@ impl MatrixLevel0 {
 
     /// Builds the row of `mem` as number `number` on top of the active group and stores it
     /// on the region (see `Level0::flush`).
-    fn flush_row(&self, mem: &Arc<MemTable>, number: u64) -> Result<Level0Flush> {
+    fn flush_row(
+        &self,
+        mem: &Arc<MemTable>,
+        number: u64,
+        snapshots: &[SeqNo],
+    ) -> Result<Level0Flush> {
         let tombstones = mem.range_tombstones();
         let mut iter = mem.iter();
         iter.seek_to_first()?;
@@ -184,10 +190,8 @@ impl MatrixLevel0 {
             top.as_ref().map(|(_, r)| Below::new(r, 0)),
             self.opts.params.chunk_bytes,
         )?;
-        while iter.valid() {
-            b.add(iter.key(), iter.value())?;
-            iter.next()?;
-        }
+        drop(iter);
+        for_each_kept(mem, &tombstones, snapshots, |k, v| b.add(k, v))?;
         for t in &tombstones {
             b.add_range_tombstone(t)?;
         }
@@ -242,8 +246,8 @@ impl Level0 for MatrixLevel0 {
         Arc::new(MatrixState::default())
     }
 
-    fn flush(&self, _env: &Level0Env<'_>, mem: &Arc<MemTable>, number: u64) -> Result<Level0Flush> {
-        let flushed = self.flush_row(mem, number);
+    fn flush(&self, env: &Level0Env<'_>, mem: &Arc<MemTable>, number: u64) -> Result<Level0Flush> {
+        let flushed = self.flush_row(mem, number, env.snapshots);
         if flushed.is_err() {
             // No row comes of it: freezes may happen again.
             let mut guard = self.state.lock();
