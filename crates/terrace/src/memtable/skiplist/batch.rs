@@ -10,13 +10,80 @@
 
 use std::sync::atomic::Ordering as AtomicOrdering;
 
-use super::{Node, SkipList, Splice, Target, HEAD, NIL};
+use super::{Node, SkipList, Splice, Target, HEAD, MAX_HEIGHT, NIL};
 
 /// One entry of a batch: user key, trailer (sequence and type) and value.
 pub(in crate::memtable) type SortedEntry<'a> = (&'a [u8], u64, &'a [u8]);
 
 /// Searches run side by side: enough to keep the misses of several in flight.
 const LANES: usize = 16;
+
+/// Per level, the batch's last node linked there, with the predecessor and successor its
+/// search found: what lets a later entry of the same gap start from that node.
+///
+/// The searches all ran before the batch's first node was linked, and the batch is sorted.
+/// So at a level where a later entry's search found the same predecessor and successor
+/// as that node's, and the node was linked right before that successor, the node and the
+/// successor bracket the entry: the node becomes its predecessor. Otherwise the splice
+/// stays as found. Without this, a batch whose keys share one gap (elements pushed onto a
+/// list, a sequential load) walked past every node the batch had linked there before it:
+/// quadratic in the batch's length.
+struct Followed {
+    /// Per level: the node, the predecessor its search found, and its successor when it
+    /// was linked (the successor its search found, unless another writer's node came
+    /// between).
+    last: [(u32, u32, u32); MAX_HEIGHT],
+    /// Levels with a node in `last`: the tallest node's height so far.
+    top: usize,
+}
+
+impl Default for Followed {
+    fn default() -> Self {
+        Followed {
+            last: [(NIL, HEAD, NIL); MAX_HEIGHT],
+            top: 0,
+        }
+    }
+}
+
+impl Followed {
+    /// Moves `splice`, as its search found it, past the batch's nodes in its gaps: at a
+    /// level where the batch's last node there was found between the same predecessor and
+    /// successor and linked right before that successor, the node and that successor
+    /// bracket this entry too. Where another writer's node came between them, the splice
+    /// stays as found (the successor must stay one known not to be before the entry);
+    /// where one comes after the node later, linking's compare-and-swap notices and walks
+    /// on.
+    fn apply(&self, splice: &mut Splice) {
+        // Entries in other gaps at level 0 (a batch of scattered keys) are left as found
+        // at every level: one comparison each, and the walks left are short.
+        if !self.last.first().is_some_and(|&(node, found, next)| {
+            node != NIL && splice.prev.first() == Some(&found) && splice.next.first() == Some(&next)
+        }) {
+            return;
+        }
+        for (level, &(node, found, next)) in self.last.iter().enumerate().take(self.top) {
+            if node != NIL
+                && splice.prev.get(level) == Some(&found)
+                && splice.next.get(level) == Some(&next)
+            {
+                splice.set(level, node, next);
+            }
+        }
+    }
+
+    /// Records node `node`, linked at its `height` levels as `linked` says (predecessor
+    /// and successor per level) after a search that found the predecessors `found`.
+    fn linked(&mut self, node: u32, height: usize, found: &[u32; MAX_HEIGHT], linked: &Splice) {
+        let height = height.min(MAX_HEIGHT);
+        for (level, slot) in self.last.iter_mut().enumerate().take(height) {
+            if let (Some(&pred), Some(&next)) = (found.get(level), linked.next.get(level)) {
+                *slot = (node, pred, next);
+            }
+        }
+        self.top = self.top.max(height);
+    }
+}
 
 /// Where one interleaved search stands.
 struct Search<'n> {
@@ -51,12 +118,18 @@ impl SkipList {
         {
             self.search_interleaved(t, Some(s), f);
         }
-        // Each splice was found before the batch's earlier nodes were linked; where one
-        // of them landed inside it, linking walks on past it (as past another writer's).
+        // Each splice was found before the batch's earlier nodes were linked. At each
+        // level where the last batch node linked there was found in the same gap as this
+        // entry, that node becomes the predecessor (`Followed`); only other writers'
+        // nodes are left for linking to walk past.
+        let mut followed = Followed::default();
         for ((target, (_, _, value)), splice) in targets.iter().zip(entries).zip(&mut splices) {
-            if self.link_new(&mut w, target, value, splice, None).is_none() {
+            let found = splice.prev;
+            followed.apply(splice);
+            let Some((node, height)) = self.link_new(&mut w, target, value, splice, None) else {
                 return false;
-            }
+            };
+            followed.linked(node, height, &found, splice);
         }
         true
     }
