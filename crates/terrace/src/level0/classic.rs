@@ -75,8 +75,9 @@ pub(crate) fn write_memtable(
     let path = env.tables.path(volume, number);
     let file = env.storage.create(&path, IoClass::Flush)?;
     let mut builder = SstBuilder::new(file, path, env.settings.sst);
-    drop(iter);
-    for_each_kept(mem, &tombstones, env.snapshots, |k, v| builder.add(k, v))?;
+    for_each_kept(&mut iter, &tombstones, env.snapshots, |k, v| {
+        builder.add(k, v)
+    })?;
     for t in &tombstones {
         builder.add_range_tombstone(t);
     }

@@ -8,34 +8,32 @@
 //! lie below), and the compaction filter does not run.
 //! Must not touch: where the entries go (a table file, a matrix row).
 
-use std::sync::Arc;
-
 use crate::compaction::stream::{CompactionStream, StreamConfig};
 use crate::error::Result;
+use crate::iter::InternalIterator;
 use crate::key::{SeqNo, MAX_SEQ};
-use crate::memtable::MemTable;
 use crate::range_del::{FragmentedTombstones, RangeTombstone};
 
-/// Calls `add` with each entry of `mem` a flush keeps, given `mem`'s range `tombstones`
-/// and the live `snapshots`. A snapshot taken after the memtable stopped taking writes
+/// Calls `add` with each entry a flush keeps of the memtable `iter` walks (from its first
+/// entry, wherever it stands), given the memtable's range `tombstones` and the live
+/// `snapshots`. A snapshot taken after the memtable stopped taking writes
 /// reads at or above every sequence number in it, so it splits no pair of versions this
 /// drops.
 ///
 /// # Errors
 /// The memtable iterator's errors, a key that is not an internal key, and `add`'s.
 pub(crate) fn for_each_kept(
-    mem: &Arc<MemTable>,
+    iter: &mut dyn InternalIterator,
     tombstones: &[RangeTombstone],
     snapshots: &[SeqNo],
     mut add: impl FnMut(&[u8], &[u8]) -> Result<()>,
 ) -> Result<()> {
-    let mut iter = mem.iter();
     let fragmented = FragmentedTombstones::new(tombstones, MAX_SEQ);
     let config = StreamConfig {
         snapshots,
         ..StreamConfig::default()
     };
-    let mut stream = CompactionStream::new(&mut iter, &fragmented, config);
+    let mut stream = CompactionStream::new(iter, &fragmented, config);
     while let Some((k, v)) = stream.next_entry()? {
         add(k, v)?;
     }

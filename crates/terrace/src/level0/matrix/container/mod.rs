@@ -190,8 +190,7 @@ impl MatrixLevel0 {
             top.as_ref().map(|(_, r)| Below::new(r, 0)),
             self.opts.params.chunk_bytes,
         )?;
-        drop(iter);
-        for_each_kept(mem, &tombstones, snapshots, |k, v| b.add(k, v))?;
+        for_each_kept(&mut iter, &tombstones, snapshots, |k, v| b.add(k, v))?;
         for t in &tombstones {
             b.add_range_tombstone(t)?;
         }
