@@ -10,6 +10,9 @@ pub enum Error {
     /// The engine failed (open, close, sync).
     #[error(transparent)]
     Engine(#[from] terrace::Error),
+    /// A stored record the server cannot read (background work that found it).
+    #[error("data: {0}")]
+    Data(String),
     /// A socket or runtime failure.
     #[error("network: {0}")]
     Io(#[from] std::io::Error),

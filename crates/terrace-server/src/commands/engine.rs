@@ -46,6 +46,8 @@ pub struct Engine {
     pub(crate) clients: Mutex<BTreeMap<u64, ClientInfo>>,
     next_client_id: AtomicU64,
     cursors: Mutex<ScanCursors>,
+    /// Where active expiry's walk stands.
+    pub(crate) active_expiry: super::active_expiry::ActiveExpiry,
     /// Pub/sub subscriptions of every client.
     pub(crate) pubsub: super::pubsub::PubSub,
     /// Clients blocked in BLPOP and the like, by key.
@@ -318,7 +320,7 @@ impl Engine {
         let db = Db::open(&config.dir, opts)?;
         filter.set_reader(db.reader());
         Ok(Arc::new(Engine {
-            store: Store::new(db, config.fsync == Fsync::Always),
+            store: Store::new(db, config.fsync == Fsync::Always)?,
             config: RwLock::new(config.clone()),
             auth_required: AtomicBool::new(!config.requirepass.is_empty()),
             proto_max_bulk_len: AtomicU64::new(config.proto_max_bulk_len),
@@ -331,6 +333,7 @@ impl Engine {
             clients: Mutex::new(BTreeMap::new()),
             next_client_id: AtomicU64::new(1),
             cursors: Mutex::new(ScanCursors::default()),
+            active_expiry: super::active_expiry::ActiveExpiry::default(),
             pubsub: super::pubsub::PubSub::default(),
             waiters: super::blocking::Waiters::default(),
             started: Instant::now(),

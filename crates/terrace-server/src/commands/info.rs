@@ -122,6 +122,15 @@ fn section_body(ctx: &Ctx<'_>, section: &str, out: &mut String) -> Result<(), Fa
             kv("rejected_connections", get(&s.rejected_connections));
             kv("keyspace_hits", get(&s.keyspace_hits));
             kv("keyspace_misses", get(&s.keyspace_misses));
+            kv("expired_keys", e.store.counts.expired_total().to_string());
+            kv(
+                "expire_cycle_cpu_milliseconds",
+                e.active_expiry.busy_millis().to_string(),
+            );
+            kv(
+                "terrace_expire_cycle_passes",
+                e.active_expiry.passes().to_string(),
+            );
         }
         "replication" => {
             kv("role", "master".to_string());
@@ -129,12 +138,7 @@ fn section_body(ctx: &Ctx<'_>, section: &str, out: &mut String) -> Result<(), Fa
         }
         "cluster" => kv("cluster_enabled", "0".to_string()),
         "keyspace" => {
-            let (mut keys, mut expires) = (0u64, 0u64);
-            e.store.for_each_from(b"", ctx.now_ms, |_, v| {
-                keys += 1;
-                expires += u64::from(v.expire_at_ms().is_some());
-                true
-            })?;
+            let (keys, expires) = (e.store.counts.keys(), e.store.counts.expiring());
             if keys > 0 {
                 kv("db0", format!("keys={keys},expires={expires},avg_ttl=0"));
             }

@@ -16,6 +16,7 @@
 //! transport: commands and run executions are synchronous. Statistics are counted per session and added to
 //! the shared counters after each batch of commands.
 
+mod active_expiry;
 mod arg;
 mod blocking;
 mod collection;
@@ -24,6 +25,7 @@ mod expiry;
 mod glob;
 mod hashes;
 mod info;
+mod keycount;
 mod keyspace;
 mod lists;
 mod mpop;
@@ -43,6 +45,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+pub use active_expiry::{ExpireStep, CYCLE_EVERY as ACTIVE_EXPIRE_EVERY};
 use engine::LocalStats;
 pub use engine::{Engine, EngineStats};
 pub use run::{Gathered, Run};
@@ -134,6 +137,16 @@ pub(crate) enum Fail {
 impl From<terrace::Error> for Fail {
     fn from(e: terrace::Error) -> Self {
         Fail::Engine(e)
+    }
+}
+
+impl From<Fail> for crate::Error {
+    fn from(f: Fail) -> Self {
+        match f {
+            Fail::Engine(e) => crate::Error::Engine(e),
+            Fail::Reply(Reply::Error(text)) => crate::Error::Data(text),
+            Fail::Reply(other) => crate::Error::Data(format!("{other:?}")),
+        }
     }
 }
 

@@ -325,8 +325,22 @@ proptest! {
             let args: Vec<&[u8]> = text.split(' ').map(str::as_bytes).collect();
             let got = normalize(s.execute(&args).unwrap());
             prop_assert_eq!(got, want, "{}", text);
+            prop_assert_eq!(keys_counted(&e), db.len(), "DBSIZE after {}", text);
         }
     }
+}
+
+/// The keys the server counts (DBSIZE), after checking it against a walk of them.
+fn keys_counted(e: &crate::commands::Engine) -> usize {
+    let walked = super::keycount::KeyCounts::recount(&e.store.db).unwrap();
+    let counted = e.store.counts.keys();
+    assert_eq!(
+        counted,
+        walked.keys(),
+        "the count drifted from the keys stored"
+    );
+    assert_eq!(e.store.counts.expiring(), walked.expiring());
+    usize::try_from(counted).unwrap()
 }
 
 /// Whether `op` is a collection command, which a connection gathers into a group.
@@ -405,6 +419,7 @@ proptest! {
                 );
             }
             group.clear();
+            prop_assert_eq!(keys_counted(e), db.len(), "DBSIZE after the group {:?}", texts);
             Ok(())
         };
         for (s, op, end_group) in &steps {
@@ -431,6 +446,7 @@ proptest! {
             let args: Vec<&[u8]> = text.split(' ').map(str::as_bytes).collect();
             let got = normalize(sessions[*s].execute(&args).unwrap());
             prop_assert_eq!(got, want, "{}", text);
+            prop_assert_eq!(keys_counted(&e), db.len(), "DBSIZE after {}", text);
         }
         check_group(&mut group, &mut sessions, &e, &mut db)?;
     }

@@ -10,6 +10,7 @@ use bytes::Bytes;
 use parking_lot::{Mutex, MutexGuard, RwLock};
 use terrace::{Db, DbIterator, ReadOptions, WriteBatch, WriteOptions};
 
+use super::keycount::{has_expiry, Delta, KeyCounts};
 use super::Fail;
 use crate::value::keys::{self, top};
 use crate::value::{split_header, StoredValue, Top, ValueHeader};
@@ -36,6 +37,8 @@ pub(crate) struct Store {
     pub(crate) exclusive: RwLock<()>,
     watches: Watches,
     versions: Versions,
+    /// The keyspace's size, kept with every write (`keycount`).
+    pub(crate) counts: KeyCounts,
 }
 
 /// Hands out collection versions: increasing across restarts, even if the clock goes
@@ -62,20 +65,24 @@ pub(crate) fn stripe_of(key: &[u8]) -> usize {
 }
 
 impl Store {
-    pub(crate) fn new(db: Db, sync_writes: bool) -> Store {
-        Store {
+    /// The store over `db`, whose keys it counts first (deleting those that expired).
+    pub(crate) fn new(db: Db, sync_writes: bool) -> terrace::Result<Store> {
+        let write_opts = WriteOptions {
+            sync: sync_writes,
+            ..WriteOptions::default()
+        };
+        let counts = KeyCounts::open(&db, crate::value::now_ms(), write_opts)?;
+        Ok(Store {
             db,
-            write_opts: WriteOptions {
-                sync: sync_writes,
-                ..WriteOptions::default()
-            },
+            write_opts,
             stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
             exclusive: RwLock::new(()),
             watches: Watches::default(),
             versions: Versions {
                 next: Mutex::new((0, 0)),
             },
-        }
+            counts,
+        })
     }
 
     /// A version for a new collection, above every version handed out before (in this
@@ -197,18 +204,22 @@ impl Store {
         Ok(out)
     }
 
-    /// Deletes `key`, read as expired at `now_ms`, if it still is and its stripe is free.
-    fn expire_lazily(&self, key: &[u8], now_ms: u64) -> Result<(), Fail> {
+    /// Deletes `key`, read as expired at `now_ms`, if it still is and its stripe is free;
+    /// whether it did.
+    pub(crate) fn expire_lazily(&self, key: &[u8], now_ms: u64) -> Result<bool, Fail> {
         // A command already holding this stripe overwrites or skips the key.
         if let Some(_guard) = self.stripes.get(stripe_of(key)).and_then(Mutex::try_lock) {
             if let Some(raw) = self.db.get(&top(key))? {
                 if Top::decode(&raw).is_ok_and(|v| v.expire_at_ms().is_some_and(|at| at <= now_ms))
                 {
                     self.db.write(single_delete(key), self.write_opts)?;
+                    self.counts.expired();
+                    self.written([key]);
+                    return Ok(true);
                 }
             }
         }
-        Ok(())
+        Ok(false)
     }
 
     /// The live top-level record of `key` (a string or a collection's metadata) at
@@ -301,7 +312,9 @@ impl Store {
         batch: WriteBatch,
         keys: impl IntoIterator<Item = &'k [u8]>,
     ) -> Result<(), Fail> {
+        let delta = KeyCounts::changes(&self.db, &batch)?;
         self.db.write(batch, self.write_opts)?;
+        self.counts.apply(delta);
         self.written(keys);
         Ok(())
     }
@@ -312,6 +325,24 @@ impl Store {
         if self.watches.count.load(Ordering::Acquire) > 0 {
             keys.into_iter().for_each(|k| self.watches.touch(k));
         }
+    }
+
+    /// Runs `write`, which puts a string without expiry under `key` beside the store (a
+    /// BOOM PUT), then counts the key and marks its watchers. The caller holds the key's
+    /// stripe.
+    pub(crate) fn put_beside<T>(
+        &self,
+        key: &[u8],
+        write: impl FnOnce() -> terrace::Result<T>,
+    ) -> terrace::Result<T> {
+        let before = self
+            .db
+            .get_pinned(&ReadOptions::default(), &top(key))?
+            .map(|v| has_expiry(&v));
+        let out = write()?;
+        self.counts.apply(Delta::of(before, Some(false)));
+        self.written([key]);
+        Ok(out)
     }
 
     /// Deletes `key`.
@@ -347,6 +378,7 @@ impl Store {
         }
         drop(it);
         self.db.write(batch, self.write_opts)?;
+        self.counts.reset();
         self.watches.touch_all();
         Ok(())
     }
@@ -370,6 +402,35 @@ impl Store {
             let v = Top::decode(it.value()).map_err(|e| Fail::corrupt(&key, e))?;
             let live = v.expire_at_ms().is_none_or(|at| at > now_ms);
             if live && !visit(&key, &v) {
+                break;
+            }
+            it.next()?;
+        }
+        Ok(())
+    }
+
+    /// Every top-level record from `start` on in key order, expired ones included, calling
+    /// `visit` with its key and expiry (`None` too for a record it cannot decode) until
+    /// it returns false.
+    pub(crate) fn for_each_record_from(
+        &self,
+        start: &[u8],
+        mut visit: impl FnMut(&[u8], Option<u64>) -> bool,
+    ) -> Result<(), Fail> {
+        let end = keys::top_end();
+        let opts = ReadOptions {
+            upper_bound: Some(end.to_vec()),
+            ..ReadOptions::default()
+        };
+        let mut it = self.db.iter(opts)?;
+        it.seek(&top(start))?;
+        while it.valid() {
+            let Some(key) = keys::client_key(it.key()) else {
+                break;
+            };
+            // A record the server cannot decode has no expiry to act on.
+            let at = crate::value::expiry_of(it.value()).ok().flatten();
+            if !visit(&key, at) {
                 break;
             }
             it.next()?;

@@ -39,7 +39,7 @@ impl DbHandle for Engine {
 
     /// A BOOM PUT runs as a RESP write of its key does: beside other commands (not
     /// inside an EXEC), holding the key's stripe (so INCR and the like read-modify-write
-    /// around it, not through it), and marking its watchers.
+    /// around it, not through it), counting the key and marking its watchers.
     fn write_key(
         &self,
         key: &[u8],
@@ -47,9 +47,7 @@ impl DbHandle for Engine {
     ) -> terrace::Result<u64> {
         let _shared = self.store.exclusive.read();
         let _stripe = self.store.lock_keys(std::iter::once(key));
-        let version = write()?;
-        self.store.written([key]);
-        Ok(version)
+        self.store.put_beside(key, write)
     }
 }
 

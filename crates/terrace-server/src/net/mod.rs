@@ -31,7 +31,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use crate::commands::Engine;
+use crate::commands::{Engine, ACTIVE_EXPIRE_EVERY};
 use crate::config::{Config, Fsync, ServeArgs};
 use crate::error::{Error, Result};
 use crate::fdlimit;
@@ -111,6 +111,7 @@ pub async fn serve(mut config: Config, out: &mut dyn Write) -> Result<()> {
             stop_rx.clone(),
         ));
     }
+    background.spawn(expire_actively(Arc::clone(&engine), stop_rx.clone()));
     if config.fsync == Fsync::Everysec {
         background.spawn(sync_every_second(Arc::clone(&engine), stop_rx.clone()));
     }
@@ -217,6 +218,25 @@ async fn sync_every_second(engine: Arc<Engine>, mut stop: watch::Receiver<bool>)
                     Ok(Ok(())) => {}
                     Ok(Err(err)) => tracing::error!("WAL sync failed: {err}"),
                     Err(err) => tracing::error!("WAL sync task failed: {err}"),
+                }
+            }
+            _ = stop.changed() => return,
+        }
+    }
+}
+
+/// Runs an active expiry cycle every [`ACTIVE_EXPIRE_EVERY`] (`commands::active_expiry`).
+async fn expire_actively(engine: Arc<Engine>, mut stop: watch::Receiver<bool>) {
+    let mut tick = tokio::time::interval(ACTIVE_EXPIRE_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {
+                let e = Arc::clone(&engine);
+                match tokio::task::spawn_blocking(move || e.expire_cycle()).await {
+                    Ok(Ok(_)) => {}
+                    Ok(Err(err)) => tracing::error!("active expiry failed: {err}"),
+                    Err(err) => tracing::error!("active expiry task failed: {err}"),
                 }
             }
             _ = stop.changed() => return,

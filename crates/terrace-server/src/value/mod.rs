@@ -379,11 +379,14 @@ pub fn now_ms() -> u64 {
 /// Registered name of the expiry compaction filter.
 pub const EXPIRY_FILTER: &str = "terrace-expiry";
 
-/// Removes keys whose stored expiry has passed and, when it can read the database, the
-/// member records of collections that no longer exist under the version they were
-/// written with (deleted, overwritten, expired or recreated). Values it cannot decode are
-/// kept, so a compaction never destroys data it does not understand; in a compaction
-/// worker process, which cannot read the database, members are all kept.
+/// Removes, when it can read the database, the member records of collections that no
+/// longer exist under the version they were written with (deleted, overwritten, expired
+/// or recreated). Top-level records are all kept, expired ones too: the server counts
+/// its keys with every write (DBSIZE), and a drop here, of one version of a key seen in
+/// one part of the tree, would escape the count; lazy and active expiry delete expired
+/// keys through the server's write path instead. Values it cannot decode are kept, so a
+/// compaction never destroys data it does not understand; in a compaction worker
+/// process, which cannot read the database, members are all kept.
 #[derive(Debug, Default)]
 pub struct ExpiryFilter {
     reader: Option<terrace::DbReader>,
@@ -422,20 +425,14 @@ impl CompactionFilter for ExpiryFilter {
     fn name(&self) -> &str {
         EXPIRY_FILTER
     }
-    fn filter(&self, _level: usize, user_key: &[u8], value: &[u8]) -> FilterDecision {
+    fn filter(&self, _level: usize, user_key: &[u8], _value: &[u8]) -> FilterDecision {
         if let Some(m) = keys::parse_member(user_key) {
             return match self.members_live(m.key, m.version, m.sub) {
                 Some(false) => FilterDecision::Remove,
                 _ => FilterDecision::Keep,
             };
         }
-        if user_key.starts_with(&keys::RESERVED) && keys::client_key(user_key).is_none() {
-            return FilterDecision::Keep;
-        }
-        match expiry_of(value) {
-            Ok(Some(at)) if at <= now_ms() => FilterDecision::Remove,
-            _ => FilterDecision::Keep,
-        }
+        FilterDecision::Keep
     }
 }
 

@@ -1,0 +1,226 @@
+//! The keyspace's size, kept with every write: DBSIZE and INFO keyspace read it in O(1).
+//!
+//! What is counted is what Redis's DBSIZE counts: the top-level records in the engine,
+//! a key that has expired but is not yet deleted included (lazy expiry on read and the
+//! active expiry cycle delete those, through the store's write, which counts them out),
+//! and how many of those records carry an expiry (INFO keyspace's `expires`).
+//!
+//! Every write of a top-level record goes through [`KeyCounts::changes`] before it
+//! commits: the batch says what each key becomes, and one multi-get of the keys it names
+//! says what each was. The writer holds the stripes of those keys (every write command,
+//! group and BOOM PUT does), so no other write of them lands between the read and the
+//! commit, and the delta it adds after the commit is exact. The counts are rebuilt at open
+//! with one walk of the top-level records, which deletes the keys that expired while the
+//! server was down.
+//!
+//! Owns: the counters and the delta of a batch. Must not touch: locking (the caller holds
+//! the stripes) or committing.
+
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+
+use terrace::batch::BatchOp;
+use terrace::{Db, ReadOptions, WriteBatch, WriteOptions};
+
+use super::Fail;
+use crate::value::{expiry_of, keys};
+
+/// Expired keys deleted at open per engine batch.
+const PURGE_BATCH: usize = 1024;
+
+/// Top-level records and those of them with an expiry.
+#[derive(Debug, Default)]
+pub(crate) struct KeyCounts {
+    keys: AtomicI64,
+    expiring: AtomicI64,
+    /// Keys deleted because they expired, since open (INFO's `expired_keys`).
+    expired: AtomicU64,
+}
+
+/// What a batch changes in the counts, to add once it has committed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Delta {
+    keys: i64,
+    expiring: i64,
+}
+
+impl Delta {
+    /// The delta of one top-level record going from `before` to `after` (`None`: absent;
+    /// `Some(true)`: present with an expiry).
+    pub(crate) fn of(before: Option<bool>, after: Option<bool>) -> Delta {
+        let count = |s: Option<bool>| (i64::from(s.is_some()), i64::from(s == Some(true)));
+        let (k0, e0) = count(before);
+        let (k1, e1) = count(after);
+        Delta {
+            keys: k1 - k0,
+            expiring: e1 - e0,
+        }
+    }
+}
+
+/// Whether a stored top-level record carries an expiry; one the server cannot decode
+/// counts as having none (the write that replaces it must not fail for it).
+pub(crate) fn has_expiry(record: &[u8]) -> bool {
+    matches!(expiry_of(record), Ok(Some(_)))
+}
+
+impl KeyCounts {
+    /// Counts the top-level records of `db`.
+    #[cfg(test)]
+    pub(crate) fn recount(db: &Db) -> terrace::Result<KeyCounts> {
+        Self::walk(db, None)
+    }
+
+    /// Counts the top-level records of `db` at open, before any write, deleting those
+    /// expired at `now_ms` as it goes (Redis does not load expired keys either).
+    pub(crate) fn open(db: &Db, now_ms: u64, opts: WriteOptions) -> terrace::Result<KeyCounts> {
+        Self::walk(db, Some((now_ms, opts)))
+    }
+
+    fn walk(db: &Db, purge: Option<(u64, WriteOptions)>) -> terrace::Result<KeyCounts> {
+        let end = keys::top_end();
+        let opts = ReadOptions {
+            upper_bound: Some(end.to_vec()),
+            ..ReadOptions::default()
+        };
+        let mut it = db.iter(opts)?;
+        it.seek_to_first()?;
+        let (mut n, mut expiring) = (0i64, 0i64);
+        let mut deletes = WriteBatch::new();
+        let mut pending = 0;
+        while it.valid() {
+            let at = expiry_of(it.value()).ok().flatten();
+            match purge {
+                Some((now, opts)) if at.is_some_and(|at| at <= now) => {
+                    deletes.delete(it.key());
+                    pending += 1;
+                    if pending == PURGE_BATCH {
+                        db.write(std::mem::take(&mut deletes), opts)?;
+                        pending = 0;
+                    }
+                }
+                _ => {
+                    n += 1;
+                    expiring += i64::from(at.is_some());
+                }
+            }
+            it.next()?;
+        }
+        if let (Some((_, opts)), true) = (purge, pending > 0) {
+            db.write(deletes, opts)?;
+        }
+        Ok(KeyCounts {
+            keys: AtomicI64::new(n),
+            expiring: AtomicI64::new(expiring),
+            expired: AtomicU64::new(0),
+        })
+    }
+
+    /// What committing `batch` will change, read from `db` as it stands (the caller
+    /// holds the stripes of every key the batch writes).
+    ///
+    /// # Errors
+    /// A read error, or a range deletion in the batch (only FLUSHDB writes one, and it
+    /// resets the counts instead).
+    pub(crate) fn changes(db: &Db, batch: &WriteBatch) -> Result<Delta, Fail> {
+        let end = keys::top_end();
+        // The last write of each top-level key in the batch, in batch order.
+        let mut last: Vec<(&[u8], Option<bool>)> = Vec::new();
+        for op in batch {
+            match op? {
+                BatchOp::Put { key, value } if key < end.as_slice() => {
+                    last.push((key, Some(has_expiry(value))));
+                }
+                BatchOp::Delete { key } if key < end.as_slice() => last.push((key, None)),
+                BatchOp::DeleteRange { .. } => {
+                    return Err(Fail::err("a range deletion cannot be counted"));
+                }
+                BatchOp::Put { .. } | BatchOp::Delete { .. } => {}
+            }
+        }
+        if last.is_empty() {
+            return Ok(Delta::default());
+        }
+        if last.len() > 1 {
+            // Stable: among writes of one key, the batch's last stays last.
+            last.sort_by(|a, b| a.0.cmp(b.0));
+            let mut deduped: Vec<(&[u8], Option<bool>)> = Vec::with_capacity(last.len());
+            for w in last {
+                match deduped.last_mut() {
+                    Some(prev) if prev.0 == w.0 => *prev = w,
+                    _ => deduped.push(w),
+                }
+            }
+            last = deduped;
+        }
+        let engine_keys: Vec<&[u8]> = last.iter().map(|w| w.0).collect();
+        let before = db.multi_get_pinned(&ReadOptions::default(), &engine_keys)?;
+        let mut delta = Delta::default();
+        for ((_, after), before) in last.iter().zip(before) {
+            let before = before.map(|v| has_expiry(v.as_ref()));
+            delta.add(Delta::of(before, *after));
+        }
+        Ok(delta)
+    }
+
+    /// Adds a committed batch's delta.
+    pub(crate) fn apply(&self, delta: Delta) {
+        if delta.keys != 0 {
+            self.keys.fetch_add(delta.keys, Ordering::Relaxed);
+        }
+        if delta.expiring != 0 {
+            self.expiring.fetch_add(delta.expiring, Ordering::Relaxed);
+        }
+    }
+
+    /// Counts out a key with an expiry deleted because it expired.
+    pub(crate) fn expired(&self) {
+        self.apply(Delta::of(Some(true), None));
+        self.expired.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Keys deleted because they expired, since open.
+    pub(crate) fn expired_total(&self) -> u64 {
+        self.expired.load(Ordering::Relaxed)
+    }
+
+    /// Forgets every key (FLUSHDB).
+    pub(crate) fn reset(&self) {
+        self.keys.store(0, Ordering::Relaxed);
+        self.expiring.store(0, Ordering::Relaxed);
+    }
+
+    /// The top-level records.
+    pub(crate) fn keys(&self) -> u64 {
+        u64::try_from(self.keys.load(Ordering::Relaxed)).unwrap_or(0)
+    }
+
+    /// The top-level records with an expiry.
+    pub(crate) fn expiring(&self) -> u64 {
+        u64::try_from(self.expiring.load(Ordering::Relaxed)).unwrap_or(0)
+    }
+}
+
+impl Delta {
+    fn add(&mut self, other: Delta) {
+        self.keys += other.keys;
+        self.expiring += other.expiring;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delta_of_each_transition() {
+        let d = |keys, expiring| Delta { keys, expiring };
+        assert_eq!(Delta::of(None, None), d(0, 0));
+        assert_eq!(Delta::of(None, Some(false)), d(1, 0));
+        assert_eq!(Delta::of(None, Some(true)), d(1, 1));
+        assert_eq!(Delta::of(Some(false), Some(true)), d(0, 1));
+        assert_eq!(Delta::of(Some(true), Some(false)), d(0, -1));
+        assert_eq!(Delta::of(Some(true), None), d(-1, -1));
+        assert_eq!(Delta::of(Some(false), None), d(-1, 0));
+        assert_eq!(Delta::of(Some(true), Some(true)), d(0, 0));
+    }
+}
