@@ -69,6 +69,10 @@ pub struct Config {
     pub metrics_bind: String,
     /// Seconds a client may stay idle (nothing received) before it is closed; 0: never.
     pub timeout: u64,
+    /// Keep an exact count of the keys with every write, so that DBSIZE and INFO
+    /// keyspace answer in O(1). Off, a blind write (SET) skips the read the count costs
+    /// it, and DBSIZE walks the keys when asked (docs/formats/resp-values.md).
+    pub keyspace_count: bool,
     /// Engine: bytes of one memtable.
     pub write_buffer_size: usize,
     /// Engine: bytes of the block cache. Default: a quarter of the machine's memory (or
@@ -193,6 +197,7 @@ impl Default for Config {
             metrics_port: 0,
             metrics_bind: "127.0.0.1".to_string(),
             timeout: 0,
+            keyspace_count: true,
             write_buffer_size: engine.write_buffer_size,
             block_cache_bytes: default_block_cache_bytes(engine.block_cache_bytes),
             target_file_size_base: engine.target_file_size_base,
@@ -262,6 +267,10 @@ pub struct ServeArgs {
     /// Close a client idle for this many seconds (default 0: never).
     #[arg(long)]
     pub timeout: Option<u64>,
+    /// Count the keys with every write (yes, the default: DBSIZE in O(1)) or walk them
+    /// when DBSIZE asks (no: blind SETs skip a read).
+    #[arg(long, value_name = "yes|no")]
+    pub keyspace_count: Option<String>,
     /// Engine memtable size in bytes.
     #[arg(long)]
     pub write_buffer_size: Option<usize>,
@@ -342,6 +351,9 @@ impl ServeArgs {
         }
         if let Some(p) = self.boom_port {
             c.boom_port = Some(p);
+        }
+        if let Some(v) = &self.keyspace_count {
+            c.keyspace_count = parse_yes_no(v)?;
         }
         if let Some(p) = &self.protected_mode {
             c.protected_mode = parse_yes_no(p)?;
@@ -521,7 +533,7 @@ impl Config {
                     "the WAL sync policy is chosen at start (--fsync)",
                 ))
             }
-            "bind" | "port" | "dir" | "io-threads" => {
+            "bind" | "port" | "dir" | "io-threads" | "keyspace-count" => {
                 return Err(unsupported("it is set at start only (terrace serve flags)"))
             }
             "databases" => return Err(unsupported("Terrace has one database")),
@@ -636,6 +648,28 @@ mod tests {
             ..ServeArgs::default()
         };
         assert_eq!(args.resolve().unwrap().block_cache_bytes, 1 << 20);
+    }
+
+    #[test]
+    fn the_keyspace_count_is_on_unless_a_flag_or_the_file_turns_it_off() {
+        assert!(ServeArgs::default().resolve().unwrap().keyspace_count);
+        let off = ServeArgs {
+            keyspace_count: Some("no".into()),
+            ..ServeArgs::default()
+        };
+        assert!(!off.resolve().unwrap().keyspace_count);
+        let bad = ServeArgs {
+            keyspace_count: Some("maybe".into()),
+            ..ServeArgs::default()
+        };
+        assert!(bad.resolve().is_err());
+        let parsed: Config = toml::from_str("keyspace_count = false").unwrap();
+        assert!(!parsed.keyspace_count);
+        let mut c = Config::default();
+        assert!(matches!(
+            c.set("keyspace-count", b"no"),
+            Err(SetError::Unsupported { .. })
+        ));
     }
 
     #[test]

@@ -320,7 +320,7 @@ impl Engine {
         let db = Db::open(&config.dir, opts)?;
         filter.set_reader(db.reader());
         Ok(Arc::new(Engine {
-            store: Store::new(db, config.fsync == Fsync::Always)?,
+            store: Store::new(db, config.fsync == Fsync::Always, config.keyspace_count)?,
             config: RwLock::new(config.clone()),
             auth_required: AtomicBool::new(!config.requirepass.is_empty()),
             proto_max_bulk_len: AtomicU64::new(config.proto_max_bulk_len),
@@ -491,6 +491,22 @@ impl Engine {
     /// The engine's close error.
     pub fn close(self) -> Result<()> {
         Ok(self.store.db.close()?)
+    }
+
+    /// The keys and the keys with an expiry (DBSIZE, INFO keyspace): the kept count, or
+    /// a walk of the keys when it is not kept (`keyspace_count = false`).
+    pub(crate) fn key_counts(&self, now_ms: u64) -> std::result::Result<(u64, u64), super::Fail> {
+        let counts = &self.store.counts;
+        if counts.enabled() {
+            return Ok((counts.keys(), counts.expiring()));
+        }
+        let (mut keys, mut expires) = (0u64, 0u64);
+        self.store.for_each_from(b"", now_ms, |_, v| {
+            keys += 1;
+            expires += u64::from(v.expire_at_ms().is_some());
+            true
+        })?;
+        Ok((keys, expires))
     }
 
     /// Remembers where a SCAN stopped; returns the cursor to hand the client.

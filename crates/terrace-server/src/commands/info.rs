@@ -138,7 +138,7 @@ fn section_body(ctx: &Ctx<'_>, section: &str, out: &mut String) -> Result<(), Fa
         }
         "cluster" => kv("cluster_enabled", "0".to_string()),
         "keyspace" => {
-            let (keys, expires) = (e.store.counts.keys(), e.store.counts.expiring());
+            let (keys, expires) = e.key_counts(ctx.now_ms)?;
             if keys > 0 {
                 kv("db0", format!("keys={keys},expires={expires},avg_ttl=0"));
             }

@@ -30,6 +30,9 @@ const PURGE_BATCH: usize = 1024;
 /// Top-level records and those of them with an expiry.
 #[derive(Debug, Default)]
 pub(crate) struct KeyCounts {
+    /// Whether the counts are kept (`keyspace_count`); when not, `keys` and `expiring`
+    /// stay 0 and DBSIZE walks the keys.
+    enabled: bool,
     keys: AtomicI64,
     expiring: AtomicI64,
     /// Keys deleted because they expired, since open (INFO's `expired_keys`).
@@ -68,6 +71,16 @@ impl KeyCounts {
     #[cfg(test)]
     pub(crate) fn recount(db: &Db) -> terrace::Result<KeyCounts> {
         Self::walk(db, None)
+    }
+
+    /// Counts that are not kept: writes read nothing for them.
+    pub(crate) fn disabled() -> KeyCounts {
+        KeyCounts::default()
+    }
+
+    /// Whether the counts are kept.
+    pub(crate) fn enabled(&self) -> bool {
+        self.enabled
     }
 
     /// Counts the top-level records of `db` at open, before any write, deleting those
@@ -109,6 +122,7 @@ impl KeyCounts {
             db.write(deletes, opts)?;
         }
         Ok(KeyCounts {
+            enabled: true,
             keys: AtomicI64::new(n),
             expiring: AtomicI64::new(expiring),
             expired: AtomicU64::new(0),
@@ -121,7 +135,10 @@ impl KeyCounts {
     /// # Errors
     /// A read error, or a range deletion in the batch (only FLUSHDB writes one, and it
     /// resets the counts instead).
-    pub(crate) fn changes(db: &Db, batch: &WriteBatch) -> Result<Delta, Fail> {
+    pub(crate) fn changes(&self, db: &Db, batch: &WriteBatch) -> Result<Delta, Fail> {
+        if !self.enabled {
+            return Ok(Delta::default());
+        }
         let end = keys::top_end();
         // The last write of each top-level key in the batch, in batch order.
         let mut last: Vec<(&[u8], Option<bool>)> = Vec::new();
@@ -164,6 +181,9 @@ impl KeyCounts {
 
     /// Adds a committed batch's delta.
     pub(crate) fn apply(&self, delta: Delta) {
+        if !self.enabled {
+            return;
+        }
         if delta.keys != 0 {
             self.keys.fetch_add(delta.keys, Ordering::Relaxed);
         }
@@ -175,6 +195,7 @@ impl KeyCounts {
     /// Counts out a key with an expiry deleted because it expired.
     pub(crate) fn expired(&self) {
         self.apply(Delta::of(Some(true), None));
+        // Kept either way: it costs no read.
         self.expired.fetch_add(1, Ordering::Relaxed);
     }
 
@@ -189,7 +210,7 @@ impl KeyCounts {
         self.expiring.store(0, Ordering::Relaxed);
     }
 
-    /// The top-level records.
+    /// The top-level records (0 when the counts are not kept).
     pub(crate) fn keys(&self) -> u64 {
         u64::try_from(self.keys.load(Ordering::Relaxed)).unwrap_or(0)
     }

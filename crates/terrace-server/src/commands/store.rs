@@ -66,12 +66,17 @@ pub(crate) fn stripe_of(key: &[u8]) -> usize {
 
 impl Store {
     /// The store over `db`, whose keys it counts first (deleting those that expired).
-    pub(crate) fn new(db: Db, sync_writes: bool) -> terrace::Result<Store> {
+    /// `count_keys`: keep the keyspace count (`keycount`).
+    pub(crate) fn new(db: Db, sync_writes: bool, count_keys: bool) -> terrace::Result<Store> {
         let write_opts = WriteOptions {
             sync: sync_writes,
             ..WriteOptions::default()
         };
-        let counts = KeyCounts::open(&db, crate::value::now_ms(), write_opts)?;
+        let counts = if count_keys {
+            KeyCounts::open(&db, crate::value::now_ms(), write_opts)?
+        } else {
+            KeyCounts::disabled()
+        };
         Ok(Store {
             db,
             write_opts,
@@ -312,7 +317,7 @@ impl Store {
         batch: WriteBatch,
         keys: impl IntoIterator<Item = &'k [u8]>,
     ) -> Result<(), Fail> {
-        let delta = KeyCounts::changes(&self.db, &batch)?;
+        let delta = self.counts.changes(&self.db, &batch)?;
         self.db.write(batch, self.write_opts)?;
         self.counts.apply(delta);
         self.written(keys);
@@ -335,10 +340,13 @@ impl Store {
         key: &[u8],
         write: impl FnOnce() -> terrace::Result<T>,
     ) -> terrace::Result<T> {
-        let before = self
-            .db
-            .get_pinned(&ReadOptions::default(), &top(key))?
-            .map(|v| has_expiry(&v));
+        let before = match self.counts.enabled() {
+            true => self
+                .db
+                .get_pinned(&ReadOptions::default(), &top(key))?
+                .map(|v| has_expiry(&v)),
+            false => None,
+        };
         let out = write()?;
         self.counts.apply(Delta::of(before, Some(false)));
         self.written([key]);

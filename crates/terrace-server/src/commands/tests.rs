@@ -886,3 +886,31 @@ fn a_scan_resumes_across_a_restart_and_an_evicted_cursor_without_skipping_a_key(
     // Resuming from the prefix, not from the start: no key came twice here.
     assert_eq!(returned, 300);
 }
+
+#[test]
+fn without_the_count_dbsize_walks_the_live_keys() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = Config {
+        dir: tmp.path().to_path_buf(),
+        keyspace_count: false,
+        ..Config::default()
+    };
+    let e = Engine::open(&config).unwrap();
+    let mut s = e.connect("t".into()).unwrap();
+    for i in 0..5 {
+        run(&mut s, &format!("SET k{i} v"));
+    }
+    run(&mut s, "HSET h f v");
+    run(&mut s, "SET gone v PX 1");
+    run(&mut s, "SET later v EX 100");
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    // The walk skips the expired key without deleting it.
+    assert_eq!(run(&mut s, "DBSIZE"), Reply::Integer(7));
+    assert_eq!(e.store.counts.keys(), 0, "nothing counted");
+    let Reply::Bulk(info) = run(&mut s, "INFO keyspace") else {
+        panic!()
+    };
+    assert!(String::from_utf8_lossy(&info).contains("db0:keys=7,expires=1,"));
+    run(&mut s, "DEL k0 h");
+    assert_eq!(run(&mut s, "DBSIZE"), Reply::Integer(5));
+}
