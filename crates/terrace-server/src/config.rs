@@ -73,6 +73,9 @@ pub struct Config {
     /// keyspace answer in O(1). Off, a blind write (SET) skips the read the count costs
     /// it, and DBSIZE walks the keys when asked (docs/formats/resp-values.md).
     pub keyspace_count: bool,
+    /// Memory for the states of recently written keys (absent, present, with an expiry)
+    /// that spare the count's read when they are written again; 0: none.
+    pub keyspace_count_cache_bytes: u64,
     /// Engine: bytes of one memtable.
     pub write_buffer_size: usize,
     /// Engine: bytes of the block cache. Default: a quarter of the machine's memory (or
@@ -198,6 +201,7 @@ impl Default for Config {
             metrics_bind: "127.0.0.1".to_string(),
             timeout: 0,
             keyspace_count: true,
+            keyspace_count_cache_bytes: 64 << 20,
             write_buffer_size: engine.write_buffer_size,
             block_cache_bytes: default_block_cache_bytes(engine.block_cache_bytes),
             target_file_size_base: engine.target_file_size_base,
@@ -271,6 +275,10 @@ pub struct ServeArgs {
     /// when DBSIZE asks (no: blind SETs skip a read).
     #[arg(long, value_name = "yes|no")]
     pub keyspace_count: Option<String>,
+    /// Memory for the states of recently written keys, which spare the count's read when
+    /// they are written again (default 64 MiB; 0: none).
+    #[arg(long)]
+    pub keyspace_count_cache_bytes: Option<u64>,
     /// Engine memtable size in bytes.
     #[arg(long)]
     pub write_buffer_size: Option<usize>,
@@ -340,6 +348,7 @@ impl ServeArgs {
             timeout,
             write_buffer_size,
             block_cache_bytes,
+            keyspace_count_cache_bytes,
             boom_segment_bytes,
             boom_segments
         );
@@ -533,7 +542,12 @@ impl Config {
                     "the WAL sync policy is chosen at start (--fsync)",
                 ))
             }
-            "bind" | "port" | "dir" | "io-threads" | "keyspace-count" => {
+            "bind"
+            | "port"
+            | "dir"
+            | "io-threads"
+            | "keyspace-count"
+            | "keyspace-count-cache-bytes" => {
                 return Err(unsupported("it is set at start only (terrace serve flags)"))
             }
             "databases" => return Err(unsupported("Terrace has one database")),

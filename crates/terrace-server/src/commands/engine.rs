@@ -320,7 +320,12 @@ impl Engine {
         let db = Db::open(&config.dir, opts)?;
         filter.set_reader(db.reader());
         Ok(Arc::new(Engine {
-            store: Store::new(db, config.fsync == Fsync::Always, config.keyspace_count)?,
+            store: Store::new(
+                db,
+                config.fsync == Fsync::Always,
+                config.keyspace_count,
+                config.keyspace_count_cache_bytes,
+            )?,
             config: RwLock::new(config.clone()),
             auth_required: AtomicBool::new(!config.requirepass.is_empty()),
             proto_max_bulk_len: AtomicU64::new(config.proto_max_bulk_len),

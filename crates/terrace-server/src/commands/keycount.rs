@@ -13,10 +13,17 @@
 //! with one walk of the top-level records, which deletes the keys that expired while the
 //! server was down.
 //!
-//! Owns: the counters and the delta of a batch. Must not touch: locking (the caller holds
+//! The read costs a blind SET what a GET costs. A writer therefore first looks for the key
+//! among the states recent writers left keys in ([`Known`], bounded memory): a key
+//! written again while remembered costs a hash lookup instead of an engine read.
+//!
+//! Owns: the counters, the remembered states and the delta of a batch. Must not touch: locking (the caller holds
 //! the stripes) or committing.
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+
+use quick_cache::sync::Cache;
+use quick_cache::Weighter;
 
 use terrace::batch::BatchOp;
 use terrace::{Db, ReadOptions, WriteBatch, WriteOptions};
@@ -28,7 +35,7 @@ use crate::value::{expiry_of, keys};
 const PURGE_BATCH: usize = 1024;
 
 /// Top-level records and those of them with an expiry.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(crate) struct KeyCounts {
     /// Whether the counts are kept (`keyspace_count`); when not, `keys` and `expiring`
     /// stay 0 and DBSIZE walks the keys.
@@ -37,6 +44,48 @@ pub(crate) struct KeyCounts {
     expiring: AtomicI64,
     /// Keys deleted because they expired, since open (INFO's `expired_keys`).
     expired: AtomicU64,
+    /// What recently written keys were left as, so that the next write of one reads
+    /// nothing (see [`Known`]).
+    known: Option<Known>,
+}
+
+/// What writers last left each recently written top-level key as ([`state`]), by engine
+/// key, at most a configured number of bytes of them (quick_cache, CLOCK-like eviction).
+///
+/// Only writers read and fill it, each under the stripe locks of the keys it writes, and
+/// every write of a top-level key goes through the count (see the module docs): an entry
+/// is therefore what the engine holds for its key whenever a writer looks, and a miss just
+/// reads the engine. A writer records the states its batch leaves before the commit
+/// (still under the stripes); a commit that fails forgets every entry.
+type Known = Cache<Vec<u8>, u8, KnownWeighter>;
+
+/// Bytes an entry of [`Known`] is taken to cost besides its key.
+const KNOWN_ENTRY_OVERHEAD: u64 = 48;
+
+#[derive(Clone, Copy)]
+struct KnownWeighter;
+
+impl Weighter<Vec<u8>, u8> for KnownWeighter {
+    fn weight(&self, key: &Vec<u8>, _state: &u8) -> u64 {
+        key.len() as u64 + KNOWN_ENTRY_OVERHEAD
+    }
+}
+
+/// A key's state as [`Known`] stores it: absent, present, present with an expiry.
+fn state(s: Option<bool>) -> u8 {
+    match s {
+        None => 0,
+        Some(false) => 1,
+        Some(true) => 2,
+    }
+}
+
+fn unstate(b: u8) -> Option<bool> {
+    match b {
+        0 => None,
+        1 => Some(false),
+        _ => Some(true),
+    }
 }
 
 /// What a batch changes in the counts, to add once it has committed.
@@ -70,7 +119,7 @@ impl KeyCounts {
     /// Counts the top-level records of `db`.
     #[cfg(test)]
     pub(crate) fn recount(db: &Db) -> terrace::Result<KeyCounts> {
-        Self::walk(db, None)
+        Self::walk(db, None, 0)
     }
 
     /// Counts that are not kept: writes read nothing for them.
@@ -85,11 +134,21 @@ impl KeyCounts {
 
     /// Counts the top-level records of `db` at open, before any write, deleting those
     /// expired at `now_ms` as it goes (Redis does not load expired keys either).
-    pub(crate) fn open(db: &Db, now_ms: u64, opts: WriteOptions) -> terrace::Result<KeyCounts> {
-        Self::walk(db, Some((now_ms, opts)))
+    /// `known_bytes`: the memory for the states of recently written keys (0: none).
+    pub(crate) fn open(
+        db: &Db,
+        now_ms: u64,
+        opts: WriteOptions,
+        known_bytes: u64,
+    ) -> terrace::Result<KeyCounts> {
+        Self::walk(db, Some((now_ms, opts)), known_bytes)
     }
 
-    fn walk(db: &Db, purge: Option<(u64, WriteOptions)>) -> terrace::Result<KeyCounts> {
+    fn walk(
+        db: &Db,
+        purge: Option<(u64, WriteOptions)>,
+        known_bytes: u64,
+    ) -> terrace::Result<KeyCounts> {
         let end = keys::top_end();
         let opts = ReadOptions {
             upper_bound: Some(end.to_vec()),
@@ -126,6 +185,12 @@ impl KeyCounts {
             keys: AtomicI64::new(n),
             expiring: AtomicI64::new(expiring),
             expired: AtomicU64::new(0),
+            known: (known_bytes > 0).then(|| {
+                let items = usize::try_from(known_bytes / (KNOWN_ENTRY_OVERHEAD + 16))
+                    .unwrap_or(usize::MAX)
+                    .max(1);
+                Cache::with_weighter(items, known_bytes, KnownWeighter)
+            }),
         })
     }
 
@@ -169,14 +234,48 @@ impl KeyCounts {
             }
             last = deduped;
         }
-        let engine_keys: Vec<&[u8]> = last.iter().map(|w| w.0).collect();
-        let before = db.multi_get_pinned(&ReadOptions::default(), &engine_keys)?;
+        // Each key's state before the batch: known, or read (one multi-get of the rest).
+        let mut before: Vec<Option<Option<bool>>> =
+            last.iter().map(|(k, _)| self.known_state(k)).collect();
+        let unknown: Vec<&[u8]> = last
+            .iter()
+            .zip(&before)
+            .filter(|(_, b)| b.is_none())
+            .map(|((k, _), _)| *k)
+            .collect();
+        if !unknown.is_empty() {
+            let read = db.multi_get_pinned(&ReadOptions::default(), &unknown)?;
+            let mut read = read.into_iter();
+            for b in before.iter_mut().filter(|b| b.is_none()) {
+                *b = read.next().map(|v| v.map(|v| has_expiry(v.as_ref())));
+            }
+        }
         let mut delta = Delta::default();
-        for ((_, after), before) in last.iter().zip(before) {
-            let before = before.map(|v| has_expiry(v.as_ref()));
+        for ((key, after), before) in last.iter().zip(before) {
+            let before = before.ok_or_else(|| Fail::err("a key's state was not read"))?;
             delta.add(Delta::of(before, *after));
+            self.remember(key, *after);
         }
         Ok(delta)
+    }
+
+    /// The state a writer last left `engine_key` in, if remembered.
+    pub(crate) fn known_state(&self, engine_key: &[u8]) -> Option<Option<bool>> {
+        self.known.as_ref()?.get(engine_key).map(unstate)
+    }
+
+    /// Records the state a write leaves `engine_key` in (the caller holds its stripe).
+    pub(crate) fn remember(&self, engine_key: &[u8], after: Option<bool>) {
+        if let Some(known) = &self.known {
+            known.insert(engine_key.to_vec(), state(after));
+        }
+    }
+
+    /// Forgets every remembered state: a commit failed, so what it recorded may be wrong.
+    pub(crate) fn forget_states(&self) {
+        if let Some(known) = &self.known {
+            known.clear();
+        }
     }
 
     /// Adds a committed batch's delta.
@@ -206,6 +305,7 @@ impl KeyCounts {
 
     /// Forgets every key (FLUSHDB).
     pub(crate) fn reset(&self) {
+        self.forget_states();
         self.keys.store(0, Ordering::Relaxed);
         self.expiring.store(0, Ordering::Relaxed);
     }

@@ -66,14 +66,20 @@ pub(crate) fn stripe_of(key: &[u8]) -> usize {
 
 impl Store {
     /// The store over `db`, whose keys it counts first (deleting those that expired).
-    /// `count_keys`: keep the keyspace count (`keycount`).
-    pub(crate) fn new(db: Db, sync_writes: bool, count_keys: bool) -> terrace::Result<Store> {
+    /// `count_keys`: keep the keyspace count (`keycount`), remembering the states of
+    /// recently written keys in at most `known_bytes`.
+    pub(crate) fn new(
+        db: Db,
+        sync_writes: bool,
+        count_keys: bool,
+        known_bytes: u64,
+    ) -> terrace::Result<Store> {
         let write_opts = WriteOptions {
             sync: sync_writes,
             ..WriteOptions::default()
         };
         let counts = if count_keys {
-            KeyCounts::open(&db, crate::value::now_ms(), write_opts)?
+            KeyCounts::open(&db, crate::value::now_ms(), write_opts, known_bytes)?
         } else {
             KeyCounts::disabled()
         };
@@ -217,7 +223,11 @@ impl Store {
             if let Some(raw) = self.db.get(&top(key))? {
                 if Top::decode(&raw).is_ok_and(|v| v.expire_at_ms().is_some_and(|at| at <= now_ms))
                 {
-                    self.db.write(single_delete(key), self.write_opts)?;
+                    if let Err(e) = self.db.write(single_delete(key), self.write_opts) {
+                        self.counts.forget_states();
+                        return Err(e.into());
+                    }
+                    self.counts.remember(&top(key), None);
                     self.counts.expired();
                     self.written([key]);
                     return Ok(true);
@@ -318,7 +328,10 @@ impl Store {
         keys: impl IntoIterator<Item = &'k [u8]>,
     ) -> Result<(), Fail> {
         let delta = self.counts.changes(&self.db, &batch)?;
-        self.db.write(batch, self.write_opts)?;
+        if let Err(e) = self.db.write(batch, self.write_opts) {
+            self.counts.forget_states();
+            return Err(e.into());
+        }
         self.counts.apply(delta);
         self.written(keys);
         Ok(())
@@ -340,14 +353,23 @@ impl Store {
         key: &[u8],
         write: impl FnOnce() -> terrace::Result<T>,
     ) -> terrace::Result<T> {
-        let before = match self.counts.enabled() {
-            true => self
+        let engine_key = top(key);
+        let before = match (self.counts.enabled(), self.counts.known_state(&engine_key)) {
+            (false, _) => None,
+            (true, Some(known)) => known,
+            (true, None) => self
                 .db
-                .get_pinned(&ReadOptions::default(), &top(key))?
+                .get_pinned(&ReadOptions::default(), &engine_key)?
                 .map(|v| has_expiry(&v)),
-            false => None,
         };
-        let out = write()?;
+        let out = match write() {
+            Ok(out) => out,
+            Err(e) => {
+                self.counts.forget_states();
+                return Err(e);
+            }
+        };
+        self.counts.remember(&engine_key, Some(false));
         self.counts.apply(Delta::of(before, Some(false)));
         self.written([key]);
         Ok(out)
@@ -385,7 +407,10 @@ impl Store {
             it.next()?;
         }
         drop(it);
-        self.db.write(batch, self.write_opts)?;
+        let written = self.db.write(batch, self.write_opts);
+        // Whether or not the range deletion took, the states remembered may be wrong now.
+        self.counts.forget_states();
+        written?;
         self.counts.reset();
         self.watches.touch_all();
         Ok(())

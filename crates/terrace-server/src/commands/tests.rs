@@ -914,3 +914,38 @@ fn without_the_count_dbsize_walks_the_live_keys() {
     run(&mut s, "DEL k0 h");
     assert_eq!(run(&mut s, "DBSIZE"), Reply::Integer(5));
 }
+
+#[test]
+fn a_failed_write_leaves_the_count_and_the_remembered_states_right() {
+    use terrace::storage::{FaultOp, FaultRule, InjectedError, IoClass};
+    let tmp = tempfile::tempdir().unwrap();
+    let config = Config {
+        dir: tmp.path().to_path_buf(),
+        internal_fault_storage: true,
+        ..Config::default()
+    };
+    let e = Engine::open(&config).unwrap();
+    let mut s = e.connect("t".into()).unwrap();
+    run(&mut s, "SET a 1");
+    run(&mut s, "SET b 1");
+    let fault = e.fault.clone().unwrap();
+    fault.inject(FaultRule::new(&[FaultOp::Append], InjectedError::Io).of_class(IoClass::Wal));
+    // Neither write lands: the count stays, and the states they recorded are forgotten.
+    assert!(matches!(run(&mut s, "SET c 1"), Reply::Error(_)));
+    assert!(matches!(run(&mut s, "DEL a"), Reply::Error(_)));
+    fault.clear_faults();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !matches!(run(&mut s, "SET probe 1"), Reply::Ok) {
+        assert!(std::time::Instant::now() < deadline, "no recovery");
+        let _ = e.db().resume();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(run(&mut s, "EXISTS a c"), Reply::Integer(1));
+    assert_eq!(run(&mut s, "DBSIZE"), Reply::Integer(3));
+    // Had `c` been remembered as present, this write would not count it.
+    run(&mut s, "SET c 2");
+    run(&mut s, "DEL a");
+    assert_eq!(run(&mut s, "DBSIZE"), Reply::Integer(3));
+    let walked = crate::commands::keycount::KeyCounts::recount(e.db()).unwrap();
+    assert_eq!(walked.keys(), 3);
+}
