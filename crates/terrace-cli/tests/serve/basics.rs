@@ -147,3 +147,39 @@ fn metrics_endpoint_serves_prometheus_text() {
         "{text}"
     );
 }
+
+#[test]
+fn client_list_shows_the_socket_buffers_and_queued_transaction() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Server::start(tmp.path(), &[]);
+    let mut watcher = s.client();
+    let mut c = s.client();
+    assert_eq!(c.cmd("CLIENT SETNAME queued"), Value::Status("OK".into()));
+    assert_eq!(c.cmd("MULTI"), Value::Status("OK".into()));
+    assert_eq!(c.cmd("SET key value"), Value::Status("QUEUED".into()));
+    let Value::Bulk(list) = watcher.cmd("CLIENT LIST") else {
+        panic!("CLIENT LIST answers a bulk string")
+    };
+    let list = String::from_utf8(list).unwrap();
+    let line = list
+        .lines()
+        .find(|l| l.contains(" name=queued "))
+        .unwrap_or_else(|| panic!("{list}"));
+    let field = |name: &str| -> String {
+        line.split(' ')
+            .find_map(|f| f.strip_prefix(&format!("{name}=")))
+            .unwrap_or_else(|| panic!("no {name} in {line}"))
+            .to_string()
+    };
+    // The server's own address, a real descriptor, nothing waiting in either buffer,
+    // and the queued command's arguments ("SET", "key", "value": 11 bytes).
+    assert_eq!(field("laddr"), s.addr);
+    assert!(field("fd").parse::<i64>().unwrap() > 2, "{line}");
+    assert_eq!(field("qbuf"), "0");
+    assert!(field("qbuf-free").parse::<u64>().unwrap() > 0, "{line}");
+    assert_eq!(field("obl"), "0");
+    assert_eq!(field("multi"), "1");
+    assert_eq!(field("multi-mem"), "11");
+    assert_eq!(field("events"), "r");
+    assert_eq!(field("flags"), "x");
+}

@@ -88,6 +88,17 @@ pub(crate) struct ClientLive {
     pub(crate) blocked: AtomicBool,
     /// 2 or 3.
     pub(crate) resp: AtomicU64,
+    /// The socket's local address and descriptor, as the transport gave them (empty and
+    /// -1 for a session with no socket).
+    pub(crate) socket: Mutex<(String, i64)>,
+    /// Bytes received and not yet executed, and the room left in that buffer, as the
+    /// transport last saw them.
+    pub(crate) qbuf: AtomicU64,
+    pub(crate) qbuf_free: AtomicU64,
+    /// Reply bytes not yet written to the socket.
+    pub(crate) obl: AtomicU64,
+    /// Bytes of the arguments of the commands queued in MULTI.
+    pub(crate) multi_mem: AtomicU64,
     /// Set by CLIENT KILL; the transport closes the connection when woken.
     pub(crate) killed: AtomicBool,
     pub(crate) kill: tokio::sync::Notify,
@@ -102,6 +113,11 @@ impl Default for ClientLive {
             multi: std::sync::atomic::AtomicI64::new(-1),
             blocked: AtomicBool::new(false),
             resp: AtomicU64::new(2),
+            socket: Mutex::new((String::new(), -1)),
+            qbuf: AtomicU64::new(0),
+            qbuf_free: AtomicU64::new(0),
+            obl: AtomicU64::new(0),
+            multi_mem: AtomicU64::new(0),
             killed: AtomicBool::new(false),
             kill: tokio::sync::Notify::new(),
         }

@@ -237,6 +237,7 @@ impl KeyCounts {
         // Each key's state before the batch: known, or read (one multi-get of the rest).
         let mut before: Vec<Option<Option<bool>>> =
             last.iter().map(|(k, _)| self.known_state(k)).collect();
+        let known: Vec<bool> = before.iter().map(Option::is_some).collect();
         let unknown: Vec<&[u8]> = last
             .iter()
             .zip(&before)
@@ -251,10 +252,13 @@ impl KeyCounts {
             }
         }
         let mut delta = Delta::default();
-        for ((key, after), before) in last.iter().zip(before) {
+        for (((key, after), before), known) in last.iter().zip(before).zip(known) {
             let before = before.ok_or_else(|| Fail::err("a key's state was not read"))?;
             delta.add(Delta::of(before, *after));
-            self.remember(key, *after);
+            // An overwrite that leaves a remembered state as it was need not record it.
+            if !known || before != *after {
+                self.remember(key, *after);
+            }
         }
         Ok(delta)
     }

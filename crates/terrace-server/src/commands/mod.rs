@@ -287,6 +287,21 @@ impl Session {
         }
     }
 
+    /// Tells CLIENT LIST the connection's local address and socket descriptor.
+    pub fn note_socket(&self, laddr: String, fd: i64) {
+        *self.st.live.socket.lock() = (laddr, fd);
+    }
+
+    /// Tells CLIENT LIST the connection's buffers: `qbuf` bytes received and not yet
+    /// executed, `qbuf_free` bytes of room after them, `pending` reply bytes not yet
+    /// written.
+    pub fn note_buffers(&self, qbuf: usize, qbuf_free: usize, pending: usize) {
+        let live = &self.st.live;
+        live.qbuf.store(qbuf as u64, Ordering::Relaxed);
+        live.qbuf_free.store(qbuf_free as u64, Ordering::Relaxed);
+        live.obl.store(pending as u64, Ordering::Relaxed);
+    }
+
     /// What resolves when another client kills this one (CLIENT KILL).
     pub fn kill_switch(&self) -> KillSwitch {
         KillSwitch(self.st.live.clone())
@@ -415,6 +430,12 @@ impl SessionState {
             self.multi.as_ref().map_or(-1, |q| q.len() as i64),
             Ordering::Relaxed,
         );
+        let multi_mem: usize = self.multi.as_ref().map_or(0, |q| {
+            q.iter()
+                .map(|args| args.iter().map(Vec::len).sum::<usize>())
+                .sum()
+        });
+        live.multi_mem.store(multi_mem as u64, Ordering::Relaxed);
         let (c, p, s) = self
             .pubsub
             .as_ref()

@@ -283,10 +283,19 @@ fn client_line(id: u64, c: &super::engine::ClientInfo) -> String {
         flags.push('N');
     }
     let cmd = *live.last_cmd.lock();
+    let (laddr, fd) = live.socket.lock().clone();
+    let qbuf = live.qbuf.load(Relaxed);
+    let qbuf_free = live.qbuf_free.load(Relaxed);
+    let obl = live.obl.load(Relaxed);
+    let multi_mem = live.multi_mem.load(Relaxed);
+    let events = if obl > 0 { "rw" } else { "r" };
+    let rbs = qbuf + qbuf_free;
+    let tot_mem = rbs + obl + multi_mem;
     format!(
-        "id={id} addr={} laddr= fd=0 name={} age={age} idle={idle} flags={flags} db=0 \
-         sub={sub} psub={psub} ssub={ssub} multi={multi} qbuf=0 qbuf-free=0 argv-mem=0 \
-         multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={cmd} \
+        "id={id} addr={} laddr={laddr} fd={fd} name={} age={age} idle={idle} flags={flags} \
+         db=0 sub={sub} psub={psub} ssub={ssub} multi={multi} qbuf={qbuf} \
+         qbuf-free={qbuf_free} argv-mem=0 multi-mem={multi_mem} rbs={rbs} rbp={rbs} \
+         obl={obl} oll=0 omem={obl} tot-mem={tot_mem} events={events} cmd={cmd} \
          user=default redir=-1 resp={} lib-name={} lib-ver={}\n",
         c.addr,
         c.name,

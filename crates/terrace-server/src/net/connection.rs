@@ -47,6 +47,11 @@ pub(super) async fn handle(
             return;
         }
     };
+    let laddr = stream
+        .local_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_default();
+    session.note_socket(laddr, socket_fd(&stream));
     let mut conn = Connection {
         engine: &engine,
         group: &group,
@@ -62,11 +67,13 @@ pub(super) async fn handle(
         // Before the replies leave: a client that reads the statistics next sees these.
         session.publish_stats();
         if !out.is_empty() {
+            session.note_buffers(buf.len(), buf.capacity() - buf.len(), out.len());
             if stream.write_all(&out).await.is_err() {
                 return;
             }
             out.clear();
         }
+        session.note_buffers(buf.len(), buf.capacity() - buf.len(), 0);
         match next {
             Next::Read => {}
             Next::Block => {
@@ -264,5 +271,19 @@ impl Connection<'_> {
             }
             None => false,
         }
+    }
+}
+
+/// The socket's descriptor, for CLIENT LIST (-1 where there is none to show).
+fn socket_fd(stream: &TcpStream) -> i64 {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsRawFd;
+        i64::from(stream.as_raw_fd())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = stream;
+        -1
     }
 }
