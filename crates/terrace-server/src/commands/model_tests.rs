@@ -408,7 +408,7 @@ proptest! {
                 hash_order(model(db, op)).write(crate::resp::Protocol::Resp2, &mut want[*s]);
                 texts.push(format!("client {s}: {text}"));
             }
-            e.execute_runs(&mut runs);
+            e.execute_runs(&mut runs.iter_mut().collect::<Vec<_>>());
             for (s, run) in runs.iter_mut().enumerate() {
                 let mut got = Vec::new();
                 sessions[s].take_run(run, &mut got);

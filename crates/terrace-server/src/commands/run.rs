@@ -25,6 +25,7 @@
 //! scoped second thread, at one snapshot. A session gathers one kind at a time and executes its run before any
 //! other command of its connection, so each connection's commands take effect in order.
 
+use std::ops::DerefMut;
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -274,7 +275,7 @@ impl Engine {
     /// Executes runs of one or more connections together: all their writes as one
     /// engine batch, then all their reads as one multi-get. Each run's replies are
     /// ready for [`Session::take_run`] afterwards.
-    pub fn execute_runs(&self, runs: &mut [Run]) {
+    pub fn execute_runs<R: DerefMut<Target = Run>>(&self, runs: &mut [R]) {
         if runs.iter().any(|r| r.kind == Some(Kind::Writes)) {
             self.commit_runs(runs);
         }
@@ -286,7 +287,7 @@ impl Engine {
         }
     }
 
-    fn commit_runs(&self, runs: &mut [Run]) {
+    fn commit_runs<R: DerefMut<Target = Run>>(&self, runs: &mut [R]) {
         let store = &self.store;
         let writes = || runs.iter().filter(|r| r.kind == Some(Kind::Writes));
         let mut stripes: Vec<usize> = writes().flat_map(|r| r.keys().map(stripe_of)).collect();
@@ -301,7 +302,7 @@ impl Engine {
             let mut batch =
                 WriteBatch::with_capacity(writes().map(|r| r.batch.approximate_size()).sum());
             writes().for_each(|r| batch.append(&r.batch));
-            store.write(batch, writes().flat_map(Run::keys))
+            store.write(batch, writes().flat_map(|r| r.keys()))
         };
         let reply = result.map_or_else(Fail::into_reply, |()| Reply::Ok);
         for run in runs.iter_mut().filter(|r| r.kind == Some(Kind::Writes)) {
@@ -311,7 +312,7 @@ impl Engine {
 
     /// Runs the collection commands of `runs`, run after run, through one overlay, and
     /// commits their writes as one batch (see the module docs).
-    fn run_commands(&self, runs: &mut [Run]) {
+    fn run_commands<R: DerefMut<Target = Run>>(&self, runs: &mut [R]) {
         let store = &self.store;
         let mut stripes: Vec<usize> = Vec::new();
         for run in runs.iter().filter(|r| r.kind == Some(Kind::Commands)) {
@@ -342,7 +343,7 @@ impl Engine {
                         commands,
                         st,
                         ..
-                    } = run;
+                    } = &mut **run;
                     let Some(st) = st.as_mut() else {
                         continue;
                     };
@@ -383,11 +384,11 @@ impl Engine {
         }
     }
 
-    fn read_runs(&self, runs: &mut [Run]) {
+    fn read_runs<R: DerefMut<Target = Run>>(&self, runs: &mut [R]) {
         let store = &self.store;
         let now = now_ms();
         let reads = || runs.iter().filter(|r| r.kind == Some(Kind::Reads));
-        let keys: Vec<&[u8]> = reads().flat_map(Run::keys).collect();
+        let keys: Vec<&[u8]> = reads().flat_map(|r| r.keys()).collect();
         let values = {
             let _shared = store.exclusive.read();
             if keys.len() >= PARALLEL_READS {
@@ -417,6 +418,7 @@ impl Engine {
         drop(keys);
         let mut next = replies.into_iter().zip(found);
         for run in runs.iter_mut().filter(|r| r.kind == Some(Kind::Reads)) {
+            let run = &mut **run;
             for (_, (reply, hit)) in run.key_ends.iter().zip(next.by_ref()) {
                 if !matches!(reply, Reply::Error(_)) {
                     run.stats.hit(hit);

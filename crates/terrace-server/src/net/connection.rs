@@ -55,7 +55,7 @@ pub(super) async fn handle(
     let mut conn = Connection {
         engine: &engine,
         group: &group,
-        run: Some(Run::new()),
+        run: Some(Box::new(Run::new())),
     };
     let mut timeout = engine.watch_timeout();
     let kill = session.kill_switch();
@@ -156,7 +156,7 @@ struct Connection<'a> {
     engine: &'a Engine,
     group: &'a Group,
     /// The run being gathered; `None` only while its group executes it.
-    run: Option<Run>,
+    run: Option<Box<Run>>,
 }
 
 impl Connection<'_> {

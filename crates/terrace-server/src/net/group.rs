@@ -20,7 +20,9 @@ use tokio::sync::{oneshot, Notify};
 
 use crate::commands::{Engine, Run};
 
-type Queued = (Run, oneshot::Sender<Run>);
+/// A run travels boxed: it is moved into the queue, out to the committer and back, and
+/// a pointer moves where the run itself (several hundred bytes) would be copied.
+type Queued = (Box<Run>, oneshot::Sender<Box<Run>>);
 
 /// Runs waiting for the committer, and its wake-up.
 #[derive(Default)]
@@ -39,7 +41,7 @@ struct Queue {
 impl Group {
     /// Executes `run` with whatever other runs are submitted meanwhile; returns it with
     /// its replies, or `None` once the group is closed.
-    pub(super) async fn execute(&self, run: Run) -> Option<Run> {
+    pub(super) async fn execute(&self, run: Box<Run>) -> Option<Box<Run>> {
         let (tx, rx) = oneshot::channel();
         {
             let mut q = self.queue.lock();
@@ -61,8 +63,8 @@ impl Group {
     /// The committer: executes queued runs until [`Group::close`].
     pub(super) async fn commit_loop(self: Arc<Self>, engine: Arc<Engine>) {
         let mut queued: Vec<Queued> = Vec::new();
-        let mut runs: Vec<Run> = Vec::new();
-        let mut senders: Vec<oneshot::Sender<Run>> = Vec::new();
+        let mut runs: Vec<Box<Run>> = Vec::new();
+        let mut senders: Vec<oneshot::Sender<Box<Run>>> = Vec::new();
         loop {
             let idle = {
                 let q = self.queue.lock();

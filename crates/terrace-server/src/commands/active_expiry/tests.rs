@@ -96,3 +96,19 @@ fn the_count_survives_a_restart_without_the_keys_that_expired() {
     assert_eq!(e.store.counts.expiring(), 1);
     assert_eq!(e.db().get(b"short").unwrap(), None);
 }
+
+#[test]
+fn a_cycle_walks_nothing_while_no_key_has_an_expiry() {
+    let tmp = tempfile::tempdir().unwrap();
+    let e = engine(tmp.path());
+    let mut s = e.connect("t".into()).unwrap();
+    for i in 0..20 {
+        run(&mut s, &format!("SET k{i} v"));
+    }
+    assert_eq!(e.expire_cycle().unwrap(), ExpireStep::default());
+    run(&mut s, "SET gone v PX 1");
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let cycle = e.expire_cycle().unwrap();
+    assert_eq!((cycle.walked, cycle.deleted, cycle.wrapped), (21, 1, true));
+    assert_eq!(e.expire_cycle().unwrap(), ExpireStep::default());
+}

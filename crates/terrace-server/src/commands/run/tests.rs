@@ -20,7 +20,7 @@ fn words(line: &str) -> Vec<&[u8]> {
 /// Executes `run` alone and takes it back into `out`.
 fn flush(e: &Engine, s: &mut Session, run: &mut Run, out: &mut Vec<u8>) {
     if !run.is_empty() {
-        e.execute_runs(std::slice::from_mut(run));
+        e.execute_runs(&mut [&mut *run]);
         s.take_run(run, out);
     }
 }
@@ -187,7 +187,7 @@ fn runs_of_several_sessions_execute_as_one_group() {
     }
     assert_eq!(a.gather(&words("GET x"), &mut runs[0]), Gathered::OtherKind);
     let seq_before = e.db().latest_sequence();
-    e.execute_runs(&mut runs);
+    e.execute_runs(&mut runs.iter_mut().collect::<Vec<&mut Run>>());
     // One batch for the three writes; the reads ran after it.
     assert_eq!(e.db().latest_sequence() - seq_before, 3);
     let mut outs = Vec::new();
