@@ -57,7 +57,12 @@ pub(crate) struct KeyCounts {
 /// is therefore what the engine holds for its key whenever a writer looks, and a miss just
 /// reads the engine. A writer records the states its batch leaves before the commit
 /// (still under the stripes); a commit that fails forgets every entry.
-type Known = Cache<Vec<u8>, u8, KnownWeighter>;
+type Known = Cache<KnownKey, u8, KnownWeighter>;
+
+/// An engine key as [`Known`] holds it: inline up to 24 bytes, so that looking up a short
+/// key reads the cache's table and not a separate allocation too (a cache miss of its
+/// own: the key comparison was most of the lookup's time when keys were `Vec`s).
+type KnownKey = smallvec::SmallVec<[u8; 24]>;
 
 /// Bytes an entry of [`Known`] is taken to cost besides its key.
 const KNOWN_ENTRY_OVERHEAD: u64 = 48;
@@ -65,8 +70,8 @@ const KNOWN_ENTRY_OVERHEAD: u64 = 48;
 #[derive(Clone, Copy)]
 struct KnownWeighter;
 
-impl Weighter<Vec<u8>, u8> for KnownWeighter {
-    fn weight(&self, key: &Vec<u8>, _state: &u8) -> u64 {
+impl Weighter<KnownKey, u8> for KnownWeighter {
+    fn weight(&self, key: &KnownKey, _state: &u8) -> u64 {
         key.len() as u64 + KNOWN_ENTRY_OVERHEAD
     }
 }
@@ -271,7 +276,7 @@ impl KeyCounts {
     /// Records the state a write leaves `engine_key` in (the caller holds its stripe).
     pub(crate) fn remember(&self, engine_key: &[u8], after: Option<bool>) {
         if let Some(known) = &self.known {
-            known.insert(engine_key.to_vec(), state(after));
+            known.insert(KnownKey::from_slice(engine_key), state(after));
         }
     }
 
