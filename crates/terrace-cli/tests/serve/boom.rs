@@ -44,6 +44,18 @@ fn boom_and_resp_read_each_other_s_writes() {
     );
     assert_eq!(c.cmd("GET from-boom"), Value::bulk("again"));
     assert_eq!(c.cmd("STRLEN from-boom"), Value::Int(5));
+    // BOOM's puts are counted as RESP's writes are: a new key once, an overwrite not,
+    // and a key that had an expiry no longer has one.
+    c.cmd("SET ttl x EX 1000");
+    assert_eq!(c.cmd("DBSIZE"), Value::Int(3));
+    b.put(b"ttl", b"kept").unwrap();
+    assert_eq!(c.cmd("DBSIZE"), Value::Int(3));
+    let Value::Bulk(info) = c.cmd("INFO keyspace") else {
+        panic!("INFO answers a bulk string")
+    };
+    let info = String::from_utf8(info).unwrap();
+    assert!(info.contains("db0:keys=3,expires=0,"), "{info}");
+    c.cmd("DEL ttl");
     // An expired RESP key is not a BOOM value either.
     c.cmd("SET gone x PX 1");
     std::thread::sleep(std::time::Duration::from_millis(20));
