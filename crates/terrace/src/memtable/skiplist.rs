@@ -231,6 +231,15 @@ impl SkipList {
         }
     }
 
+    /// Starts loading node `i` into the cache (see [`Arena::prefetch`]); nothing for
+    /// [`NIL`].
+    #[inline]
+    pub(super) fn prefetch(&self, i: u32) {
+        if i != NIL {
+            self.arena.prefetch(i);
+        }
+    }
+
     /// Whether the arena is close to running out of block slots: the memtable should be
     /// switched before it takes more (each entry over 1 MiB takes a slot of its own).
     pub(super) fn nearly_full(&self) -> bool {
@@ -516,6 +525,14 @@ impl SkipList {
         let mut known_ge = NIL;
         loop {
             let next = x.link(level);
+            if level > 0 {
+                // Should `next` not be before the target, the search goes down and reads
+                // this node's successor there next: load both at once.
+                let down = x.link(level - 1);
+                if down != next {
+                    self.prefetch(down);
+                }
+            }
             if next != known_ge {
                 if let Some(n) = self.node(next) {
                     if n.cmp_to(target).is_lt() {

@@ -186,6 +186,9 @@ impl SkipList {
                         if n.cmp_to(target).is_lt() {
                             s.x = n;
                             s.x_index = next;
+                            // This lane's next step reads the node after `n`: start
+                            // loading it while the other lanes take their steps.
+                            self.prefetch(n.link(s.level));
                             continue;
                         }
                     }
@@ -200,6 +203,10 @@ impl SkipList {
                     running -= 1;
                 } else {
                     s.level -= 1;
+                    let down = s.x.link(s.level);
+                    if down != s.known_ge {
+                        self.prefetch(down);
+                    }
                 }
             }
         }

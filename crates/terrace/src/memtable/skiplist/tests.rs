@@ -535,3 +535,25 @@ fn concurrent_writes_of_one_internal_key_keep_one_entry() {
     });
     assert_eq!(forward(&l).len(), 20);
 }
+
+#[test]
+fn prefetch_of_any_handle_leaves_the_bytes_and_the_list_as_they_were() {
+    let a = Arena::new();
+    let mut c = Cursor::new(&a);
+    let (h, bytes) = a.alloc(&mut c, 64).unwrap();
+    bytes.fill(7);
+    // A handle in a block, one past the block's bytes, one in a slot never allocated,
+    // and the largest handle: a prefetch is only a hint, whatever it names.
+    for handle in [h, h + 1_000_000, 5 << 20, u32::MAX] {
+        a.prefetch(handle);
+    }
+    let (ptr, room) = a.at(h).unwrap();
+    assert!(room >= 64);
+    assert_eq!(a.at(h).unwrap().0, ptr);
+    let l = SkipList::with_index(1024);
+    for i in 0..500u32 {
+        l.prefetch(i);
+        assert!(l.insert(&i.to_be_bytes(), 1, b"v"));
+    }
+    assert_eq!(forward(&l).len(), 500);
+}
