@@ -525,14 +525,6 @@ impl SkipList {
         let mut known_ge = NIL;
         loop {
             let next = x.link(level);
-            if level > 0 {
-                // Should `next` not be before the target, the search goes down and reads
-                // this node's successor there next: load both at once.
-                let down = x.link(level - 1);
-                if down != next {
-                    self.prefetch(down);
-                }
-            }
             if next != known_ge {
                 if let Some(n) = self.node(next) {
                     if n.cmp_to(target).is_lt() {
