@@ -20,7 +20,7 @@ use super::collection::{self, ScanArgs};
 use super::{CmdResult, Ctx, Fail};
 use crate::resp::Reply;
 use crate::value::keys::{self, Sub};
-use crate::value::{CollKind, CollMeta};
+use crate::value::{CollKind, CollMeta, HeadMember};
 
 const SET: CollKind = CollKind::Set;
 
@@ -343,6 +343,7 @@ fn algebra_store(ctx: &mut Ctx<'_>, args: &[&[u8]], op: Algebra) -> CmdResult {
         version: ctx.engine.store.new_version()?,
         size: result.len() as u64,
         head: 0,
+        head_member: HeadMember::default(),
     };
     let mut batch = terrace::WriteBatch::new();
     for m in &result {

@@ -20,7 +20,7 @@ use super::collection::{self, ScanArgs};
 use super::{CmdResult, Ctx, Fail};
 use crate::resp::{Protocol, Reply};
 use crate::value::keys::{self, Sub};
-use crate::value::{CollKind, CollMeta};
+use crate::value::{CollKind, CollMeta, HeadMember};
 
 const ZSET: CollKind = CollKind::Zset;
 
@@ -92,8 +92,10 @@ fn walk(
     if rev {
         ctx.for_each_member_rev(&prefix, step)
     } else {
-        // From the head: every score below it was popped (its index records deleted).
-        ctx.for_each_member(&prefix, &meta.head.to_be_bytes(), &mut step)
+        // From the head: every index record below it was popped (deleted).
+        let mut from = meta.head.to_be_bytes().to_vec();
+        from.extend_from_slice(meta.head_member.as_bytes());
+        ctx.for_each_member(&prefix, &from, &mut step)
     }
 }
 
@@ -249,7 +251,12 @@ pub(crate) fn zadd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
                 continue;
             }
         }
-        meta.head = meta.head.min(u64::from_be_bytes(keys::score_bytes(new)));
+        // A member added below the head moves the head down to it.
+        let score_bits = u64::from_be_bytes(keys::score_bytes(new));
+        if (score_bits, member) < (meta.head, meta.head_member.as_bytes()) {
+            meta.head = score_bits;
+            meta.head_member = HeadMember::of(member);
+        }
         put_score(&mut batch, key, &meta, member, new, old);
         pending.insert(member, new);
     }
@@ -541,6 +548,7 @@ fn store_set(ctx: &mut Ctx<'_>, dst: &[u8], items: &[Scored]) -> Result<i64, Fai
         version: ctx.engine.store.new_version()?,
         size: items.len() as u64,
         head: 0,
+        head_member: HeadMember::default(),
     };
     let mut batch = terrace::WriteBatch::new();
     for (score, member) in items {
@@ -658,7 +666,7 @@ pub(crate) fn pop_members(
                 items.push((score, member.to_vec()));
                 true
             } else {
-                next = Some(score);
+                next = Some((score, HeadMember::of(member)));
                 false
             }
         })?;
@@ -670,8 +678,9 @@ pub(crate) fn pop_members(
         }
         meta.size -= items.len() as u64;
         if !max {
-            if let Some(score) = next {
+            if let Some((score, member)) = next {
                 meta.head = u64::from_be_bytes(keys::score_bytes(score));
+                meta.head_member = member;
             }
         }
         collection::put_meta(&mut batch, key, &meta);

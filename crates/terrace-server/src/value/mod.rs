@@ -28,6 +28,8 @@ const TAG_LIST: u8 = 0x13;
 /// Bytes of a collection's metadata: tag, expiry, version, size (and a list's head).
 const COLL_META_BYTES: usize = 25;
 const HEADED_META_BYTES: usize = 33;
+/// Most bytes of a sorted set's head member kept in its metadata.
+pub const HEAD_MEMBER_BYTES: usize = 23;
 
 /// A collection type: what its metadata's tag says and where its members live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,6 +120,39 @@ pub struct CollMeta {
     /// Pops advance it past what they removed, so that the next one seeks past the
     /// deletions instead of stepping over them. 0 for hashes.
     pub head: u64,
+    /// For a sorted set, a lower bound of the members at the head score (the first
+    /// bytes of the first one left by a pop, or empty): all of them sort at or after it,
+    /// so that pops of members sharing one score also seek past the earlier ones.
+    /// Empty for the other kinds.
+    pub head_member: HeadMember,
+}
+
+/// Up to [`HEAD_MEMBER_BYTES`] first bytes of a member: a prefix sorts no later than
+/// the member, so it stays a lower bound when the member is longer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct HeadMember {
+    len: u8,
+    bytes: [u8; HEAD_MEMBER_BYTES],
+}
+
+impl HeadMember {
+    /// The bound for `member`: its first [`HEAD_MEMBER_BYTES`] bytes.
+    pub fn of(member: &[u8]) -> HeadMember {
+        let n = member.len().min(HEAD_MEMBER_BYTES);
+        let mut bytes = [0; HEAD_MEMBER_BYTES];
+        if let (Some(dst), Some(src)) = (bytes.get_mut(..n), member.get(..n)) {
+            dst.copy_from_slice(src);
+        }
+        HeadMember {
+            len: n as u8,
+            bytes,
+        }
+    }
+
+    /// The bound's bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        self.bytes.get(..usize::from(self.len)).unwrap_or_default()
+    }
 }
 
 impl CollMeta {
@@ -130,6 +165,11 @@ impl CollMeta {
         out.extend_from_slice(&self.size.to_be_bytes());
         if self.kind.has_head() {
             out.extend_from_slice(&self.head.to_be_bytes());
+        }
+        let member = self.head_member.as_bytes();
+        if self.kind == CollKind::Zset && !member.is_empty() {
+            out.push(member.len() as u8);
+            out.extend_from_slice(member);
         }
         out
     }
@@ -169,9 +209,21 @@ impl Top {
                 } else {
                     (COLL_META_BYTES, 0)
                 };
-                if bytes.len() > len {
-                    return Err(ValueError::TrailingBytes);
-                }
+                // A sorted set's head member follows, length first (absent when empty).
+                let head_member = match bytes.get(len..) {
+                    Some([n, member @ ..]) if kind == CollKind::Zset => {
+                        let n = usize::from(*n);
+                        if n == 0 || n > HEAD_MEMBER_BYTES || member.len() < n {
+                            return Err(ValueError::Truncated);
+                        }
+                        if member.len() > n {
+                            return Err(ValueError::TrailingBytes);
+                        }
+                        HeadMember::of(member)
+                    }
+                    Some([_, ..]) => return Err(ValueError::TrailingBytes),
+                    _ => HeadMember::default(),
+                };
                 let expire = field(1)?;
                 Ok(Top::Coll(CollMeta {
                     kind,
@@ -179,6 +231,7 @@ impl Top {
                     version: field(9)?,
                     size: field(17)?,
                     head,
+                    head_member,
                 }))
             }
             None => StoredValue::decode(bytes).map(Top::String),

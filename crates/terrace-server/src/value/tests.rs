@@ -58,3 +58,49 @@ fn filter_keeps_top_level_records() {
     assert_eq!(f.filter(1, b"k", b"\x00x"), FilterDecision::Keep);
     assert_eq!(f.filter(1, b"k", b"\x09"), FilterDecision::Keep);
 }
+
+#[test]
+fn a_sorted_sets_head_member_round_trips_and_older_records_read_without_it() {
+    let meta = CollMeta {
+        kind: CollKind::Zset,
+        expire_at_ms: None,
+        version: 7,
+        size: 3,
+        head: 9,
+        head_member: HeadMember::of(b"m3"),
+    };
+    let bytes = meta.encode();
+    assert_eq!(bytes.len(), HEADED_META_BYTES + 3);
+    assert_eq!(Top::decode(&bytes), Ok(Top::Coll(meta)));
+    // Written before the head member existed (or with none): 33 bytes.
+    let plain = CollMeta {
+        head_member: HeadMember::default(),
+        ..meta
+    };
+    assert_eq!(plain.encode().len(), HEADED_META_BYTES);
+    assert_eq!(
+        Top::decode(&bytes[..HEADED_META_BYTES]),
+        Ok(Top::Coll(plain))
+    );
+    // Only the first bytes of a long member are kept.
+    let long = [b'x'; 40];
+    assert_eq!(HeadMember::of(&long).as_bytes(), &long[..HEAD_MEMBER_BYTES]);
+    // A length that does not match the bytes, a zero length, or a member after a
+    // set's metadata: errors, not a guess.
+    let mut short = bytes.clone();
+    short.pop();
+    assert_eq!(Top::decode(&short), Err(ValueError::Truncated));
+    let mut long_tail = bytes.clone();
+    long_tail.push(b'!');
+    assert_eq!(Top::decode(&long_tail), Err(ValueError::TrailingBytes));
+    let mut zero = bytes[..HEADED_META_BYTES].to_vec();
+    zero.push(0);
+    assert_eq!(Top::decode(&zero), Err(ValueError::Truncated));
+    let mut set = CollMeta {
+        kind: CollKind::Set,
+        ..plain
+    }
+    .encode();
+    set.extend_from_slice(&[2, b'm', b'3']);
+    assert_eq!(Top::decode(&set), Err(ValueError::TrailingBytes));
+}

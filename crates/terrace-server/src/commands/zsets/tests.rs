@@ -143,3 +143,65 @@ fn copies_keep_the_score_index_and_compaction_keeps_it_too() {
     assert_eq!(run(&mut s, "ZCARD r"), Reply::Integer(30));
     assert_eq!(run(&mut s, "ZRANGE z 0 -1"), bulks(&[]));
 }
+
+#[test]
+fn pops_of_members_sharing_a_score_keep_their_order_as_members_come_and_go() {
+    let tmp = tempfile::tempdir().unwrap();
+    let e = engine(tmp.path());
+    let mut s = e.connect("t".into()).unwrap();
+    assert_eq!(run(&mut s, "ZADD q 0 m1 0 m2 0 m3 0 m4"), Reply::Integer(4));
+    assert_eq!(
+        run(&mut s, "ZPOPMIN q"),
+        Reply::Array(vec![bulk("m1"), Reply::Double(0.0)])
+    );
+    assert_eq!(
+        run(&mut s, "ZPOPMIN q"),
+        Reply::Array(vec![bulk("m2"), Reply::Double(0.0)])
+    );
+    // The head is now m3 at score 0: members added before it, at that score or below,
+    // come out first.
+    assert_eq!(run(&mut s, "ZADD q 0 m25 0 a"), Reply::Integer(2));
+    assert_eq!(
+        run(&mut s, "ZRANGE q 0 -1"),
+        bulks(&["a", "m25", "m3", "m4"])
+    );
+    assert_eq!(
+        run(&mut s, "ZPOPMIN q"),
+        Reply::Array(vec![bulk("a"), Reply::Double(0.0)])
+    );
+    assert_eq!(run(&mut s, "ZADD q -1 z"), Reply::Integer(1));
+    assert_eq!(
+        run(&mut s, "ZPOPMIN q 2"),
+        Reply::Array(vec![
+            bulk("z"),
+            Reply::Double(-1.0),
+            bulk("m25"),
+            Reply::Double(0.0)
+        ])
+    );
+    // Members longer than the bound the metadata keeps: its prefix still bounds them.
+    let long = "x".repeat(30);
+    run(&mut s, &format!("ZADD l 0 {long}1 0 {long}2 0 {long}3"));
+    assert_eq!(
+        run(&mut s, "ZPOPMIN l"),
+        Reply::Array(vec![bulk(&format!("{long}1")), Reply::Double(0.0)])
+    );
+    run(&mut s, &format!("ZADD l 0 {long}0"));
+    assert_eq!(
+        run(&mut s, "ZPOPMIN l"),
+        Reply::Array(vec![bulk(&format!("{long}0")), Reply::Double(0.0)])
+    );
+    assert_eq!(
+        run(&mut s, "ZPOPMIN l"),
+        Reply::Array(vec![bulk(&format!("{long}2")), Reply::Double(0.0)])
+    );
+    // The head survives COPY and RENAME with the members.
+    assert_eq!(run(&mut s, "COPY q q2"), Reply::Integer(1));
+    assert_eq!(run(&mut s, "RENAME q q3"), Reply::Ok);
+    for k in ["q2", "q3"] {
+        assert_eq!(
+            run(&mut s, &format!("ZRANGE {k} 0 -1")),
+            bulks(&["m3", "m4"])
+        );
+    }
+}
