@@ -13,7 +13,7 @@ use super::store::{delete_top, put_top};
 use super::{Ctx, Fail};
 use crate::resp::Reply;
 use crate::value::keys::{self, Sub};
-use crate::value::{CollKind, CollMeta, HeadMember, Top};
+use crate::value::{CollKind, CollMeta, MemberPrefix, Top};
 
 /// A new list's head index: the middle of the index range, so that it can grow as far
 /// at either end.
@@ -45,7 +45,9 @@ pub(crate) fn find_or_new(ctx: &Ctx<'_>, key: &[u8], kind: CollKind) -> Result<C
             } else {
                 0
             },
-            head_member: HeadMember::default(),
+            head_member: MemberPrefix::default(),
+            tail: u64::MAX,
+            tail_member: MemberPrefix::default(),
         }),
     }
 }

@@ -190,18 +190,19 @@ impl Ctx<'_> {
     pub(crate) fn for_each_member_rev(
         &self,
         prefix: &[u8],
+        below: Option<&[u8]>,
         mut visit: impl FnMut(&[u8], &[u8]) -> bool,
     ) -> Result<(), Fail> {
         let store = &self.engine.store;
         let Some(pending) = self.pending.as_deref() else {
-            return store.for_each_member_rev(prefix, visit);
+            return store.for_each_member_rev(prefix, below, visit);
         };
-        let end = keys::prefix_end(prefix);
+        let end = keys::members_end(prefix, below);
         merge_walk(
             prefix.len(),
             pending.range(prefix, end.as_deref()).rev(),
             |a, b| a > b,
-            |f| store.for_each_member_rev(prefix, f),
+            |f| store.for_each_member_rev(prefix, below, f),
             &mut visit,
         )
     }

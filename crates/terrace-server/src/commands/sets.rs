@@ -20,7 +20,7 @@ use super::collection::{self, ScanArgs};
 use super::{CmdResult, Ctx, Fail};
 use crate::resp::Reply;
 use crate::value::keys::{self, Sub};
-use crate::value::{CollKind, CollMeta, HeadMember};
+use crate::value::{CollKind, CollMeta, MemberPrefix};
 
 const SET: CollKind = CollKind::Set;
 
@@ -343,7 +343,9 @@ fn algebra_store(ctx: &mut Ctx<'_>, args: &[&[u8]], op: Algebra) -> CmdResult {
         version: ctx.engine.store.new_version()?,
         size: result.len() as u64,
         head: 0,
-        head_member: HeadMember::default(),
+        head_member: MemberPrefix::default(),
+        tail: u64::MAX,
+        tail_member: MemberPrefix::default(),
     };
     let mut batch = terrace::WriteBatch::new();
     for m in &result {

@@ -279,15 +279,17 @@ impl Store {
         Ok(self.db.iter(opts)?)
     }
 
-    /// As [`Store::for_each_member`], from the last record backwards.
+    /// As [`Store::for_each_member`], from the last record backwards: the last whose
+    /// bytes after `prefix` sort before `below`, or the last of all if `None`.
     pub(crate) fn for_each_member_rev(
         &self,
         prefix: &[u8],
+        below: Option<&[u8]>,
         mut visit: impl FnMut(&[u8], &[u8]) -> bool,
     ) -> Result<(), Fail> {
         let opts = ReadOptions {
             lower_bound: Some(prefix.to_vec()),
-            upper_bound: keys::prefix_end(prefix),
+            upper_bound: keys::members_end(prefix, below),
             ..ReadOptions::default()
         };
         let mut it = self.db.iter(opts)?;

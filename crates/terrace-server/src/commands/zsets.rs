@@ -20,7 +20,7 @@ use super::collection::{self, ScanArgs};
 use super::{CmdResult, Ctx, Fail};
 use crate::resp::{Protocol, Reply};
 use crate::value::keys::{self, Sub};
-use crate::value::{CollKind, CollMeta, HeadMember};
+use crate::value::{CollKind, CollMeta, MemberPrefix};
 
 const ZSET: CollKind = CollKind::Zset;
 
@@ -90,7 +90,8 @@ fn walk(
         None => true,
     };
     if rev {
-        ctx.for_each_member_rev(&prefix, step)
+        // Up to the tail: every index record above it was popped (deleted).
+        ctx.for_each_member_rev(&prefix, meta.tail_bound().as_deref(), step)
     } else {
         // From the head: every index record below it was popped (deleted).
         let mut from = meta.head.to_be_bytes().to_vec();
@@ -255,7 +256,16 @@ pub(crate) fn zadd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         let score_bits = u64::from_be_bytes(keys::score_bytes(new));
         if (score_bits, member) < (meta.head, meta.head_member.as_bytes()) {
             meta.head = score_bits;
-            meta.head_member = HeadMember::of(member);
+            meta.head_member = MemberPrefix::of(member);
+        }
+        // And one added at or past the tail's bound moves the tail up to it.
+        if let Some(bound) = meta.tail_bound() {
+            let mut entry = score_bits.to_be_bytes().to_vec();
+            entry.extend_from_slice(member);
+            if entry >= bound {
+                meta.tail = score_bits;
+                meta.tail_member = MemberPrefix::of(member);
+            }
         }
         put_score(&mut batch, key, &meta, member, new, old);
         pending.insert(member, new);
@@ -548,7 +558,9 @@ fn store_set(ctx: &mut Ctx<'_>, dst: &[u8], items: &[Scored]) -> Result<i64, Fai
         version: ctx.engine.store.new_version()?,
         size: items.len() as u64,
         head: 0,
-        head_member: HeadMember::default(),
+        head_member: MemberPrefix::default(),
+        tail: u64::MAX,
+        tail_member: MemberPrefix::default(),
     };
     let mut batch = terrace::WriteBatch::new();
     for (score, member) in items {
@@ -666,7 +678,7 @@ pub(crate) fn pop_members(
                 items.push((score, member.to_vec()));
                 true
             } else {
-                next = Some((score, HeadMember::of(member)));
+                next = Some((score, MemberPrefix::of(member)));
                 false
             }
         })?;
@@ -677,9 +689,13 @@ pub(crate) fn pop_members(
             delete_member(&mut batch, key, &meta, member, *score);
         }
         meta.size -= items.len() as u64;
-        if !max {
-            if let Some((score, member)) = next {
-                meta.head = u64::from_be_bytes(keys::score_bytes(score));
+        if let Some((score, member)) = next {
+            let score_bits = u64::from_be_bytes(keys::score_bytes(score));
+            if max {
+                meta.tail = score_bits;
+                meta.tail_member = member;
+            } else {
+                meta.head = score_bits;
                 meta.head_member = member;
             }
         }

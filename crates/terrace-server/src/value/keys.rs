@@ -118,6 +118,19 @@ pub fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
     None
 }
 
+/// The exclusive end of the member records under `prefix` whose bytes after it sort
+/// before `below` (all of them if `None`).
+pub fn members_end(prefix: &[u8], below: Option<&[u8]>) -> Option<Vec<u8>> {
+    match below {
+        Some(b) => {
+            let mut end = prefix.to_vec();
+            end.extend_from_slice(b);
+            Some(end)
+        }
+        None => prefix_end(prefix),
+    }
+}
+
 /// A hash field's or set member's bytes in its record's key: its [`member_hash`] first,
 /// so that members are stored in hash order and a scan can resume at a hash (a cursor
 /// that needs no state on the server), then the member itself.

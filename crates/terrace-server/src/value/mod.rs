@@ -28,7 +28,7 @@ const TAG_LIST: u8 = 0x13;
 /// Bytes of a collection's metadata: tag, expiry, version, size (and a list's head).
 const COLL_META_BYTES: usize = 25;
 const HEADED_META_BYTES: usize = 33;
-/// Most bytes of a sorted set's head member kept in its metadata.
+/// Most bytes of a sorted set's head or tail member kept in its metadata.
 pub const HEAD_MEMBER_BYTES: usize = 23;
 
 /// A collection type: what its metadata's tag says and where its members live.
@@ -124,26 +124,33 @@ pub struct CollMeta {
     /// bytes of the first one left by a pop, or empty): all of them sort at or after it,
     /// so that pops of members sharing one score also seek past the earlier ones.
     /// Empty for the other kinds.
-    pub head_member: HeadMember,
+    pub head_member: MemberPrefix,
+    /// For a sorted set, with `tail_member`, an upper bound of its index records: every
+    /// one sorts before [`CollMeta::tail_bound`]. ZPOPMAX moves it down to the last
+    /// member it left, so that the next reverse walk starts there instead of stepping
+    /// over the deleted records above. `u64::MAX` (with no member: no bound) otherwise.
+    pub tail: u64,
+    /// The first bytes of the member at the tail score (see `tail`).
+    pub tail_member: MemberPrefix,
 }
 
 /// Up to [`HEAD_MEMBER_BYTES`] first bytes of a member: a prefix sorts no later than
 /// the member, so it stays a lower bound when the member is longer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct HeadMember {
+pub struct MemberPrefix {
     len: u8,
     bytes: [u8; HEAD_MEMBER_BYTES],
 }
 
-impl HeadMember {
+impl MemberPrefix {
     /// The bound for `member`: its first [`HEAD_MEMBER_BYTES`] bytes.
-    pub fn of(member: &[u8]) -> HeadMember {
+    pub fn of(member: &[u8]) -> MemberPrefix {
         let n = member.len().min(HEAD_MEMBER_BYTES);
         let mut bytes = [0; HEAD_MEMBER_BYTES];
         if let (Some(dst), Some(src)) = (bytes.get_mut(..n), member.get(..n)) {
             dst.copy_from_slice(src);
         }
-        HeadMember {
+        MemberPrefix {
             len: n as u8,
             bytes,
         }
@@ -166,18 +173,63 @@ impl CollMeta {
         if self.kind.has_head() {
             out.extend_from_slice(&self.head.to_be_bytes());
         }
-        let member = self.head_member.as_bytes();
-        if self.kind == CollKind::Zset && !member.is_empty() {
-            out.push(member.len() as u8);
-            out.extend_from_slice(member);
+        if self.has_bounds() {
+            let (head, tail) = (self.head_member.as_bytes(), self.tail_member.as_bytes());
+            out.push(head.len() as u8);
+            out.extend_from_slice(head);
+            out.extend_from_slice(&self.tail.to_be_bytes());
+            out.push(tail.len() as u8);
+            out.extend_from_slice(tail);
         }
         out
+    }
+
+    /// A sorted set's exclusive upper bound of its index records' bytes after the
+    /// version prefix (score bytes, then member): the smallest bytes after every string
+    /// that starts with the tail's; `None` when there is no bound.
+    pub fn tail_bound(&self) -> Option<Vec<u8>> {
+        let mut tail = self.tail.to_be_bytes().to_vec();
+        tail.extend_from_slice(self.tail_member.as_bytes());
+        keys::prefix_end(&tail)
+    }
+
+    /// Whether a sorted set's metadata carries its bounds' extension.
+    fn has_bounds(&self) -> bool {
+        self.kind == CollKind::Zset
+            && (!self.head_member.as_bytes().is_empty()
+                || self.tail != u64::MAX
+                || !self.tail_member.as_bytes().is_empty())
     }
 
     /// Whether the collection has expired at `now_ms`.
     pub fn is_expired(&self, now_ms: u64) -> bool {
         self.expire_at_ms.is_some_and(|at| at <= now_ms)
     }
+}
+
+/// A sorted set's bounds extension: `head_member_len:u8 head_member tail:u64be
+/// tail_member_len:u8 tail_member`, lengths at most [`HEAD_MEMBER_BYTES`], nothing after.
+fn decode_bounds(bytes: &[u8]) -> Result<(MemberPrefix, u64, MemberPrefix), ValueError> {
+    fn member(bytes: &[u8]) -> Result<(MemberPrefix, &[u8]), ValueError> {
+        let (&n, rest) = bytes.split_first().ok_or(ValueError::Truncated)?;
+        let n = usize::from(n);
+        if n > HEAD_MEMBER_BYTES {
+            return Err(ValueError::Truncated);
+        }
+        let member = rest.get(..n).ok_or(ValueError::Truncated)?;
+        Ok((MemberPrefix::of(member), rest.get(n..).unwrap_or_default()))
+    }
+    let (head, rest) = member(bytes)?;
+    let tail = rest
+        .get(..8)
+        .and_then(|s| s.try_into().ok())
+        .map(u64::from_be_bytes)
+        .ok_or(ValueError::Truncated)?;
+    let (tail_member, rest) = member(rest.get(8..).unwrap_or_default())?;
+    if !rest.is_empty() {
+        return Err(ValueError::TrailingBytes);
+    }
+    Ok((head, tail, tail_member))
 }
 
 /// A key's top-level record, decoded: a string or a collection's metadata.
@@ -209,20 +261,11 @@ impl Top {
                 } else {
                     (COLL_META_BYTES, 0)
                 };
-                // A sorted set's head member follows, length first (absent when empty).
-                let head_member = match bytes.get(len..) {
-                    Some([n, member @ ..]) if kind == CollKind::Zset => {
-                        let n = usize::from(*n);
-                        if n == 0 || n > HEAD_MEMBER_BYTES || member.len() < n {
-                            return Err(ValueError::Truncated);
-                        }
-                        if member.len() > n {
-                            return Err(ValueError::TrailingBytes);
-                        }
-                        HeadMember::of(member)
-                    }
+                // A sorted set's bounds may follow (absent when it has none).
+                let (head_member, tail, tail_member) = match bytes.get(len..) {
+                    Some(rest @ [_, ..]) if kind == CollKind::Zset => decode_bounds(rest)?,
                     Some([_, ..]) => return Err(ValueError::TrailingBytes),
-                    _ => HeadMember::default(),
+                    _ => (MemberPrefix::default(), u64::MAX, MemberPrefix::default()),
                 };
                 let expire = field(1)?;
                 Ok(Top::Coll(CollMeta {
@@ -232,6 +275,8 @@ impl Top {
                     size: field(17)?,
                     head,
                     head_member,
+                    tail,
+                    tail_member,
                 }))
             }
             None => StoredValue::decode(bytes).map(Top::String),

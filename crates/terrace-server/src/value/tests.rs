@@ -60,47 +60,68 @@ fn filter_keeps_top_level_records() {
 }
 
 #[test]
-fn a_sorted_sets_head_member_round_trips_and_older_records_read_without_it() {
+fn a_sorted_sets_bounds_round_trip_and_older_records_read_without_them() {
     let meta = CollMeta {
         kind: CollKind::Zset,
         expire_at_ms: None,
         version: 7,
         size: 3,
         head: 9,
-        head_member: HeadMember::of(b"m3"),
+        head_member: MemberPrefix::of(b"m3"),
+        tail: 12,
+        tail_member: MemberPrefix::of(b"m9"),
     };
     let bytes = meta.encode();
-    assert_eq!(bytes.len(), HEADED_META_BYTES + 3);
+    assert_eq!(bytes.len(), HEADED_META_BYTES + 1 + 2 + 8 + 1 + 2);
     assert_eq!(Top::decode(&bytes), Ok(Top::Coll(meta)));
-    // Written before the head member existed (or with none): 33 bytes.
-    let plain = CollMeta {
-        head_member: HeadMember::default(),
+    // Only one bound set: the other reads back as none.
+    let head_only = CollMeta {
+        tail: u64::MAX,
+        tail_member: MemberPrefix::default(),
         ..meta
+    };
+    assert_eq!(Top::decode(&head_only.encode()), Ok(Top::Coll(head_only)));
+    assert_eq!(head_only.tail_bound(), None);
+    // No bounds, as every record written before they existed: 33 bytes.
+    let plain = CollMeta {
+        head_member: MemberPrefix::default(),
+        ..head_only
     };
     assert_eq!(plain.encode().len(), HEADED_META_BYTES);
     assert_eq!(
         Top::decode(&bytes[..HEADED_META_BYTES]),
         Ok(Top::Coll(plain))
     );
+    // The tail bound is past every member starting with the tail's bytes.
+    let mut bound = 12u64.to_be_bytes().to_vec();
+    bound.extend_from_slice(b"m:");
+    assert_eq!(meta.tail_bound(), Some(bound));
     // Only the first bytes of a long member are kept.
     let long = [b'x'; 40];
-    assert_eq!(HeadMember::of(&long).as_bytes(), &long[..HEAD_MEMBER_BYTES]);
-    // A length that does not match the bytes, a zero length, or a member after a
-    // set's metadata: errors, not a guess.
-    let mut short = bytes.clone();
-    short.pop();
-    assert_eq!(Top::decode(&short), Err(ValueError::Truncated));
+    assert_eq!(
+        MemberPrefix::of(&long).as_bytes(),
+        &long[..HEAD_MEMBER_BYTES]
+    );
+    // Short, long, or over-long fields, and bounds after a set's metadata: errors.
+    for cut in HEADED_META_BYTES + 1..bytes.len() {
+        assert_eq!(
+            Top::decode(&bytes[..cut]),
+            Err(ValueError::Truncated),
+            "{cut}"
+        );
+    }
     let mut long_tail = bytes.clone();
     long_tail.push(b'!');
     assert_eq!(Top::decode(&long_tail), Err(ValueError::TrailingBytes));
-    let mut zero = bytes[..HEADED_META_BYTES].to_vec();
-    zero.push(0);
-    assert_eq!(Top::decode(&zero), Err(ValueError::Truncated));
+    let mut too_long = bytes[..HEADED_META_BYTES].to_vec();
+    too_long.push(HEAD_MEMBER_BYTES as u8 + 1);
+    too_long.extend_from_slice(&[b'x'; HEAD_MEMBER_BYTES + 1 + 9]);
+    assert_eq!(Top::decode(&too_long), Err(ValueError::Truncated));
     let mut set = CollMeta {
         kind: CollKind::Set,
         ..plain
     }
     .encode();
-    set.extend_from_slice(&[2, b'm', b'3']);
+    set.extend_from_slice(&bytes[HEADED_META_BYTES..]);
     assert_eq!(Top::decode(&set), Err(ValueError::TrailingBytes));
 }

@@ -205,3 +205,48 @@ fn pops_of_members_sharing_a_score_keep_their_order_as_members_come_and_go() {
         );
     }
 }
+
+#[test]
+fn pops_from_the_top_keep_their_order_as_members_come_and_go() {
+    let tmp = tempfile::tempdir().unwrap();
+    let e = engine(tmp.path());
+    let mut s = e.connect("t".into()).unwrap();
+    let pair = |m: &str, score: f64| Reply::Array(vec![bulk(m), Reply::Double(score)]);
+    assert_eq!(run(&mut s, "ZADD q 1 a 2 b 2 c 2 d 3 e"), Reply::Integer(5));
+    assert_eq!(run(&mut s, "ZPOPMAX q"), pair("e", 3.0));
+    assert_eq!(run(&mut s, "ZPOPMAX q"), pair("d", 2.0));
+    // The tail is now c at score 2: members added above it come out first, members
+    // below it after the ones above them.
+    assert_eq!(run(&mut s, "ZADD q 2 cc 5 z 2 bb"), Reply::Integer(3));
+    assert_eq!(
+        run(&mut s, "ZREVRANGE q 0 -1"),
+        bulks(&["z", "cc", "c", "bb", "b", "a"])
+    );
+    assert_eq!(
+        run(&mut s, "ZPOPMAX q 2"),
+        Reply::Array(vec![
+            bulk("z"),
+            Reply::Double(5.0),
+            bulk("cc"),
+            Reply::Double(2.0)
+        ])
+    );
+    assert_eq!(run(&mut s, "ZRANGE q 0 -1"), bulks(&["a", "b", "bb", "c"]));
+    // Members longer than the bound the metadata keeps: the tail covers every member
+    // that starts with its bytes.
+    let long = "x".repeat(30);
+    run(&mut s, &format!("ZADD l 0 {long}a 0 {long}z 0 {long}m"));
+    assert_eq!(run(&mut s, "ZPOPMAX l"), pair(&format!("{long}z"), 0.0));
+    run(&mut s, &format!("ZADD l 0 {long}y"));
+    assert_eq!(run(&mut s, "ZPOPMAX l"), pair(&format!("{long}y"), 0.0));
+    assert_eq!(run(&mut s, "ZPOPMAX l"), pair(&format!("{long}m"), 0.0));
+    // Both ends at once, and through COPY.
+    assert_eq!(run(&mut s, "ZPOPMIN q"), pair("a", 1.0));
+    assert_eq!(run(&mut s, "COPY q q2"), Reply::Integer(1));
+    assert_eq!(run(&mut s, "ZRANGE q2 0 -1 REV"), bulks(&["c", "bb", "b"]));
+    assert_eq!(run(&mut s, "ZADD q2 9 top 0 bottom"), Reply::Integer(2));
+    assert_eq!(
+        run(&mut s, "ZRANGE q2 0 -1"),
+        bulks(&["bottom", "b", "bb", "c", "top"])
+    );
+}
