@@ -208,7 +208,8 @@ impl CollMeta {
 }
 
 /// A sorted set's bounds extension: `head_member_len:u8 head_member tail:u64be
-/// tail_member_len:u8 tail_member`, lengths at most [`HEAD_MEMBER_BYTES`], nothing after.
+/// tail_member_len:u8 tail_member`, lengths at most [`HEAD_MEMBER_BYTES`], nothing after,
+/// and bounding something (so that every record that decodes re-encodes to its bytes).
 fn decode_bounds(bytes: &[u8]) -> Result<(MemberPrefix, u64, MemberPrefix), ValueError> {
     fn member(bytes: &[u8]) -> Result<(MemberPrefix, &[u8]), ValueError> {
         let (&n, rest) = bytes.split_first().ok_or(ValueError::Truncated)?;
@@ -226,7 +227,9 @@ fn decode_bounds(bytes: &[u8]) -> Result<(MemberPrefix, u64, MemberPrefix), Valu
         .map(u64::from_be_bytes)
         .ok_or(ValueError::Truncated)?;
     let (tail_member, rest) = member(rest.get(8..).unwrap_or_default())?;
-    if !rest.is_empty() {
+    // An extension that bounds nothing is never written (the record ends before it).
+    let empty = head.as_bytes().is_empty() && tail == u64::MAX && tail_member.as_bytes().is_empty();
+    if !rest.is_empty() || empty {
         return Err(ValueError::TrailingBytes);
     }
     Ok((head, tail, tail_member))
