@@ -13,7 +13,7 @@ use super::store::{delete_top, put_top};
 use super::{Ctx, Fail};
 use crate::resp::Reply;
 use crate::value::keys::{self, Sub};
-use crate::value::{CollKind, CollMeta, MemberPrefix, Top};
+use crate::value::{CollKind, CollMeta, Top};
 
 /// A new list's head index: the middle of the index range, so that it can grow as far
 /// at either end.
@@ -35,20 +35,16 @@ pub(crate) fn find(ctx: &Ctx<'_>, key: &[u8], kind: CollKind) -> Result<Option<C
 pub(crate) fn find_or_new(ctx: &Ctx<'_>, key: &[u8], kind: CollKind) -> Result<CollMeta, Fail> {
     match find(ctx, key, kind)? {
         Some(m) => Ok(m),
-        None => Ok(CollMeta {
+        None => Ok(CollMeta::new(
             kind,
-            expire_at_ms: None,
-            version: ctx.engine.store.new_version()?,
-            size: 0,
-            head: if kind == CollKind::List {
+            ctx.engine.store.new_version()?,
+            0,
+            if kind == CollKind::List {
                 LIST_START
             } else {
                 0
             },
-            head_member: MemberPrefix::default(),
-            tail: u64::MAX,
-            tail_member: MemberPrefix::default(),
-        }),
+        )),
     }
 }
 

@@ -20,7 +20,7 @@ use super::collection::{self, ScanArgs};
 use super::{CmdResult, Ctx, Fail};
 use crate::resp::Reply;
 use crate::value::keys::{self, Sub};
-use crate::value::{CollKind, CollMeta, MemberPrefix};
+use crate::value::{CollKind, CollMeta};
 
 const SET: CollKind = CollKind::Set;
 
@@ -337,16 +337,7 @@ fn algebra(ctx: &mut Ctx<'_>, args: &[&[u8]], op: Algebra) -> CmdResult {
 fn algebra_store(ctx: &mut Ctx<'_>, args: &[&[u8]], op: Algebra) -> CmdResult {
     let dst = arg(args, 1);
     let result = combine(ctx, op, args.get(2..).unwrap_or_default())?;
-    let meta = CollMeta {
-        kind: SET,
-        expire_at_ms: None,
-        version: ctx.engine.store.new_version()?,
-        size: result.len() as u64,
-        head: 0,
-        head_member: MemberPrefix::default(),
-        tail: u64::MAX,
-        tail_member: MemberPrefix::default(),
-    };
+    let meta = CollMeta::new(SET, ctx.engine.store.new_version()?, result.len() as u64, 0);
     let mut batch = terrace::WriteBatch::new();
     for m in &result {
         batch.put(&member_key(dst, &meta, m), b"");

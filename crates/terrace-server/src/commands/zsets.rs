@@ -260,9 +260,8 @@ pub(crate) fn zadd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         }
         // And one added at or past the tail's bound moves the tail up to it.
         if let Some(bound) = meta.tail_bound() {
-            let mut entry = score_bits.to_be_bytes().to_vec();
-            entry.extend_from_slice(member);
-            if entry >= bound {
+            let entry = score_bits.to_be_bytes();
+            if entry.iter().chain(member).ge(bound.iter()) {
                 meta.tail = score_bits;
                 meta.tail_member = MemberPrefix::of(member);
             }
@@ -552,16 +551,7 @@ pub(crate) fn zrevrangebylex(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 
 /// Replaces `dst` with a sorted set of `items` (deleting it when empty); returns its size.
 fn store_set(ctx: &mut Ctx<'_>, dst: &[u8], items: &[Scored]) -> Result<i64, Fail> {
-    let meta = CollMeta {
-        kind: ZSET,
-        expire_at_ms: None,
-        version: ctx.engine.store.new_version()?,
-        size: items.len() as u64,
-        head: 0,
-        head_member: MemberPrefix::default(),
-        tail: u64::MAX,
-        tail_member: MemberPrefix::default(),
-    };
+    let meta = CollMeta::new(ZSET, ctx.engine.store.new_version()?, items.len() as u64, 0);
     let mut batch = terrace::WriteBatch::new();
     for (score, member) in items {
         put_score(&mut batch, dst, &meta, member, *score, None);

@@ -29,7 +29,9 @@ const TAG_LIST: u8 = 0x13;
 const COLL_META_BYTES: usize = 25;
 const HEADED_META_BYTES: usize = 33;
 /// Most bytes of a sorted set's head or tail member kept in its metadata.
-pub const HEAD_MEMBER_BYTES: usize = 23;
+pub const BOUND_MEMBER_BYTES: usize = 23;
+/// A sorted set's `tail` when it has no tail bound (with an empty tail member).
+const NO_TAIL: u64 = u64::MAX;
 
 /// A collection type: what its metadata's tag says and where its members live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,19 +136,19 @@ pub struct CollMeta {
     pub tail_member: MemberPrefix,
 }
 
-/// Up to [`HEAD_MEMBER_BYTES`] first bytes of a member: a prefix sorts no later than
+/// Up to [`BOUND_MEMBER_BYTES`] first bytes of a member: a prefix sorts no later than
 /// the member, so it stays a lower bound when the member is longer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct MemberPrefix {
     len: u8,
-    bytes: [u8; HEAD_MEMBER_BYTES],
+    bytes: [u8; BOUND_MEMBER_BYTES],
 }
 
 impl MemberPrefix {
-    /// The bound for `member`: its first [`HEAD_MEMBER_BYTES`] bytes.
+    /// The bound for `member`: its first [`BOUND_MEMBER_BYTES`] bytes.
     pub fn of(member: &[u8]) -> MemberPrefix {
-        let n = member.len().min(HEAD_MEMBER_BYTES);
-        let mut bytes = [0; HEAD_MEMBER_BYTES];
+        let n = member.len().min(BOUND_MEMBER_BYTES);
+        let mut bytes = [0; BOUND_MEMBER_BYTES];
         if let (Some(dst), Some(src)) = (bytes.get_mut(..n), member.get(..n)) {
             dst.copy_from_slice(src);
         }
@@ -163,6 +165,21 @@ impl MemberPrefix {
 }
 
 impl CollMeta {
+    /// The metadata of a new, persistent collection of `kind` with `size` members under
+    /// `version`, its head at `head` and no sorted-set bounds.
+    pub fn new(kind: CollKind, version: u64, size: u64, head: u64) -> CollMeta {
+        CollMeta {
+            kind,
+            expire_at_ms: None,
+            version,
+            size,
+            head,
+            head_member: MemberPrefix::default(),
+            tail: NO_TAIL,
+            tail_member: MemberPrefix::default(),
+        }
+    }
+
     /// The stored bytes.
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(COLL_META_BYTES);
@@ -188,6 +205,9 @@ impl CollMeta {
     /// version prefix (score bytes, then member): the smallest bytes after every string
     /// that starts with the tail's; `None` when there is no bound.
     pub fn tail_bound(&self) -> Option<Vec<u8>> {
+        if self.tail == NO_TAIL && self.tail_member.as_bytes().is_empty() {
+            return None;
+        }
         let mut tail = self.tail.to_be_bytes().to_vec();
         tail.extend_from_slice(self.tail_member.as_bytes());
         keys::prefix_end(&tail)
@@ -197,7 +217,7 @@ impl CollMeta {
     fn has_bounds(&self) -> bool {
         self.kind == CollKind::Zset
             && (!self.head_member.as_bytes().is_empty()
-                || self.tail != u64::MAX
+                || self.tail != NO_TAIL
                 || !self.tail_member.as_bytes().is_empty())
     }
 
@@ -208,13 +228,13 @@ impl CollMeta {
 }
 
 /// A sorted set's bounds extension: `head_member_len:u8 head_member tail:u64be
-/// tail_member_len:u8 tail_member`, lengths at most [`HEAD_MEMBER_BYTES`], nothing after,
+/// tail_member_len:u8 tail_member`, lengths at most [`BOUND_MEMBER_BYTES`], nothing after,
 /// and bounding something (so that every record that decodes re-encodes to its bytes).
 fn decode_bounds(bytes: &[u8]) -> Result<(MemberPrefix, u64, MemberPrefix), ValueError> {
     fn member(bytes: &[u8]) -> Result<(MemberPrefix, &[u8]), ValueError> {
         let (&n, rest) = bytes.split_first().ok_or(ValueError::Truncated)?;
         let n = usize::from(n);
-        if n > HEAD_MEMBER_BYTES {
+        if n > BOUND_MEMBER_BYTES {
             return Err(ValueError::Truncated);
         }
         let member = rest.get(..n).ok_or(ValueError::Truncated)?;
@@ -228,7 +248,7 @@ fn decode_bounds(bytes: &[u8]) -> Result<(MemberPrefix, u64, MemberPrefix), Valu
         .ok_or(ValueError::Truncated)?;
     let (tail_member, rest) = member(rest.get(8..).unwrap_or_default())?;
     // An extension that bounds nothing is never written (the record ends before it).
-    let empty = head.as_bytes().is_empty() && tail == u64::MAX && tail_member.as_bytes().is_empty();
+    let empty = head.as_bytes().is_empty() && tail == NO_TAIL && tail_member.as_bytes().is_empty();
     if !rest.is_empty() || empty {
         return Err(ValueError::TrailingBytes);
     }
@@ -268,7 +288,7 @@ impl Top {
                 let (head_member, tail, tail_member) = match bytes.get(len..) {
                     Some(rest @ [_, ..]) if kind == CollKind::Zset => decode_bounds(rest)?,
                     Some([_, ..]) => return Err(ValueError::TrailingBytes),
-                    _ => (MemberPrefix::default(), u64::MAX, MemberPrefix::default()),
+                    _ => (MemberPrefix::default(), NO_TAIL, MemberPrefix::default()),
                 };
                 let expire = field(1)?;
                 Ok(Top::Coll(CollMeta {

@@ -100,7 +100,7 @@ fn a_sorted_sets_bounds_round_trip_and_older_records_read_without_them() {
     let long = [b'x'; 40];
     assert_eq!(
         MemberPrefix::of(&long).as_bytes(),
-        &long[..HEAD_MEMBER_BYTES]
+        &long[..BOUND_MEMBER_BYTES]
     );
     // Short, long, or over-long fields, and bounds after a set's metadata: errors.
     for cut in HEADED_META_BYTES + 1..bytes.len() {
@@ -121,8 +121,8 @@ fn a_sorted_sets_bounds_round_trip_and_older_records_read_without_them() {
     long_tail.push(b'!');
     assert_eq!(Top::decode(&long_tail), Err(ValueError::TrailingBytes));
     let mut too_long = bytes[..HEADED_META_BYTES].to_vec();
-    too_long.push(HEAD_MEMBER_BYTES as u8 + 1);
-    too_long.extend_from_slice(&[b'x'; HEAD_MEMBER_BYTES + 1 + 9]);
+    too_long.push(BOUND_MEMBER_BYTES as u8 + 1);
+    too_long.extend_from_slice(&[b'x'; BOUND_MEMBER_BYTES + 1 + 9]);
     assert_eq!(Top::decode(&too_long), Err(ValueError::Truncated));
     let mut set = CollMeta {
         kind: CollKind::Set,
