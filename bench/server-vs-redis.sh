@@ -5,6 +5,7 @@
 #   bench/server-vs-redis.sh            # SET and GET, -n 1000000
 #   REQUESTS=200000 ROUNDS=3 bench/server-vs-redis.sh
 #   TESTS=hset,lpush,rpush,lpop,rpop,sadd,spop,zadd,zpopmin,lrange_100 bench/server-vs-redis.sh
+#   PIPELINES=1 TESTS=hset,zadd bench/server-vs-redis.sh   # without pipelining only
 #   CONTROL_ARGS="--block-cache-bytes 33554432" bench/server-vs-redis.sh
 #
 # With CONTROL_ARGS set, a second Terrace server started with those extra flags ("control")
@@ -20,6 +21,7 @@ REQUESTS="${REQUESTS:-1000000}"
 ROUNDS="${ROUNDS:-3}"
 CLIENTS="${CLIENTS:-50}"
 TESTS="${TESTS:-set,get}"
+PIPELINES="${PIPELINES:-1 16}"
 WORK=$(mktemp -d)
 PIDS=()
 cleanup() {
@@ -60,7 +62,7 @@ echo "redis-benchmark -c $CLIENTS -n $REQUESTS -r 1000000 -d 100 -t $TESTS, medi
 echo "$(redis-server --version | cut -d' ' -f1-3); terrace $("$BIN" version | cut -d' ' -f2) (fsync everysec)"
 [ -n "${CONTROL_ARGS:-}" ] && echo "control: terrace serve ... $CONTROL_ARGS"
 RESULTS="$WORK/results.csv"
-for pipeline in 1 16; do
+for pipeline in $PIPELINES; do
   for round in $(seq "$ROUNDS"); do
     for server in $SERVERS; do
       case "$server" in

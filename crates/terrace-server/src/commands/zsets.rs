@@ -11,7 +11,7 @@
 //! rank ranges cost their offset.
 
 use super::arg::arg;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use rand::seq::SliceRandom;
 
@@ -214,6 +214,9 @@ pub(crate) fn zadd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     }
     let mut meta = collection::find_or_new(ctx, key, ZSET)?;
     let before = meta;
+    // A new sorted set's head starts at its first member, so that removing that member
+    // moves it on (`move_bounds_past`).
+    let fresh = meta.size == 0;
     let mut batch = terrace::WriteBatch::new();
     let (mut added, mut changed) = (0i64, 0i64);
     let mut pending: BTreeMap<&[u8], f64> = BTreeMap::new();
@@ -254,7 +257,8 @@ pub(crate) fn zadd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         }
         // A member added below the head moves the head down to it.
         let score_bits = u64::from_be_bytes(keys::score_bytes(new));
-        if (score_bits, member) < (meta.head, meta.head_member.as_bytes()) {
+        let first = fresh && meta.size == 1 && old.is_none();
+        if first || (score_bits, member) < (meta.head, meta.head_member.as_bytes()) {
             meta.head = score_bits;
             meta.head_member = MemberPrefix::of(member);
         }
@@ -295,22 +299,79 @@ pub(crate) fn zrem(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         return Ok(Reply::Integer(0));
     };
     let mut batch = terrace::WriteBatch::new();
-    let mut removed: Vec<&[u8]> = Vec::new();
+    let mut removed: Vec<(f64, &[u8])> = Vec::new();
     for m in args.iter().skip(2) {
-        if removed.contains(m) {
+        if removed.iter().any(|(_, r)| r == m) {
             continue;
         }
         if let Some(s) = score_of(ctx, key, &meta, m)? {
             delete_member(&mut batch, key, &meta, m, s);
-            removed.push(m);
+            removed.push((s, m));
         }
     }
     if !removed.is_empty() {
         meta.size -= removed.len() as u64;
+        move_bounds_past(ctx, key, &mut meta, &removed)?;
         collection::put_meta(&mut batch, key, &meta);
         ctx.write(batch, [key])?;
     }
     Ok(Reply::Integer(removed.len() as i64))
+}
+
+/// After `removed` (score and member) leave the sorted set at `key`, moves a bound that
+/// one of them stood at to the first member left past it: the head up, the tail down.
+/// A queue drained by ZREM or ZREMRANGEBY* then starts its next walk at its first live
+/// member, as one drained by ZPOPMIN does, instead of stepping over the deleted records
+/// of every earlier removal. The walk that finds the new bound starts at the old one and
+/// skips the removed members (their records are still there until the batch is written);
+/// a removal that stood at neither bound costs nothing more.
+fn move_bounds_past(
+    ctx: &Ctx<'_>,
+    key: &[u8],
+    meta: &mut CollMeta,
+    removed: &[(f64, &[u8])],
+) -> Result<(), Fail> {
+    if meta.size == 0 {
+        return Ok(());
+    }
+    let at = |bits: u64, prefix: &MemberPrefix| {
+        removed.iter().any(|(s, m)| {
+            u64::from_be_bytes(keys::score_bytes(*s)) == bits && MemberPrefix::of(m) == *prefix
+        })
+    };
+    let gone: HashSet<(u64, &[u8])> = removed
+        .iter()
+        .map(|(s, m)| (u64::from_be_bytes(keys::score_bytes(*s)), *m))
+        .collect();
+    for rev in [false, true] {
+        let stood_there = if rev {
+            meta.tail_bound().is_some() && at(meta.tail, &meta.tail_member)
+        } else {
+            at(meta.head, &meta.head_member)
+        };
+        if !stood_there {
+            continue;
+        }
+        let mut first_left = None;
+        walk(ctx, key, &*meta, rev, |score, member| {
+            let bits = u64::from_be_bytes(keys::score_bytes(score));
+            if gone.contains(&(bits, member)) {
+                return true;
+            }
+            first_left = Some((bits, MemberPrefix::of(member)));
+            false
+        })?;
+        if let Some((bits, member)) = first_left {
+            if rev {
+                meta.tail = bits;
+                meta.tail_member = member;
+            } else {
+                meta.head = bits;
+                meta.head_member = member;
+            }
+        }
+    }
+    Ok(())
 }
 
 pub(crate) fn zscore(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
@@ -644,6 +705,8 @@ fn remove_items(ctx: &mut Ctx<'_>, key: &[u8], items: &[Scored]) -> Result<(), F
         delete_member(&mut batch, key, &meta, member, *score);
     }
     meta.size = meta.size.saturating_sub(items.len() as u64);
+    let removed: Vec<(f64, &[u8])> = items.iter().map(|(s, m)| (*s, m.as_slice())).collect();
+    move_bounds_past(ctx, key, &mut meta, &removed)?;
     collection::put_meta(&mut batch, key, &meta);
     ctx.write(batch, [key])
 }

@@ -250,3 +250,76 @@ fn pops_from_the_top_keep_their_order_as_members_come_and_go() {
         bulks(&["bottom", "b", "bb", "c", "top"])
     );
 }
+
+/// The bounds a sorted set's metadata keeps: head score and member prefix, then tail.
+fn bounds(e: &crate::commands::Engine, key: &str) -> ((f64, String), Option<(f64, String)>) {
+    let Some(crate::value::Top::Coll(m)) = e.store.get_top(key.as_bytes(), 0).unwrap() else {
+        panic!("{key} is not a collection");
+    };
+    let score = |bits: u64| {
+        let b = bits.to_be_bytes();
+        [-1e9, -5.0, 0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]
+            .into_iter()
+            .find(|s| crate::value::keys::score_bytes(*s) == b)
+            .expect("a score the test used")
+    };
+    let text = |p: &crate::value::MemberPrefix| String::from_utf8(p.as_bytes().to_vec()).unwrap();
+    let tail = m
+        .tail_bound()
+        .map(|_| (score(m.tail), text(&m.tail_member)));
+    ((score(m.head), text(&m.head_member)), tail)
+}
+
+#[test]
+fn removals_at_a_bound_move_it_to_the_first_member_left() {
+    let tmp = tempfile::tempdir().unwrap();
+    let e = engine(tmp.path());
+    let mut s = e.connect("t".into()).unwrap();
+    run(&mut s, "ZADD q 1 a 2 b 3 c 4 d 5 e 6 f 7 g");
+    assert_eq!(bounds(&e, "q").0, (1.0, "a".into()));
+    // A queue drained by ZREM of its first member (after ZRANGEBYSCORE ... LIMIT 0 1).
+    assert_eq!(
+        run(&mut s, "ZRANGEBYSCORE q -inf +inf LIMIT 0 1"),
+        bulks(&["a"])
+    );
+    assert_eq!(run(&mut s, "ZREM q a"), Reply::Integer(1));
+    assert_eq!(bounds(&e, "q").0, (2.0, "b".into()));
+    // A removal elsewhere, or of a member that is not there, leaves the head.
+    assert_eq!(run(&mut s, "ZREM q d nope"), Reply::Integer(1));
+    assert_eq!(bounds(&e, "q").0, (2.0, "b".into()));
+    // Several at once, the head among them: the head skips all of them.
+    assert_eq!(run(&mut s, "ZREM q c b"), Reply::Integer(2));
+    assert_eq!(bounds(&e, "q").0, (5.0, "e".into()));
+    assert_eq!(run(&mut s, "ZADD q 0 z"), Reply::Integer(1));
+    assert_eq!(run(&mut s, "ZREMRANGEBYRANK q 0 1"), Reply::Integer(2));
+    assert_eq!(bounds(&e, "q").0, (6.0, "f".into()));
+    assert_eq!(run(&mut s, "ZRANGE q 0 -1"), bulks(&["f", "g"]));
+    // The tail: ZPOPMAX sets it, removing the member at it moves it down.
+    run(&mut s, "ZADD q 1 a 2 b 3 c");
+    assert_eq!(bounds(&e, "q").0, (1.0, "a".into()));
+    assert_eq!(bounds(&e, "q").1, None);
+    assert_eq!(
+        run(&mut s, "ZPOPMAX q"),
+        Reply::Array(vec![bulk("g"), Reply::Double(7.0)])
+    );
+    assert_eq!(bounds(&e, "q").1, Some((6.0, "f".into())));
+    assert_eq!(run(&mut s, "ZREMRANGEBYSCORE q 5 6"), Reply::Integer(1));
+    assert_eq!(bounds(&e, "q").1, Some((3.0, "c".into())));
+    assert_eq!(run(&mut s, "ZREM q c a"), Reply::Integer(2));
+    assert_eq!(
+        bounds(&e, "q"),
+        ((2.0, "b".into()), Some((2.0, "b".into())))
+    );
+    assert_eq!(run(&mut s, "ZRANGE q 0 -1"), bulks(&["b"]));
+    assert_eq!(run(&mut s, "ZREVRANGE q 0 -1"), bulks(&["b"]));
+    // Members sharing a score and longer than the prefix the bound keeps.
+    let long = "x".repeat(30);
+    run(&mut s, &format!("ZADD l 0 {long}1 0 {long}2 0 {long}3"));
+    assert_eq!(run(&mut s, &format!("ZREM l {long}1")), Reply::Integer(1));
+    assert_eq!(
+        run(&mut s, "ZRANGE l 0 -1"),
+        bulks(&[&format!("{long}2"), &format!("{long}3")])
+    );
+    assert_eq!(run(&mut s, "ZREMRANGEBYLEX l - +"), Reply::Integer(2));
+    assert_eq!(run(&mut s, "EXISTS l"), Reply::Integer(0));
+}
