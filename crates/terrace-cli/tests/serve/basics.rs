@@ -183,3 +183,25 @@ fn client_list_shows_the_socket_buffers_and_queued_transaction() {
     assert_eq!(field("events"), "r");
     assert_eq!(field("flags"), "x");
 }
+
+#[test]
+fn an_idle_client_killed_by_another_is_closed_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Server::start(tmp.path(), &[]);
+    let mut idle = s.client();
+    let Value::Int(id) = idle.cmd("CLIENT ID") else {
+        panic!("CLIENT ID is not an integer");
+    };
+    let mut admin = s.client();
+    assert_eq!(admin.cmd(&format!("CLIENT KILL ID {id}")), Value::Int(1));
+    // Closed without waiting for its next request (a read that timed out would also
+    // read as the end of the stream, but only after 5 s).
+    idle.read_timeout(std::time::Duration::from_secs(5));
+    let start = std::time::Instant::now();
+    assert_eq!(idle.read(), None);
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(4),
+        "not closed"
+    );
+    assert_eq!(admin.cmd("PING"), Value::Status("PONG".into()));
+}

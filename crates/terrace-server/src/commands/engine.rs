@@ -101,7 +101,11 @@ pub(crate) struct ClientLive {
     pub(crate) multi_mem: AtomicU64,
     /// Set by CLIENT KILL; the transport closes the connection when woken.
     pub(crate) killed: AtomicBool,
-    pub(crate) kill: tokio::sync::Notify,
+    /// Wakes the transport waiting for the client's next request when it must look up:
+    /// CLIENT KILL, the server stopping, a new idle timeout
+    /// ([`Engine::alert_clients`]). One per client, so that the wait for a request
+    /// registers one waiter, on a `Notify` no other client shares.
+    pub(crate) attention: tokio::sync::Notify,
 }
 
 impl Default for ClientLive {
@@ -119,7 +123,7 @@ impl Default for ClientLive {
             obl: AtomicU64::new(0),
             multi_mem: AtomicU64::new(0),
             killed: AtomicBool::new(false),
-            kill: tokio::sync::Notify::new(),
+            attention: tokio::sync::Notify::new(),
         }
     }
 }
@@ -423,6 +427,15 @@ impl Engine {
         self.query_buffer_limit.load(Ordering::Relaxed)
     }
 
+    /// Wakes every connected client's transport from its wait for a request, so that it
+    /// looks again at what can end the wait: the server stopping, its kill switch, the
+    /// idle timeout.
+    pub fn alert_clients(&self) {
+        for c in self.clients.lock().values() {
+            c.live.attention.notify_one();
+        }
+    }
+
     /// The idle timeout in seconds (0: never), as a receiver that sees every change.
     pub fn watch_timeout(&self) -> watch::Receiver<u64> {
         self.timeout.subscribe()
@@ -483,6 +496,8 @@ impl Engine {
             .store(next.client_query_buffer_limit, Ordering::Relaxed);
         if next.timeout != config.timeout {
             self.timeout.send_replace(next.timeout);
+            // Clients waiting for a request restart their idle timers with it.
+            self.alert_clients();
         }
         *config = next;
         Ok(())

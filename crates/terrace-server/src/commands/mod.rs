@@ -75,11 +75,24 @@ impl KillSwitch {
     /// Waits until the connection is killed.
     pub async fn killed(&self) {
         loop {
-            if self.0.killed.load(Ordering::Acquire) {
+            if self.is_killed() {
                 return;
             }
-            self.0.kill.notified().await;
+            self.0.attention.notified().await;
         }
+    }
+
+    /// Whether another client has killed this one.
+    pub fn is_killed(&self) -> bool {
+        self.0.killed.load(Ordering::Acquire)
+    }
+
+    /// Resolves when the transport must look up from its wait for a request: the client
+    /// was killed, the server is stopping, or the idle timeout changed
+    /// ([`Engine::alert_clients`]). A wake-up that came while nobody waited is kept for
+    /// the next wait.
+    pub async fn attention(&self) {
+        self.0.attention.notified().await;
     }
 }
 

@@ -67,12 +67,9 @@ impl Pending {
         for op in batch {
             match op? {
                 BatchOp::Put { key, value } => {
-                    self.writes
-                        .insert(key.to_vec(), Some(Bytes::copy_from_slice(value)));
+                    self.set(key, Some(Bytes::copy_from_slice(value)));
                 }
-                BatchOp::Delete { key } => {
-                    self.writes.insert(key.to_vec(), None);
-                }
+                BatchOp::Delete { key } => self.set(key, None),
                 BatchOp::DeleteRange { .. } => {
                     return Err(Fail::err(
                         "a range deletion cannot run in a group of commands",
@@ -83,6 +80,17 @@ impl Pending {
         self.written
             .extend(client_keys.into_iter().map(<[u8]>::to_vec));
         Ok(())
+    }
+
+    /// Records `value` as the group's write of `key`; a key written again (a collection's
+    /// metadata, rewritten by each command of a group) keeps its allocation.
+    fn set(&mut self, key: &[u8], value: Option<Bytes>) {
+        match self.writes.get_mut(key) {
+            Some(slot) => *slot = value,
+            None => {
+                self.writes.insert(key.to_vec(), value);
+            }
+        }
     }
 
     /// The write of engine key `key` in this group: `None` if it has none, `Some(None)`

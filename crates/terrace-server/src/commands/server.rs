@@ -394,7 +394,7 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             c.live
                 .killed
                 .store(true, std::sync::atomic::Ordering::Release);
-            c.live.kill.notify_one();
+            c.live.attention.notify_one();
             if me {
                 ctx.st.action = Some(super::Action::Close);
             }

@@ -127,6 +127,8 @@ pub async fn serve(mut config: Config, out: &mut dyn Write) -> Result<()> {
     out.flush()?;
     accept_loop(&mut shards, &listener, &stop_tx, stop_rx).await;
     drop(listener);
+    // Connections waiting for a request look up, see the stop and end.
+    engine.alert_clients();
     if let Some(b) = boom {
         b.stop();
     }

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Instructions per request of `terrace serve` (and of Redis, for scale) under valgrind's
+# callgrind: a count that, unlike requests/s, does not move with the other load on this
+# machine, so a change to the per-request path can be measured in one run.
+#
+#   bench/server-callgrind.sh BIN [BIN2 ...]
+#   TESTS=lpush,hset,zadd REQUESTS=5000 bench/server-callgrind.sh old new
+#
+# For each binary and test: a fresh server under callgrind, redis-benchmark -c 1 -P 1 with
+# REQUESTS requests (one client, so each request is a group of its own and the count does
+# not depend on how requests happened to batch), then the instructions callgrind counted
+# over those requests (every thread of the server) divided by REQUESTS. The fill before
+# counting (WARMUP requests of the same test) keeps a collection's creation out of it.
+# Redis runs the same way unless REDIS=0. What the count leaves out: cache misses and
+# system calls (the kernel's side of a request), so it measures code paths, not speed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+REQUESTS="${REQUESTS:-5000}"
+WARMUP="${WARMUP:-2000}"
+TESTS="${TESTS:-set,get,lpush,lpop,sadd,spop,hset,zadd,zpopmin}"
+REDIS="${REDIS:-1}"
+[ $# -ge 1 ] || { echo "usage: $0 BIN [BIN2 ...]" >&2; exit 2; }
+command -v valgrind >/dev/null || {
+  s=""; [ "$(id -u)" = 0 ] || s=sudo
+  $s apt-get update -qq && DEBIAN_FRONTEND=noninteractive $s apt-get install -y -qq valgrind >/dev/null
+}
+# shellcheck source=bench/common.sh
+. "$ROOT/bench/common.sh"
+ensure_redis
+WORK=$(mktemp -d)
+trap 'stop; rm -rf "$WORK"' EXIT
+
+# Runs the server command "$@" under callgrind, then TEST; prints instructions/request.
+measure() { # test, command...
+  local test=$1; shift
+  rm -rf "$WORK/data" "$WORK"/cg.*; mkdir -p "$WORK/data"
+  local port; port=$(free_port)
+  valgrind --tool=callgrind --callgrind-out-file="$WORK/cg.%p" "$@" --port "$port" \
+    >"$WORK/server.log" 2>&1 &
+  PID=$!
+  for _ in $(seq 300); do redis-cli -p "$port" PING 2>/dev/null | grep -q PONG && break; sleep 0.2; done
+  if [ "$WARMUP" -gt 0 ]; then
+    redis-benchmark -p "$port" -c 1 -n "$WARMUP" -r 1000000 -d 100 -t "$test" -P 1 -q >/dev/null 2>&1
+  fi
+  callgrind_control -z "$PID" >/dev/null 2>&1
+  redis-benchmark -p "$port" -c 1 -n "$REQUESTS" -r 1000000 -d 100 -t "$test" -P 1 -q >/dev/null 2>&1
+  callgrind_control -d "$PID" >/dev/null 2>&1
+  # The dump after the reset holds only the counted requests: its totals line.
+  local dump; dump=$(ls -t "$WORK"/cg.*.* 2>/dev/null | head -1)
+  local ir; ir=$(sed -n 's/^totals: *\([0-9]*\).*/\1/p' "$dump" | head -1)
+  stop
+  python3 -c "print(f'{$ir / $REQUESTS:10.0f}')"
+}
+
+printf '%-10s' test
+[ "$REDIS" = 1 ] && printf '%12s' redis
+for bin in "$@"; do printf '%12s' "$(basename "$bin")"; done
+echo "   (instructions per request, -c 1 -P 1, $REQUESTS requests after $WARMUP)"
+for test in ${TESTS//,/ }; do
+  printf '%-10s' "$test"
+  if [ "$REDIS" = 1 ]; then
+    printf '%12s' "$(measure "$test" redis-server --save "" --appendonly no --daemonize no \
+      --dir "$WORK/data" --logfile "$WORK/redis.log")"
+  fi
+  for bin in "$@"; do
+    printf '%12s' "$(measure "$test" "$bin" serve --dir "$WORK/data" --fsync everysec)"
+  done
+  echo
+done
