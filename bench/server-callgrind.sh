@@ -5,10 +5,11 @@
 #
 #   bench/server-callgrind.sh BIN [BIN2 ...]
 #   TESTS=lpush,hset,zadd REQUESTS=5000 bench/server-callgrind.sh old new
+#   PIPELINE=16 TESTS=set,get bench/server-callgrind.sh new
 #
-# For each binary and test: a fresh server under callgrind, redis-benchmark -c 1 -P 1 with
-# REQUESTS requests (one client, so each request is a group of its own and the count does
-# not depend on how requests happened to batch), then the instructions callgrind counted
+# For each binary and test: a fresh server under callgrind, redis-benchmark -c 1 -P PIPELINE
+# (default 1) with REQUESTS requests (one client, so each request, or each pipeline, is a
+# group of its own and the count does not depend on how requests happened to batch), then the instructions callgrind counted
 # over those requests (every thread of the server) divided by REQUESTS. The fill before
 # counting (WARMUP requests of the same test) keeps a collection's creation out of it.
 # Redis runs the same way unless REDIS=0. What the count leaves out: cache misses and
@@ -20,6 +21,7 @@ REQUESTS="${REQUESTS:-5000}"
 WARMUP="${WARMUP:-2000}"
 TESTS="${TESTS:-set,get,lpush,lpop,sadd,spop,hset,zadd,zpopmin}"
 REDIS="${REDIS:-1}"
+PIPELINE="${PIPELINE:-1}"
 [ $# -ge 1 ] || { echo "usage: $0 BIN [BIN2 ...]" >&2; exit 2; }
 command -v valgrind >/dev/null || {
   s=""; [ "$(id -u)" = 0 ] || s=sudo
@@ -41,10 +43,10 @@ measure() { # test, command...
   PID=$!
   for _ in $(seq 300); do redis-cli -p "$port" PING 2>/dev/null | grep -q PONG && break; sleep 0.2; done
   if [ "$WARMUP" -gt 0 ]; then
-    redis-benchmark -p "$port" -c 1 -n "$WARMUP" -r 1000000 -d 100 -t "$test" -P 1 -q >/dev/null 2>&1
+    redis-benchmark -p "$port" -c 1 -n "$WARMUP" -r 1000000 -d 100 -t "$test" -P "$PIPELINE" -q >/dev/null 2>&1
   fi
   callgrind_control -z "$PID" >/dev/null 2>&1
-  redis-benchmark -p "$port" -c 1 -n "$REQUESTS" -r 1000000 -d 100 -t "$test" -P 1 -q >/dev/null 2>&1
+  redis-benchmark -p "$port" -c 1 -n "$REQUESTS" -r 1000000 -d 100 -t "$test" -P "$PIPELINE" -q >/dev/null 2>&1
   callgrind_control -d "$PID" >/dev/null 2>&1
   # The dump after the reset holds only the counted requests: its totals line.
   local dump; dump=$(ls -t "$WORK"/cg.*.* 2>/dev/null | head -1)
@@ -56,7 +58,7 @@ measure() { # test, command...
 printf '%-10s' test
 [ "$REDIS" = 1 ] && printf '%12s' redis
 for bin in "$@"; do printf '%12s' "$(basename "$bin")"; done
-echo "   (instructions per request, -c 1 -P 1, $REQUESTS requests after $WARMUP)"
+echo "   (instructions per request, -c 1 -P $PIPELINE, $REQUESTS requests after $WARMUP)"
 for test in ${TESTS//,/ }; do
   printf '%-10s' "$test"
   if [ "$REDIS" = 1 ]; then
