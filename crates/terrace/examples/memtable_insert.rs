@@ -89,7 +89,7 @@ struct Report {
 
 impl Report {
     fn after(&mut self, done: usize, what: &str) {
-        if done % self.quarter == 0 {
+        if done.is_multiple_of(self.quarter) {
             let ns = self.started.elapsed().as_nanos() as f64 / self.quarter as f64;
             println!("{what:>8} {done:>9} entries {ns:>7.0} ns/insert");
             self.started = Instant::now();

@@ -259,15 +259,13 @@ pub(crate) fn zadd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         let score_bits = u64::from_be_bytes(keys::score_bytes(new));
         let first = fresh && meta.size == 1 && old.is_none();
         if first || (score_bits, member) < (meta.head, meta.head_member.as_bytes()) {
-            meta.head = score_bits;
-            meta.head_member = MemberPrefix::of(member);
+            set_bound(&mut meta, false, score_bits, MemberPrefix::of(member));
         }
         // And one added at or past the tail's bound moves the tail up to it.
         if let Some(bound) = meta.tail_bound() {
             let entry = score_bits.to_be_bytes();
             if entry.iter().chain(member).ge(bound.iter()) {
-                meta.tail = score_bits;
-                meta.tail_member = MemberPrefix::of(member);
+                set_bound(&mut meta, true, score_bits, MemberPrefix::of(member));
             }
         }
         put_score(&mut batch, key, &meta, member, new, old);
@@ -362,16 +360,22 @@ fn move_bounds_past(
             false
         })?;
         if let Some((bits, member)) = first_left {
-            if rev {
-                meta.tail = bits;
-                meta.tail_member = member;
-            } else {
-                meta.head = bits;
-                meta.head_member = member;
-            }
+            set_bound(meta, rev, bits, member);
         }
     }
     Ok(())
+}
+
+/// Moves the sorted set's head bound (its tail bound when `top`) to the member `member`
+/// (its first bytes) at the score whose bytes are `score_bits`.
+fn set_bound(meta: &mut CollMeta, top: bool, score_bits: u64, member: MemberPrefix) {
+    if top {
+        meta.tail = score_bits;
+        meta.tail_member = member;
+    } else {
+        meta.head = score_bits;
+        meta.head_member = member;
+    }
 }
 
 pub(crate) fn zscore(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
@@ -743,14 +747,12 @@ pub(crate) fn pop_members(
         }
         meta.size -= items.len() as u64;
         if let Some((score, member)) = next {
-            let score_bits = u64::from_be_bytes(keys::score_bytes(score));
-            if max {
-                meta.tail = score_bits;
-                meta.tail_member = member;
-            } else {
-                meta.head = score_bits;
-                meta.head_member = member;
-            }
+            set_bound(
+                &mut meta,
+                max,
+                u64::from_be_bytes(keys::score_bytes(score)),
+                member,
+            );
         }
         collection::put_meta(&mut batch, key, &meta);
         ctx.write(batch, [key])?;
