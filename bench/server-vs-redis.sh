@@ -12,7 +12,8 @@
 # runs in the same rotation, so a setting's effect is measured in the same window.
 #
 # Prints one line per (server, pipeline, test): median requests/s, p50 and p99 latency
-# (ms), then Terrace's throughput as a fraction of Redis's. Installs redis-server and
+# (ms), then Terrace's throughput as a fraction of Redis's: the ratio of the medians, and
+# each round's ratio with their geometric mean. Installs redis-server and
 # redis-tools if missing; builds the release binary unless TERRACE_BIN is set.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -92,7 +93,17 @@ for (server, pipeline, test), runs in sorted(groups.items(), key=lambda kv: (kv[
     p99 = statistics.median(r[2] for r in runs)
     med[(server, pipeline, test)] = rps
     print(f"{server:8} {pipeline:>3} {test:12} {rps:>10.0f} {p50:>8.3f} {p99:>8.3f}")
+# Each round's ratio to Redis's run of the same round (run back to back, so drift of the
+# machine between rounds cancels), and their geometric mean, beside the ratio of medians.
+by_round = {}
+for server, pipeline, rnd, test, rps, _p50, _p99 in rows:
+    by_round[(server, int(pipeline), test, rnd)] = float(rps)
 for (server, pipeline, test), rps in sorted(med.items()):
     if server in ("terrace", "control") and ("redis", pipeline, test) in med:
-        print(f"{server}/redis -P {pipeline} {test}: {rps / med[('redis', pipeline, test)]:.2f}x")
+        pairs = [v / by_round[("redis", p, t, r)]
+                 for (s, p, t, r), v in sorted(by_round.items())
+                 if (s, p, t) == (server, pipeline, test) and ("redis", p, t, r) in by_round]
+        geo = statistics.geometric_mean(pairs) if pairs else float("nan")
+        print(f"{server}/redis -P {pipeline} {test}: {rps / med[('redis', pipeline, test)]:.2f}x"
+              f"  (rounds {' '.join(f'{x:.2f}' for x in pairs)}; geometric mean {geo:.2f})")
 PY
