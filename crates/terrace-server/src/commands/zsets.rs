@@ -214,8 +214,8 @@ pub(crate) fn zadd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     }
     let mut meta = collection::find_or_new(ctx, key, ZSET)?;
     let before = meta;
-    // A new sorted set's head starts at its first member, so that removing that member
-    // moves it on (`move_bounds_past`).
+    // A new sorted set's bounds start at its first member, so that removing the member
+    // standing at either moves it on (`move_bounds_past`).
     let fresh = meta.size == 0;
     let mut batch = terrace::WriteBatch::new();
     let (mut added, mut changed) = (0i64, 0i64);
@@ -262,11 +262,8 @@ pub(crate) fn zadd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             set_bound(&mut meta, false, score_bits, MemberPrefix::of(member));
         }
         // And one added at or past the tail's bound moves the tail up to it.
-        if let Some(bound) = meta.tail_bound() {
-            let entry = score_bits.to_be_bytes();
-            if entry.iter().chain(member).ge(bound.iter()) {
-                set_bound(&mut meta, true, score_bits, MemberPrefix::of(member));
-            }
+        if first || meta.at_or_past_tail(score_bits, member) {
+            set_bound(&mut meta, true, score_bits, MemberPrefix::of(member));
         }
         put_score(&mut batch, key, &meta, member, new, old);
         pending.insert(member, new);
@@ -364,6 +361,13 @@ fn move_bounds_past(
         }
     }
     Ok(())
+}
+
+/// The order of two members' index records: by score bytes, then member.
+fn index_order((sa, ma): &Scored, (sb, mb): &Scored) -> std::cmp::Ordering {
+    keys::score_bytes(*sa)
+        .cmp(&keys::score_bytes(*sb))
+        .then_with(|| ma.cmp(mb))
 }
 
 /// Moves the sorted set's head bound (its tail bound when `top`) to the member `member`
@@ -616,7 +620,16 @@ pub(crate) fn zrevrangebylex(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 
 /// Replaces `dst` with a sorted set of `items` (deleting it when empty); returns its size.
 fn store_set(ctx: &mut Ctx<'_>, dst: &[u8], items: &[Scored]) -> Result<i64, Fail> {
-    let meta = CollMeta::new(ZSET, ctx.engine.store.new_version()?, items.len() as u64, 0);
+    let mut meta = CollMeta::new(ZSET, ctx.engine.store.new_version()?, items.len() as u64, 0);
+    // The bounds start at the first and last members, as a ZADD's to a new set do.
+    let lo = items.iter().min_by(|a, b| index_order(a, b));
+    let hi = items.iter().max_by(|a, b| index_order(a, b));
+    if let (Some(lo), Some(hi)) = (lo, hi) {
+        for (top, (score, member)) in [(false, lo), (true, hi)] {
+            let bits = u64::from_be_bytes(keys::score_bytes(*score));
+            set_bound(&mut meta, top, bits, MemberPrefix::of(member));
+        }
+    }
     let mut batch = terrace::WriteBatch::new();
     for (score, member) in items {
         put_score(&mut batch, dst, &meta, member, *score, None);

@@ -213,6 +213,23 @@ impl CollMeta {
         keys::prefix_end(&tail)
     }
 
+    /// Whether the index record of `member` at the score whose bytes are `score_bits`
+    /// sorts at or past [`CollMeta::tail_bound`] (false when there is none), without
+    /// building the bound: past every string that starts with the tail's bytes is after
+    /// them and does not start with them.
+    pub fn at_or_past_tail(&self, score_bits: u64, member: &[u8]) -> bool {
+        let tail_member = self.tail_member.as_bytes();
+        // No bound: none recorded, or bytes that every string after them starts with.
+        if self.tail == NO_TAIL && tail_member.iter().all(|&b| b == 0xff) {
+            return false;
+        }
+        match score_bits.cmp(&self.tail) {
+            std::cmp::Ordering::Greater => true,
+            std::cmp::Ordering::Less => false,
+            std::cmp::Ordering::Equal => member > tail_member && !member.starts_with(tail_member),
+        }
+    }
+
     /// Whether a sorted set's metadata carries its bounds' extension.
     fn has_bounds(&self) -> bool {
         self.kind == CollKind::Zset

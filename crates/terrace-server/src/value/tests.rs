@@ -132,3 +132,34 @@ fn a_sorted_sets_bounds_round_trip_and_older_records_read_without_them() {
     set.extend_from_slice(&bytes[HEADED_META_BYTES..]);
     assert_eq!(Top::decode(&set), Err(ValueError::TrailingBytes));
 }
+
+#[test]
+fn at_or_past_tail_agrees_with_the_tail_bound() {
+    // Scores near the tail's, members over a small alphabet with 0xff, and tails with
+    // no bound among them (none recorded, all 0xff).
+    let members: Vec<Vec<u8>> = [&b""[..], b"a", b"ab", b"b", b"\xff", b"a\xff", b"\xff\xff"]
+        .iter()
+        .map(|m| m.to_vec())
+        .collect();
+    let scores = [0u64, 5, 6, 7, u64::MAX - 1, u64::MAX];
+    for &tail in &scores {
+        for tail_member in &members {
+            let mut meta = CollMeta::new(CollKind::Zset, 1, 1, 0);
+            meta.tail = tail;
+            meta.tail_member = MemberPrefix::of(tail_member);
+            let bound = meta.tail_bound();
+            for &score in &scores {
+                for member in &members {
+                    let mut entry = score.to_be_bytes().to_vec();
+                    entry.extend_from_slice(member);
+                    let expected = bound.as_ref().is_some_and(|b| entry >= *b);
+                    assert_eq!(
+                        meta.at_or_past_tail(score, member),
+                        expected,
+                        "tail {tail} {tail_member:?}, entry {score} {member:?}"
+                    );
+                }
+            }
+        }
+    }
+}

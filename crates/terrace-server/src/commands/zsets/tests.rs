@@ -294,10 +294,11 @@ fn removals_at_a_bound_move_it_to_the_first_member_left() {
     assert_eq!(run(&mut s, "ZREMRANGEBYRANK q 0 1"), Reply::Integer(2));
     assert_eq!(bounds(&e, "q").0, (6.0, "f".into()));
     assert_eq!(run(&mut s, "ZRANGE q 0 -1"), bulks(&["f", "g"]));
-    // The tail: ZPOPMAX sets it, removing the member at it moves it down.
+    // The tail: set at the set's creation and raised by ZADD, moved down by ZPOPMAX and
+    // by removing the member at it.
     run(&mut s, "ZADD q 1 a 2 b 3 c");
     assert_eq!(bounds(&e, "q").0, (1.0, "a".into()));
-    assert_eq!(bounds(&e, "q").1, None);
+    assert_eq!(bounds(&e, "q").1, Some((7.0, "g".into())));
     assert_eq!(
         run(&mut s, "ZPOPMAX q"),
         Reply::Array(vec![bulk("g"), Reply::Double(7.0)])
@@ -312,6 +313,22 @@ fn removals_at_a_bound_move_it_to_the_first_member_left() {
     );
     assert_eq!(run(&mut s, "ZRANGE q 0 -1"), bulks(&["b"]));
     assert_eq!(run(&mut s, "ZREVRANGE q 0 -1"), bulks(&["b"]));
+    // A new set's bounds are its first and last members, from ZADD or a STORE.
+    run(&mut s, "ZADD t 2 y 1 x 3 z");
+    assert_eq!(
+        bounds(&e, "t"),
+        ((1.0, "x".into()), Some((3.0, "z".into())))
+    );
+    assert_eq!(run(&mut s, "ZREM t z"), Reply::Integer(1));
+    assert_eq!(bounds(&e, "t").1, Some((2.0, "y".into())));
+    assert_eq!(run(&mut s, "ZADD t 5 w"), Reply::Integer(1));
+    assert_eq!(bounds(&e, "t").1, Some((5.0, "w".into())));
+    assert_eq!(run(&mut s, "ZRANGESTORE u t 0 -1 REV"), Reply::Integer(3));
+    assert_eq!(
+        bounds(&e, "u"),
+        ((1.0, "x".into()), Some((5.0, "w".into())))
+    );
+    assert_eq!(run(&mut s, "ZREVRANGE u 0 -1"), bulks(&["w", "y", "x"]));
     // Members sharing a score and longer than the prefix the bound keeps.
     let long = "x".repeat(30);
     run(&mut s, &format!("ZADD l 0 {long}1 0 {long}2 0 {long}3"));
