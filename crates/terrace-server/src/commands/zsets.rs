@@ -256,14 +256,14 @@ pub(crate) fn zadd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             }
         }
         // A member added below the head moves the head down to it.
-        let score_bits = u64::from_be_bytes(keys::score_bytes(new));
+        let bits = score_bits(new);
         let first = fresh && meta.size == 1 && old.is_none();
-        if first || (score_bits, member) < (meta.head, meta.head_member.as_bytes()) {
-            set_bound(&mut meta, false, score_bits, MemberPrefix::of(member));
+        if first || (bits, member) < (meta.head, meta.head_member.as_bytes()) {
+            set_bound(&mut meta, false, bits, MemberPrefix::of(member));
         }
         // And one added at or past the tail's bound moves the tail up to it.
-        if first || meta.at_or_past_tail(score_bits, member) {
-            set_bound(&mut meta, true, score_bits, MemberPrefix::of(member));
+        if first || meta.at_or_past_tail(bits, member) {
+            set_bound(&mut meta, true, bits, MemberPrefix::of(member));
         }
         put_score(&mut batch, key, &meta, member, new, old);
         pending.insert(member, new);
@@ -329,27 +329,26 @@ fn move_bounds_past(
     if meta.size == 0 {
         return Ok(());
     }
+    let removed: Vec<(u64, &[u8])> = removed.iter().map(|(s, m)| (score_bits(*s), *m)).collect();
     let at = |bits: u64, prefix: &MemberPrefix| {
-        removed.iter().any(|(s, m)| {
-            u64::from_be_bytes(keys::score_bytes(*s)) == bits && MemberPrefix::of(m) == *prefix
-        })
+        removed
+            .iter()
+            .any(|(b, m)| *b == bits && MemberPrefix::of(m) == *prefix)
     };
-    let gone: HashSet<(u64, &[u8])> = removed
-        .iter()
-        .map(|(s, m)| (u64::from_be_bytes(keys::score_bytes(*s)), *m))
-        .collect();
+    let mut gone: Option<HashSet<(u64, &[u8])>> = None;
     for rev in [false, true] {
         let stood_there = if rev {
-            meta.tail_bound().is_some() && at(meta.tail, &meta.tail_member)
+            meta.has_tail_bound() && at(meta.tail, &meta.tail_member)
         } else {
             at(meta.head, &meta.head_member)
         };
         if !stood_there {
             continue;
         }
+        let gone = gone.get_or_insert_with(|| removed.iter().copied().collect());
         let mut first_left = None;
         walk(ctx, key, &*meta, rev, |score, member| {
-            let bits = u64::from_be_bytes(keys::score_bytes(score));
+            let bits = score_bits(score);
             if gone.contains(&(bits, member)) {
                 return true;
             }
@@ -361,6 +360,11 @@ fn move_bounds_past(
         }
     }
     Ok(())
+}
+
+/// A score's index bytes as a number, as the metadata's bounds keep them.
+fn score_bits(score: f64) -> u64 {
+    u64::from_be_bytes(keys::score_bytes(score))
 }
 
 /// The order of two members' index records: by score bytes, then member.
@@ -626,7 +630,7 @@ fn store_set(ctx: &mut Ctx<'_>, dst: &[u8], items: &[Scored]) -> Result<i64, Fai
     let hi = items.iter().max_by(|a, b| index_order(a, b));
     if let (Some(lo), Some(hi)) = (lo, hi) {
         for (top, (score, member)) in [(false, lo), (true, hi)] {
-            let bits = u64::from_be_bytes(keys::score_bytes(*score));
+            let bits = score_bits(*score);
             set_bound(&mut meta, top, bits, MemberPrefix::of(member));
         }
     }
@@ -760,12 +764,7 @@ pub(crate) fn pop_members(
         }
         meta.size -= items.len() as u64;
         if let Some((score, member)) = next {
-            set_bound(
-                &mut meta,
-                max,
-                u64::from_be_bytes(keys::score_bytes(score)),
-                member,
-            );
+            set_bound(&mut meta, max, score_bits(score), member);
         }
         collection::put_meta(&mut batch, key, &meta);
         ctx.write(batch, [key])?;

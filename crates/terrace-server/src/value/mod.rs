@@ -205,7 +205,7 @@ impl CollMeta {
     /// version prefix (score bytes, then member): the smallest bytes after every string
     /// that starts with the tail's; `None` when there is no bound.
     pub fn tail_bound(&self) -> Option<Vec<u8>> {
-        if self.tail == NO_TAIL && self.tail_member.as_bytes().is_empty() {
+        if !self.has_tail_bound() {
             return None;
         }
         let mut tail = self.tail.to_be_bytes().to_vec();
@@ -218,16 +218,21 @@ impl CollMeta {
     /// building the bound: past every string that starts with the tail's bytes is after
     /// them and does not start with them.
     pub fn at_or_past_tail(&self, score_bits: u64, member: &[u8]) -> bool {
-        let tail_member = self.tail_member.as_bytes();
-        // No bound: none recorded, or bytes that every string after them starts with.
-        if self.tail == NO_TAIL && tail_member.iter().all(|&b| b == 0xff) {
+        if !self.has_tail_bound() {
             return false;
         }
+        let tail_member = self.tail_member.as_bytes();
         match score_bits.cmp(&self.tail) {
             std::cmp::Ordering::Greater => true,
             std::cmp::Ordering::Less => false,
             std::cmp::Ordering::Equal => member > tail_member && !member.starts_with(tail_member),
         }
+    }
+
+    /// Whether [`CollMeta::tail_bound`] is a bound: not when none is recorded, nor when
+    /// the tail's bytes are all 0xff (every string after them starts with them).
+    pub fn has_tail_bound(&self) -> bool {
+        !(self.tail == NO_TAIL && self.tail_member.as_bytes().iter().all(|&b| b == 0xff))
     }
 
     /// Whether a sorted set's metadata carries its bounds' extension.
