@@ -10,6 +10,12 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 use compactd::CompactdArgs;
 
+/// mimalloc serves the binary's allocations: the server's request path allocates and frees
+/// a few dozen small buffers per request, and glibc's free was a tenth of its instructions
+/// (docs/performance.md, "The allocator").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Terrace: an LSM-tree key-value store for heterogeneous storage hardware.
 ///
 /// Subcommands serve the Redis protocol, run benchmarks, and inspect databases and table files.
