@@ -186,6 +186,43 @@ pub fn compare_bytes(a: &[u8], b: &[u8]) -> Ordering {
     rest_a.len().cmp(&rest_b.len())
 }
 
+/// [`compare_bytes`] for keys known to agree on their first `skip` bytes, which it does
+/// not read, with the length of their common prefix (the shorter key's length if one is
+/// a prefix of the other, or both are equal). A search that keeps the common prefixes of
+/// the keys bracketing its target compares each new key from there: every key between
+/// two keys shares with the target at least the shorter of their common prefixes with it.
+/// A `skip` beyond either key's length counts as that length.
+#[inline]
+pub fn compare_from(a: &[u8], b: &[u8], skip: usize) -> (Ordering, usize) {
+    let shorter = a.len().min(b.len());
+    let mut at = skip.min(shorter);
+    let (rest_a, rest_b) = (
+        a.get(at..).unwrap_or_default(),
+        b.get(at..).unwrap_or_default(),
+    );
+    for (x, y) in rest_a.chunks_exact(8).zip(rest_b.chunks_exact(8)) {
+        let x = u64::from_be_bytes(x.try_into().unwrap_or_default());
+        let y = u64::from_be_bytes(y.try_into().unwrap_or_default());
+        let differ = x ^ y;
+        if differ != 0 {
+            return (x.cmp(&y), at + (differ.leading_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    for (x, y) in a
+        .get(at..shorter)
+        .unwrap_or_default()
+        .iter()
+        .zip(b.get(at..).unwrap_or_default())
+    {
+        if x != y {
+            return (x.cmp(y), at);
+        }
+        at += 1;
+    }
+    (a.len().cmp(&b.len()), shorter)
+}
+
 /// An owned internal key ordered by [`compare`]; used as the memtable's and
 /// the file metadata's key type.
 #[derive(Clone, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]

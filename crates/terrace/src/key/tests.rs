@@ -67,6 +67,25 @@ proptest::proptest! {
         proptest::prop_assert_eq!(compare_bytes(&a, &b), a.cmp(&b));
         proptest::prop_assert_eq!(compare_bytes(&a, &a), Ordering::Equal);
     }
+
+    /// From any point up to where the keys first differ, `compare_from` gives the slice
+    /// order and the common prefix's length (keys sharing a long prefix, as one
+    /// collection's members do, and differing in any word or in the tail).
+    #[test]
+    fn compare_from_is_slice_order_and_common_prefix(
+        shared in proptest::collection::vec(0u8..3, 0..30),
+        a_tail in proptest::collection::vec(0u8..3, 0..20),
+        b_tail in proptest::collection::vec(0u8..3, 0..20),
+        skip_share in 0.0f64..=1.0,
+    ) {
+        let a = [shared.as_slice(), &a_tail].concat();
+        let b = [shared.as_slice(), &b_tail].concat();
+        let common = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+        let skip = (common as f64 * skip_share) as usize;
+        proptest::prop_assert_eq!(compare_from(&a, &b, skip), (a.cmp(&b), common));
+        proptest::prop_assert_eq!(compare_from(&b, &a, skip), (b.cmp(&a), common));
+        proptest::prop_assert_eq!(compare_from(&a, &a, skip), (Ordering::Equal, a.len()));
+    }
 }
 
 #[test]

@@ -523,15 +523,25 @@ impl SkipList {
         let mut level = top;
         // The last node found not less than the target: no need to compare it again.
         let mut known_ge = NIL;
+        // How many leading bytes `x`'s and `known_ge`'s user keys share with the target's
+        // (0 for the start node, whose key is not looked at, and for the end): each node
+        // met lies between the two, so its comparison starts at the smaller.
+        let (mut x_common, mut ge_common) = (0, 0);
         loop {
             let next = x.link(level);
             if next != known_ge {
-                if let Some(n) = self.node(next) {
-                    if n.cmp_to(target).is_lt() {
-                        x = n;
-                        x_index = next;
-                        continue;
+                match self.node(next) {
+                    Some(n) => {
+                        let (order, common) = n.cmp_from(target, x_common.min(ge_common));
+                        if order.is_lt() {
+                            x = n;
+                            x_index = next;
+                            x_common = common;
+                            continue;
+                        }
+                        ge_common = common;
                     }
+                    None => ge_common = 0,
                 }
             }
             known_ge = next;

@@ -92,6 +92,12 @@ struct Search<'n> {
     level: usize,
     /// The last node found not less than the target: no need to compare it again.
     known_ge: u32,
+    /// How many leading bytes `x`'s user key shares with the target's (0 for the head).
+    x_common: usize,
+    /// How many `known_ge`'s shares with it (0 for the end): every node the search
+    /// meets lies between `x` and `known_ge`, so it shares at least the smaller of the
+    /// two, and its comparison starts there (`Node::cmp_from`).
+    ge_common: usize,
 }
 
 impl SkipList {
@@ -166,6 +172,8 @@ impl SkipList {
                     x_index: HEAD,
                     level: top,
                     known_ge: NIL,
+                    x_common: 0,
+                    ge_common: 0,
                 })
             })
             .collect();
@@ -182,15 +190,21 @@ impl SkipList {
                 };
                 let next = s.x.link(s.level);
                 if next != s.known_ge {
-                    if let Some(n) = self.node(next) {
-                        if n.cmp_to(target).is_lt() {
-                            s.x = n;
-                            s.x_index = next;
-                            // This lane's next step reads the node after `n`: start
-                            // loading it while the other lanes take their steps.
-                            self.prefetch(n.link(s.level));
-                            continue;
+                    match self.node(next) {
+                        Some(n) => {
+                            let (order, common) = n.cmp_from(target, s.x_common.min(s.ge_common));
+                            if order.is_lt() {
+                                s.x = n;
+                                s.x_index = next;
+                                s.x_common = common;
+                                // This lane's next step reads the node after `n`: start
+                                // loading it while the other lanes take their steps.
+                                self.prefetch(n.link(s.level));
+                                continue;
+                            }
+                            s.ge_common = common;
                         }
+                        None => s.ge_common = 0,
                     }
                 }
                 s.known_ge = next;

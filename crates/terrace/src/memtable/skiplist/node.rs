@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicU32, Ordering as AtomicOrdering};
 use super::compare::Target;
 use super::{MAX_HEIGHT, NIL};
 use crate::coding::get_fixed64;
-use crate::key::{compare_bytes, PREFIX_BYTES, TRAILER_LEN};
+use crate::key::{compare_bytes, compare_from, PREFIX_BYTES, TRAILER_LEN};
 use crate::memtable::arena::Arena;
 
 const HEADER: usize = 16;
@@ -221,6 +221,19 @@ impl<'a> Node<'a> {
         self.data()
             .get(self.user_len + TRAILER_LEN..)
             .unwrap_or_default()
+    }
+
+    /// [`Node::cmp_to`] for a node whose user key agrees with the target's on the first
+    /// `skip` bytes (see [`compare_from`]), with the length of the two user keys' common
+    /// prefix: a search that knows how much of the target its bracketing nodes share
+    /// compares each new node from there, one word where a collection's members share
+    /// a long prefix that [`Node::cmp_to`]'s prefix words would tie on.
+    #[inline]
+    pub(super) fn cmp_from(&self, target: &Target<'_>, skip: usize) -> (Ordering, usize) {
+        match compare_from(self.user_key(), target.user, skip) {
+            (Ordering::Equal, common) => (target.trailer.cmp(&self.trailer()), common),
+            found => found,
+        }
     }
 
     /// Orders this node's key against the internal key `target`, as
