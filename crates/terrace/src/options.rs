@@ -102,6 +102,12 @@ pub struct Options {
     /// `allow_concurrent_memtable_write`, also on by default). Off, the leader inserts
     /// every batch of its group.
     pub allow_concurrent_memtable_write: bool,
+    /// Whether each read and write is timed into [`crate::DbStats`]'s `get_latency` and
+    /// `write_latency` (two clock reads and a locked histogram update per operation; on
+    /// by default). RocksDB times operations only when statistics are enabled; an
+    /// embedder that keeps its own latencies (`terrace serve` does, per command) turns
+    /// this off, and the summaries then stay empty.
+    pub latency_stats: bool,
     /// Whether iterator seeks that keep paying for level 0's tables compact them into the
     /// base level below the file-count trigger: LevelDB's seek compaction, for level 0
     /// only (`compaction::read_trigger`; on by default, as in LevelDB). Off, as in
@@ -209,6 +215,7 @@ impl Default for Options {
             target_file_size_base: 64 << 20,
             max_background_flushes: 1,
             allow_concurrent_memtable_write: true,
+            latency_stats: true,
             read_triggered_compaction: true,
             max_background_compactions: 1,
             max_subcompactions: 1,

@@ -54,10 +54,12 @@ impl DbInner {
     }
 
     pub(crate) fn get_pinned(&self, opts: &ReadOptions, key: &[u8]) -> Result<Option<PinnedValue>> {
-        let start = Instant::now();
+        let start = self.opts.latency_stats.then(Instant::now);
         let sv = self.super_version();
         let r = self.get_in(&sv, self.read_seq(opts), key, opts.fill_cache);
-        self.counters.record_get(start.elapsed().as_micros() as u64);
+        if let Some(start) = start {
+            self.counters.record_get(start.elapsed().as_micros() as u64);
+        }
         r
     }
 
@@ -85,7 +87,7 @@ impl DbInner {
         opts: &ReadOptions,
         keys: &[&[u8]],
     ) -> Result<Vec<Option<PinnedValue>>> {
-        let start = Instant::now();
+        let start = self.opts.latency_stats.then(Instant::now);
         let sv = self.super_version();
         let snap = self.read_seq(opts);
         let mut out: Vec<Option<PinnedValue>> = vec![None; keys.len()];
@@ -124,7 +126,7 @@ impl DbInner {
             };
             *slot = self.get_from_tables(&sv, snap, key, &mut max_tombstone, opts.fill_cache)?;
         }
-        if !keys.is_empty() {
+        if let Some(start) = start.filter(|_| !keys.is_empty()) {
             // Each key is charged its share of the batch.
             let micros = start.elapsed().as_micros() as u64 / keys.len() as u64;
             self.counters.record_gets(micros, keys.len() as u64);

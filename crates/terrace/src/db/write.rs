@@ -143,7 +143,7 @@ impl DbInner {
         opts: WriteOptions,
         persist: Option<Persist>,
     ) -> Result<u64> {
-        let start = Instant::now();
+        let start = self.opts.latency_stats.then(Instant::now);
         let me = Arc::new(Writer {
             batch: Mutex::new(batch),
             opts,
@@ -167,8 +167,7 @@ impl DbInner {
             }
             if let Some(r) = me.result.lock().take() {
                 drop(q);
-                self.counters
-                    .record_write(start.elapsed().as_micros() as u64);
+                self.record_write_latency(start);
                 return r;
             }
             if q.front().is_some_and(|f| Arc::ptr_eq(f, &me)) {
@@ -222,9 +221,16 @@ impl DbInner {
         }
         self.writers.cv.notify_all();
         drop(q);
-        self.counters
-            .record_write(start.elapsed().as_micros() as u64);
+        self.record_write_latency(start);
         r
+    }
+
+    /// Records a write's latency if it was timed (`Options::latency_stats`).
+    fn record_write_latency(&self, start: Option<Instant>) {
+        if let Some(start) = start {
+            self.counters
+                .record_write(start.elapsed().as_micros() as u64);
+        }
     }
 
     /// Commits `group` (led by its first writer); returns its first sequence number.

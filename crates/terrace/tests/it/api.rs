@@ -343,3 +343,43 @@ fn db_and_its_handles_are_send_and_sync() {
     send_sync::<terrace::Snapshot>();
     send::<terrace::DbIterator>();
 }
+
+/// Reads and writes are timed into the stats by default, and not at all with
+/// `latency_stats` off (what `terrace serve` runs with): the summaries stay empty while
+/// the other counters go on.
+#[test]
+fn latency_stats_time_every_operation_or_none() {
+    for timed in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = open(
+            dir.path(),
+            Options {
+                latency_stats: timed,
+                ..small_options()
+            },
+        );
+        for i in 0..100u32 {
+            db.put(format!("k{i:03}").as_bytes(), b"v").unwrap();
+        }
+        for i in 0..50u32 {
+            assert!(db.get(format!("k{i:03}").as_bytes()).unwrap().is_some());
+        }
+        let keys: Vec<Vec<u8>> = (0..10u32)
+            .map(|i| format!("k{i:03}").into_bytes())
+            .collect();
+        let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+        let got = db
+            .multi_get_pinned(&terrace::ReadOptions::default(), &refs)
+            .unwrap();
+        assert!(got.iter().all(Option::is_some));
+        let s = db.stats();
+        assert_eq!(s.user_bytes_written, 100 * (4 + 1));
+        if timed {
+            assert_eq!(s.write_latency.count, 100);
+            assert_eq!(s.get_latency.count, 60);
+        } else {
+            assert_eq!(s.write_latency.count, 0);
+            assert_eq!(s.get_latency.count, 0);
+        }
+    }
+}
