@@ -86,6 +86,7 @@ impl Followed {
 }
 
 /// Where one interleaved search stands.
+#[derive(Clone, Copy)]
 struct Search<'n> {
     x: Node<'n>,
     x_index: u32,
@@ -152,8 +153,9 @@ impl SkipList {
         }
     }
 
-    /// The search of [`SkipList::search_ge`] for each of `targets`, run in lock step:
-    /// fills `splices` (if given) and `found` (the first node not less than each target).
+    /// The search of [`SkipList::search_ge`] for each of `targets` (at most [`LANES`]),
+    /// run in lock step: fills `splices` (if given) and `found` (the first node not less
+    /// than each target).
     fn search_interleaved(
         &self,
         targets: &[Target<'_>],
@@ -164,29 +166,28 @@ impl SkipList {
             return;
         };
         let top = self.height.load(AtomicOrdering::Relaxed).max(1) - 1;
-        let mut searches: Vec<Option<Search<'_>>> = targets
-            .iter()
-            .map(|_| {
-                Some(Search {
-                    x: head,
-                    x_index: HEAD,
-                    level: top,
-                    known_ge: NIL,
-                    x_common: 0,
-                    ge_common: 0,
-                })
-            })
-            .collect();
-        let mut running = searches.len();
+        let start = Search {
+            x: head,
+            x_index: HEAD,
+            level: top,
+            known_ge: NIL,
+            x_common: 0,
+            ge_common: 0,
+        };
+        let lanes = targets.len().min(LANES).min(found.len());
+        let mut searches = [start; LANES];
+        // The lanes still searching, in the first `running` places: a lane that ends is
+        // swapped out, so each round steps only the searches left.
+        let mut running_lanes: [usize; LANES] = std::array::from_fn(|i| i);
+        let mut running = lanes;
         while running > 0 {
-            for (i, ((lane, target), out)) in searches
-                .iter_mut()
-                .zip(targets)
-                .zip(found.iter_mut())
-                .enumerate()
-            {
-                let Some(s) = lane else {
-                    continue;
+            let mut at = 0;
+            while at < running {
+                let Some(&lane) = running_lanes.get(at) else {
+                    return;
+                };
+                let (Some(s), Some(target)) = (searches.get_mut(lane), targets.get(lane)) else {
+                    return;
                 };
                 let next = s.x.link(s.level);
                 if next != s.known_ge {
@@ -200,6 +201,7 @@ impl SkipList {
                                 // This lane's next step reads the node after `n`: start
                                 // loading it while the other lanes take their steps.
                                 self.prefetch(n.link(s.level));
+                                at += 1;
                                 continue;
                             }
                             s.ge_common = common;
@@ -208,19 +210,22 @@ impl SkipList {
                     }
                 }
                 s.known_ge = next;
-                if let Some(splice) = splices.as_deref_mut().and_then(|p| p.get_mut(i)) {
+                if let Some(splice) = splices.as_deref_mut().and_then(|p| p.get_mut(lane)) {
                     splice.set(s.level, s.x_index, next);
                 }
                 if s.level == 0 {
-                    *out = next;
-                    *lane = None;
+                    if let Some(out) = found.get_mut(lane) {
+                        *out = next;
+                    }
                     running -= 1;
+                    running_lanes.swap(at, running);
                 } else {
                     s.level -= 1;
                     let down = s.x.link(s.level);
                     if down != s.known_ge {
                         self.prefetch(down);
                     }
+                    at += 1;
                 }
             }
         }
