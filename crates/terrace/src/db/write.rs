@@ -520,10 +520,8 @@ impl DbInner {
 
     /// Makes the active memtable immutable and gives its successor the log `number`.
     pub(crate) fn push_memtable(&self, st: &mut DbState, number: u64) {
-        let old = std::mem::replace(
-            &mut st.mem,
-            Arc::new(MemTable::with_point_index(self.opts.write_buffer_size)),
-        );
+        let next = Arc::new(st.mem.successor(self.opts.write_buffer_size));
+        let old = std::mem::replace(&mut st.mem, next);
         st.imms.push_back(ImmMemTable {
             mem: old,
             wal_number: st.mem_wal_number,

@@ -37,12 +37,18 @@ pub use iter::MemTableIterator;
 /// Bytes charged per range tombstone on top of its start and end keys.
 pub const TOMBSTONE_OVERHEAD_BYTES: usize = 64;
 
-/// Buffer bytes per point-index slot (8 bytes each, charged as memtable memory): a slot
-/// for every 96 bytes keeps the table under three quarters full for nodes of 128 bytes or
-/// more (a node takes its key and value plus about 30 bytes: a 16-byte key with a
-/// 100-byte value fills it to about 60%). With smaller entries the last new keys of a full
-/// memtable go unindexed, and a point read that misses the index then searches the list.
+/// Buffer bytes per point-index slot (8 bytes each, charged as memtable memory) of a
+/// memtable with no predecessor to size it by: a slot for every 96 bytes keeps the table
+/// under three quarters full for nodes of 128 bytes or more (a node takes its key and
+/// value plus about 30 bytes: a 16-byte key with a 100-byte value fills it to about
+/// 60%). With smaller entries the last new keys of a full memtable would go unindexed,
+/// and a point read that misses the index then searches the list; [`MemTable::successor`]
+/// sizes the next index by the entries this one held.
 const INDEX_BYTES_PER_SLOT: usize = 96;
+
+/// Entries a memtable must have held for [`MemTable::successor`] to size its successor's
+/// index by them (fewer: a memtable flushed early, by request, says little).
+const SIZING_MIN_ENTRIES: usize = 1024;
 
 /// A point entry found by [`MemTable::get`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,6 +80,18 @@ pub struct MemTable {
     largest_seq: AtomicU64,
 }
 
+/// Point-index slots for a buffer of `write_buffer_size` bytes filled with entries of
+/// `entry_bytes` (node bytes each, taken as 16 to 64 KiB): an entry costs its node and,
+/// with the table two thirds full when the buffer is (under the index's three-quarter
+/// limit, with room for entries larger than the last memtable's), 3/2 of an 8-byte
+/// slot; so the buffer holds `size / (entry + 12)` entries and the index 3/2 of that
+/// many slots.
+fn index_slots(write_buffer_size: usize, entry_bytes: usize) -> usize {
+    let entry = entry_bytes.clamp(16, 64 << 10) as u64;
+    let entries = write_buffer_size as u64 / (entry + 12);
+    usize::try_from(entries.saturating_mul(3) / 2).unwrap_or(usize::MAX)
+}
+
 impl Default for MemTable {
     fn default() -> Self {
         MemTable::new()
@@ -98,13 +116,31 @@ impl MemTable {
 
     /// An empty memtable with a point index sized for `write_buffer_size` bytes of
     /// entries: a hash table from user key to the key's newest entry, which point reads
-    /// use instead of a skiplist search. It costs about 8 bytes per 64 bytes of buffer,
+    /// use instead of a skiplist search. It costs 8 bytes per 96 bytes of buffer,
     /// counted in [`MemTable::approximate_memory_usage`] as it is allocated; should more
     /// entries arrive than it was sized for, reads fall back to searching.
     pub fn with_point_index(write_buffer_size: usize) -> Self {
         Self::with_list(SkipList::with_index(
             write_buffer_size / INDEX_BYTES_PER_SLOT,
         ))
+    }
+
+    /// The memtable to take over from this one: empty, with a point index sized for
+    /// `write_buffer_size` bytes of entries the size of this one's (node bytes per
+    /// entry), so that it is about two thirds full when the memtable is: small entries
+    /// (a collection's members, 70-90 bytes a node) get a slot for every 60 bytes or so,
+    /// and every new key stays indexed; large ones fewer slots than
+    /// [`MemTable::with_point_index`] gives. Sized as that one is when this memtable
+    /// held too few entries to go by.
+    pub fn successor(&self, write_buffer_size: usize) -> Self {
+        let entries = self.len();
+        if entries < SIZING_MIN_ENTRIES {
+            return Self::with_point_index(write_buffer_size);
+        }
+        Self::with_list(SkipList::with_index(index_slots(
+            write_buffer_size,
+            self.list.node_bytes() / entries,
+        )))
     }
 
     fn with_list(list: SkipList) -> Self {

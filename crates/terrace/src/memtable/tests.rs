@@ -433,3 +433,63 @@ fn an_entry_the_arena_refuses_is_reported_not_dropped_silently() {
     let r = crate::db::write::insert_into_memtable(&m2, &batch, 5);
     assert!(matches!(r, Err(crate::Error::Internal(_))), "{r:?}");
 }
+
+/// Adds entries shaped like one collection's members (a shared 18-byte prefix, a
+/// distinct 16-digit suffix, an 8-byte value) from `first` on until the memtable holds
+/// `buffer` bytes; returns how many.
+fn fill_with_members(m: &MemTable, buffer: usize, first: u64) -> u64 {
+    let mut n = 0;
+    while m.approximate_memory_usage() < buffer {
+        let key = format!(
+            "\x00\x00\x00\x06mycoll\x00\x00\x01\x02\x03\x04\x05\x06{:016}",
+            first + n
+        );
+        m.add(
+            first + n + 1,
+            ValueType::Value,
+            key.as_bytes(),
+            &n.to_le_bytes(),
+        );
+        n += 1;
+    }
+    n
+}
+
+/// A memtable of small entries outruns a point index sized by the default (its last new
+/// keys go unindexed, and a read of a key it lacks must search the list); the successor
+/// it sizes indexes every key of as many such entries, so that read is answered by the
+/// index. Large entries get a smaller index than the default.
+#[test]
+fn successor_sizes_its_point_index_by_the_entries_before() {
+    let buffer = 4 << 20;
+    let absent = b"\x00\x00\x00\x06mycoll\x00absent";
+    let first = MemTable::with_point_index(buffer);
+    let held = fill_with_members(&first, buffer, 0);
+    assert_eq!(first.list.find_indexed(absent, u64::MAX), None);
+
+    let next = first.successor(buffer);
+    let held_next = fill_with_members(&next, buffer, 1 << 40);
+    assert!(
+        held_next * 10 >= held * 9,
+        "{held_next} entries after {held}"
+    );
+    assert_eq!(
+        next.list.find_indexed(absent, u64::MAX),
+        Some(skiplist::NIL)
+    );
+    let index_bytes = next.list.index_bytes();
+    assert!(index_bytes > first.list.index_bytes());
+
+    let large = MemTable::with_point_index(buffer);
+    for i in 0..2000u32 {
+        large.add(
+            u64::from(i) + 1,
+            ValueType::Value,
+            &i.to_be_bytes(),
+            &[7u8; 1000],
+        );
+    }
+    let after_large = large.successor(buffer);
+    after_large.add(1, ValueType::Value, b"k", b"v");
+    assert!(after_large.list.index_bytes() < large.list.index_bytes());
+}
