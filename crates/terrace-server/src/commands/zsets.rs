@@ -32,9 +32,8 @@ fn member_key(key: &[u8], meta: &CollMeta, member: &[u8]) -> Vec<u8> {
 }
 
 fn index_key(key: &[u8], meta: &CollMeta, score: f64, member: &[u8]) -> Vec<u8> {
-    let mut m = keys::score_bytes(score).to_vec();
-    m.extend_from_slice(member);
-    keys::member(Sub::ZsetScore, key, meta.version, &m)
+    let score = keys::score_bytes(score);
+    keys::member_of_parts(Sub::ZsetScore, key, meta.version, &[&score, member])
 }
 
 fn score_of(

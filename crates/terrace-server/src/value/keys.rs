@@ -106,6 +106,17 @@ pub fn member(sub: Sub, key: &[u8], version: u64, member: &[u8]) -> Vec<u8> {
     out
 }
 
+/// The engine key of `key`'s collection member at `version` whose bytes are `parts`
+/// joined: one allocation of the whole key (a sorted set's index record is the score's
+/// bytes, then the member).
+pub fn member_of_parts(sub: Sub, key: &[u8], version: u64, parts: &[&[u8]]) -> Vec<u8> {
+    let mut out = members_with_room(sub, key, version, parts.iter().map(|p| p.len()).sum());
+    for part in parts {
+        out.extend_from_slice(part);
+    }
+    out
+}
+
 /// The first key after every key starting with `prefix` (`None`: no such key).
 pub fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
     let mut end = prefix.to_vec();

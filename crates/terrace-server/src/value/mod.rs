@@ -182,7 +182,13 @@ impl CollMeta {
 
     /// The stored bytes.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(COLL_META_BYTES);
+        let (head, tail) = (self.head_member.as_bytes(), self.tail_member.as_bytes());
+        let bounds = if self.has_bounds() {
+            2 + head.len() + 8 + tail.len()
+        } else {
+            0
+        };
+        let mut out = Vec::with_capacity(COLL_META_BYTES + bounds);
         out.push(self.kind.tag());
         out.extend_from_slice(&self.expire_at_ms.unwrap_or(0).to_be_bytes());
         out.extend_from_slice(&self.version.to_be_bytes());
@@ -191,7 +197,6 @@ impl CollMeta {
             out.extend_from_slice(&self.head.to_be_bytes());
         }
         if self.has_bounds() {
-            let (head, tail) = (self.head_member.as_bytes(), self.tail_member.as_bytes());
             out.push(head.len() as u8);
             out.extend_from_slice(head);
             out.extend_from_slice(&self.tail.to_be_bytes());

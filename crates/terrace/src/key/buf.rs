@@ -5,9 +5,9 @@
 
 use super::{pack_trailer, SeqNo, TYPE_FOR_SEEK};
 
-/// Key bytes a [`KeyBuf`] holds without allocating: a 16-byte user key and its
-/// 8-byte trailer with room to spare.
-const INLINE_KEY: usize = 40;
+/// Key bytes a [`KeyBuf`] holds without allocating: a user key of up to 56 bytes and
+/// its 8-byte trailer (a Redis collection's member keys run 30-50 bytes).
+const INLINE_KEY: usize = 64;
 
 /// A key built on the stack when short: a block cursor's current key, assembled from
 /// prefix-compressed entries (each point lookup positions two fresh cursors), or a point
@@ -35,8 +35,12 @@ impl KeyBuf {
     /// [`super::seek_key`] builds it.
     pub(crate) fn seek_key(user_key: &[u8], seq: SeqNo) -> KeyBuf {
         let mut k = KeyBuf::default();
-        k.replace_tail(0, user_key);
         let trailer = pack_trailer(seq, TYPE_FOR_SEEK).to_le_bytes();
+        if user_key.len() + trailer.len() > INLINE_KEY {
+            // One allocation for the whole key, not one per part.
+            k.heap.reserve_exact(user_key.len() + trailer.len());
+        }
+        k.replace_tail(0, user_key);
         k.replace_tail(user_key.len(), &trailer);
         k
     }

@@ -90,7 +90,7 @@ proptest::proptest! {
 
 #[test]
 fn key_buf_seek_key_matches_seek_key_inline_and_on_the_heap() {
-    for len in [0, 1, 16, 31, 32, 33, 40, 41, 100] {
+    for len in [0, 1, 16, 31, 32, 33, 40, 41, 55, 56, 57, 64, 100] {
         let uk: Vec<u8> = (0..len).map(|i| i as u8).collect();
         for seq in [0, 7, MAX_SEQ] {
             let k = KeyBuf::seek_key(&uk, seq);
@@ -99,7 +99,7 @@ fn key_buf_seek_key_matches_seek_key_inline_and_on_the_heap() {
         }
     }
     // Shrinking back from the heap keeps the shared prefix.
-    let mut k = KeyBuf::seek_key(&[7u8; 60], 1);
+    let mut k = KeyBuf::seek_key(&[7u8; 90], 1);
     k.replace_tail(3, b"ab");
     assert_eq!(k.as_slice(), &[7, 7, 7, b'a', b'b']);
     k.clear();
