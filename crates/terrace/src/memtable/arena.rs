@@ -261,11 +261,17 @@ impl Arena {
     #[inline]
     pub(super) fn prefetch(&self, h: u32) {
         #[cfg(target_arch = "x86_64")]
-        if let Some((ptr, _)) = self.at(h) {
+        if let Some((ptr, room)) = self.at(h) {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            let p = ptr.as_ptr().cast::<i8>().cast_const();
             // SAFETY: a prefetch is a hint: it reads nothing into the program and never
             // faults, whatever the address (here, one inside a live block).
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(ptr.as_ptr().cast::<i8>().cast_const()) }
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(p) }
+            // A node's key starts after its header and links, often on the next line.
+            if room > 64 {
+                // SAFETY: as above; the address is inside the block (`room` bytes follow).
+                unsafe { _mm_prefetch::<_MM_HINT_T0>(p.add(64)) }
+            }
         }
         #[cfg(not(target_arch = "x86_64"))]
         let _ = h;
