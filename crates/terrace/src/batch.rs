@@ -182,6 +182,12 @@ impl WriteBatch {
         &self.rep
     }
 
+    /// The encoding, owned: what [`WriteBatch::data`] shows, for a caller that keeps the
+    /// operations' bytes without copying them.
+    pub fn into_data(self) -> Vec<u8> {
+        self.rep
+    }
+
     /// Decodes a write-ahead-log record read from `file`, whose record starts at byte
     /// `offset`. Validates the header, every operation and the count.
     ///

@@ -16,7 +16,7 @@
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
-use std::ops::Bound;
+use std::ops::{Bound, Range};
 
 use bytes::Bytes;
 use terrace::batch::BatchOp;
@@ -27,12 +27,16 @@ use super::{Ctx, Fail};
 use crate::value::keys::{self, top};
 use crate::value::Top;
 
+/// Where an operation's key and value (none for a deletion) lie in its batch's bytes.
+type Span = (Range<usize>, Option<Range<usize>>);
+
 /// Writes of a group not yet committed: the last value of each engine key written
 /// (`None`: deleted), the client keys written (for WATCH) and the lists pushed to (for
 /// blocked clients), both told after the commit.
 #[derive(Default)]
 pub(crate) struct Pending {
-    writes: BTreeMap<Vec<u8>, Option<Bytes>>,
+    /// Keys and values are slices of the batches the commands wrote (see [`Pending::add`]).
+    writes: BTreeMap<Bytes, Option<Bytes>>,
     written: Vec<Vec<u8>>,
     pushed: Vec<Vec<u8>>,
     /// A cursor per member prefix walked forwards, kept for the group: the engine holds
@@ -58,39 +62,54 @@ impl Pending {
         self.writes.is_empty()
     }
 
-    /// Adds the operations of `batch`, which writes `client_keys`.
+    /// Adds the operations of `batch`, which writes `client_keys`. The batch's bytes
+    /// become one shared buffer that the keys and values it writes are slices of: one
+    /// allocation per command instead of two per operation.
     fn add<'k>(
         &mut self,
-        batch: &WriteBatch,
+        batch: WriteBatch,
         client_keys: impl IntoIterator<Item = &'k [u8]>,
     ) -> Result<(), Fail> {
-        for op in batch {
-            match op? {
-                BatchOp::Put { key, value } => {
-                    self.set(key, Some(Bytes::copy_from_slice(value)));
-                }
-                BatchOp::Delete { key } => self.set(key, None),
+        let data = batch.data();
+        // Where a slice of `data` lies in it (every key and value the batch yields is
+        // one).
+        let span = |part: &[u8]| {
+            let start = (part.as_ptr() as usize).checked_sub(data.as_ptr() as usize)?;
+            let end = start.checked_add(part.len())?;
+            (end <= data.len()).then_some(start..end)
+        };
+        let mut ops: smallvec::SmallVec<[Span; 4]> = smallvec::SmallVec::new();
+        for op in &batch {
+            let (key, value) = match op? {
+                BatchOp::Put { key, value } => (key, Some(value)),
+                BatchOp::Delete { key } => (key, None),
                 BatchOp::DeleteRange { .. } => {
                     return Err(Fail::err(
                         "a range deletion cannot run in a group of commands",
                     ));
                 }
-            }
+            };
+            let key = span(key).ok_or_else(|| Fail::err("a batch key outside its batch"))?;
+            let value = match value {
+                Some(v) => {
+                    Some(span(v).ok_or_else(|| Fail::err("a batch value outside its batch"))?)
+                }
+                None => None,
+            };
+            ops.push((key, value));
+        }
+        let shared = Bytes::from(batch.into_data());
+        for (key, value) in ops {
+            self.set(shared.slice(key), value.map(|v| shared.slice(v)));
         }
         self.written
             .extend(client_keys.into_iter().map(<[u8]>::to_vec));
         Ok(())
     }
 
-    /// Records `value` as the group's write of `key`; a key written again (a collection's
-    /// metadata, rewritten by each command of a group) keeps its allocation.
-    fn set(&mut self, key: &[u8], value: Option<Bytes>) {
-        match self.writes.get_mut(key) {
-            Some(slot) => *slot = value,
-            None => {
-                self.writes.insert(key.to_vec(), value);
-            }
-        }
+    /// Records `value` as the group's write of `key` (one search of the map).
+    fn set(&mut self, key: Bytes, value: Option<Bytes>) {
+        self.writes.insert(key, value);
     }
 
     /// The write of engine key `key` in this group: `None` if it has none, `Some(None)`
@@ -108,7 +127,7 @@ impl Pending {
         let upper = end.map_or(Bound::Unbounded, Bound::Excluded);
         self.writes
             .range::<[u8], _>((Bound::Included(from), upper))
-            .map(|(k, v)| (k.as_slice(), v.as_ref()))
+            .map(|(k, v)| (k.as_ref(), v.as_ref()))
     }
 
     /// All the writes as one engine batch, in key order.
@@ -223,7 +242,7 @@ impl Ctx<'_> {
         keys: impl IntoIterator<Item = &'k [u8]>,
     ) -> Result<(), Fail> {
         match self.pending.as_deref_mut() {
-            Some(pending) => pending.add(&batch, keys),
+            Some(pending) => pending.add(batch, keys),
             None => self.engine.store.write(batch, keys),
         }
     }
