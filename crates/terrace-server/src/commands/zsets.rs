@@ -28,7 +28,8 @@ const ZSET: CollKind = CollKind::Zset;
 pub(crate) type Scored = (f64, Vec<u8>);
 
 fn member_key(key: &[u8], meta: &CollMeta, member: &[u8]) -> Vec<u8> {
-    keys::member(Sub::ZsetMember, key, meta.version, &keys::hashed(member))
+    let hash = keys::member_hash(member).to_be_bytes();
+    keys::member_of_parts(Sub::ZsetMember, key, meta.version, &[&hash, member])
 }
 
 fn index_key(key: &[u8], meta: &CollMeta, score: f64, member: &[u8]) -> Vec<u8> {
@@ -42,9 +43,12 @@ fn score_of(
     meta: &CollMeta,
     member: &[u8],
 ) -> Result<Option<f64>, Fail> {
-    Ok(ctx
-        .get_member(&member_key(key, meta, member))?
-        .and_then(|v| keys::score_of(&v)))
+    score_at(ctx, &member_key(key, meta, member))
+}
+
+/// The score stored under the member record `member_key`, if any.
+fn score_at(ctx: &Ctx<'_>, member_key: &[u8]) -> Result<Option<f64>, Fail> {
+    Ok(ctx.get_member(member_key)?.and_then(|v| keys::score_of(&v)))
 }
 
 /// Writes `member` with `score` (replacing `old`, its current score) into `batch`.
@@ -56,10 +60,31 @@ fn put_score(
     score: f64,
     old: Option<f64>,
 ) {
+    put_score_at(
+        batch,
+        key,
+        meta,
+        &member_key(key, meta, member),
+        member,
+        score,
+        old,
+    );
+}
+
+/// [`put_score`] with the member's record key already built (`member_key`).
+fn put_score_at(
+    batch: &mut terrace::WriteBatch,
+    key: &[u8],
+    meta: &CollMeta,
+    member_key: &[u8],
+    member: &[u8],
+    score: f64,
+    old: Option<f64>,
+) {
     if let Some(old) = old {
         batch.delete(&index_key(key, meta, old, member));
     }
-    batch.put(&member_key(key, meta, member), &keys::score_bytes(score));
+    batch.put(member_key, &keys::score_bytes(score));
     batch.put(&index_key(key, meta, score, member), b"");
 }
 
@@ -221,9 +246,10 @@ pub(crate) fn zadd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let mut pending: BTreeMap<&[u8], f64> = BTreeMap::new();
     let mut incr_result = None;
     for (score, member) in pairs {
+        let mkey = member_key(key, &meta, member);
         let old = match pending.get(member) {
             Some(s) => Some(*s),
-            None => score_of(ctx, key, &meta, member)?,
+            None => score_at(ctx, &mkey)?,
         };
         if (nx && old.is_some()) || (xx && old.is_none()) {
             continue;
@@ -264,7 +290,7 @@ pub(crate) fn zadd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         if first || meta.at_or_past_tail(bits, member) {
             set_bound(&mut meta, true, bits, MemberPrefix::of(member));
         }
-        put_score(&mut batch, key, &meta, member, new, old);
+        put_score_at(&mut batch, key, &meta, &mkey, member, new, old);
         pending.insert(member, new);
     }
     if added + changed > 0 {
