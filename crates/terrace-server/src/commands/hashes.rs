@@ -27,7 +27,7 @@ type FieldArg<'a> = (&'a [u8], &'a [u8]);
 
 /// The engine key of `field` of the hash `key` at `meta`'s version.
 fn field_key(key: &[u8], meta: &CollMeta, field: &[u8]) -> Vec<u8> {
-    keys::member(Sub::HashField, key, meta.version, &keys::hashed(field))
+    keys::hashed_member(Sub::HashField, key, meta.version, field)
 }
 
 /// The value of `field`, if the hash has it.

@@ -25,7 +25,7 @@ use crate::value::{CollKind, CollMeta};
 const SET: CollKind = CollKind::Set;
 
 fn member_key(key: &[u8], meta: &CollMeta, member: &[u8]) -> Vec<u8> {
-    keys::member(Sub::SetMember, key, meta.version, &keys::hashed(member))
+    keys::hashed_member(Sub::SetMember, key, meta.version, member)
 }
 
 fn has(ctx: &Ctx<'_>, key: &[u8], meta: &CollMeta, member: &[u8]) -> Result<bool, Fail> {

@@ -28,8 +28,7 @@ const ZSET: CollKind = CollKind::Zset;
 pub(crate) type Scored = (f64, Vec<u8>);
 
 fn member_key(key: &[u8], meta: &CollMeta, member: &[u8]) -> Vec<u8> {
-    let hash = keys::member_hash(member).to_be_bytes();
-    keys::member_of_parts(Sub::ZsetMember, key, meta.version, &[&hash, member])
+    keys::hashed_member(Sub::ZsetMember, key, meta.version, member)
 }
 
 fn index_key(key: &[u8], meta: &CollMeta, score: f64, member: &[u8]) -> Vec<u8> {
