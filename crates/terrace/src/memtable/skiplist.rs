@@ -514,6 +514,21 @@ impl SkipList {
         target: &Target<'_>,
         start: u32,
         top: usize,
+        splice: Option<&mut Splice>,
+    ) -> u32 {
+        if target.long {
+            self.search_ge_with::<true>(target, start, top, splice)
+        } else {
+            self.search_ge_with::<false>(target, start, top, splice)
+        }
+    }
+
+    /// [`SkipList::search_ge_from`], its comparisons as `Node::search_cmp` says.
+    fn search_ge_with<const FROM_COMMON: bool>(
+        &self,
+        target: &Target<'_>,
+        start: u32,
+        top: usize,
         mut splice: Option<&mut Splice>,
     ) -> u32 {
         let Some(mut x) = self.node_at(start) else {
@@ -532,7 +547,8 @@ impl SkipList {
             if next != known_ge {
                 match self.node(next) {
                     Some(n) => {
-                        let (order, common) = n.cmp_from(target, x_common.min(ge_common));
+                        let (order, common) =
+                            n.search_cmp::<FROM_COMMON>(target, x_common.min(ge_common));
                         if order.is_lt() {
                             x = n;
                             x_index = next;

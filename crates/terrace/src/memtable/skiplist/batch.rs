@@ -159,6 +159,20 @@ impl SkipList {
     fn search_interleaved(
         &self,
         targets: &[Target<'_>],
+        splices: Option<&mut [Splice]>,
+        found: &mut [u32],
+    ) {
+        if targets.iter().all(|t| t.long) {
+            self.search_lanes::<true>(targets, splices, found);
+        } else {
+            self.search_lanes::<false>(targets, splices, found);
+        }
+    }
+
+    /// [`SkipList::search_interleaved`], its comparisons as `Node::search_cmp` says.
+    fn search_lanes<const FROM_COMMON: bool>(
+        &self,
+        targets: &[Target<'_>],
         mut splices: Option<&mut [Splice]>,
         found: &mut [u32],
     ) {
@@ -193,7 +207,8 @@ impl SkipList {
                 if next != s.known_ge {
                     match self.node(next) {
                         Some(n) => {
-                            let (order, common) = n.cmp_from(target, s.x_common.min(s.ge_common));
+                            let (order, common) =
+                                n.search_cmp::<FROM_COMMON>(target, s.x_common.min(s.ge_common));
                             if order.is_lt() {
                                 s.x = n;
                                 s.x_index = next;

@@ -228,11 +228,27 @@ impl<'a> Node<'a> {
     /// prefix: a search that knows how much of the target its bracketing nodes share
     /// compares each new node from there, one word where a collection's members share
     /// a long prefix that [`Node::cmp_to`]'s prefix words would tie on.
-    #[inline]
+    #[inline(always)]
     pub(super) fn cmp_from(&self, target: &Target<'_>, skip: usize) -> (Ordering, usize) {
         match compare_from(self.user_key(), target.user, skip) {
             (Ordering::Equal, common) => (target.trailer.cmp(&self.trailer()), common),
             found => found,
+        }
+    }
+
+    /// A search's comparison: [`Node::cmp_from`] when `FROM_COMMON` (the search keeps
+    /// the common prefixes; see [`Target::long`]), else [`Node::cmp_to`] with no common
+    /// prefix reported. A constant, so that each search loop is compiled for one.
+    #[inline(always)]
+    pub(super) fn search_cmp<const FROM_COMMON: bool>(
+        &self,
+        target: &Target<'_>,
+        skip: usize,
+    ) -> (Ordering, usize) {
+        if FROM_COMMON {
+            self.cmp_from(target, skip)
+        } else {
+            (self.cmp_to(target), 0)
         }
     }
 

@@ -318,7 +318,15 @@ proptest! {
         before in proptest::collection::vec((proptest::collection::vec(0u8..3, 0..20), 0u64..6), 0..150),
         batch in proptest::collection::vec((proptest::collection::vec(0u8..3, 0..20), 3u64..8), 0..150),
         index_slots in prop_oneof![Just(0usize), Just(8), Just(4096)],
+        shared in prop_oneof![Just(0usize), Just(26)],
     ) {
+        // With a shared start of 26 bytes every key is long enough for the searches to
+        // compare from the bytes already shared (`Target::long`, as a collection's
+        // members are); without, they compare by the prefix words.
+        let lengthen = |keys: Vec<(Vec<u8>, u64)>| -> Vec<(Vec<u8>, u64)> {
+            keys.into_iter().map(|(u, s)| ([vec![7u8; shared], u].concat(), s)).collect()
+        };
+        let (before, batch) = (lengthen(before), lengthen(batch));
         let l = if index_slots == 0 { SkipList::new() } else { SkipList::with_index(index_slots) };
         let mut model: BTreeMap<crate::key::InternalKey, Vec<u8>> = BTreeMap::new();
         for (i, (user, seq)) in before.iter().enumerate() {
