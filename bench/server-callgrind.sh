@@ -73,18 +73,18 @@ measure() { # test, command...
 }
 
 printf '%-10s' test
-[ "$REDIS" = 1 ] && printf '%12s' redis
-for bin in "$@"; do printf '%12s' "$(basename "$bin")"; done
+[ "$REDIS" = 1 ] && printf '%16s' redis
+for bin in "$@"; do printf '%16s' "$(basename "$bin")"; done
 echo "   (instructions per request, -c 1 -P $PIPELINE, $REQUESTS requests after $WARMUP)"
 for test in ${TESTS//,/ }; do
   printf '%-10s' "$test"
   if [ "$REDIS" = 1 ]; then
-    printf '%12s' "$(measure "$test" redis-server --save "" --appendonly no --daemonize no \
+    printf '%16s' "$(measure "$test" redis-server --save "" --appendonly no --daemonize no \
       --dir "$WORK/data" --logfile "$WORK/redis.log")"
   fi
   for bin in "$@"; do
     # shellcheck disable=SC2086
-    printf '%12s' "$(measure "$test" "$bin" serve --dir "$WORK/data" --fsync everysec $SERVER_ARGS)"
+    printf '%16s' "$(measure "$test" "$bin" serve --dir "$WORK/data" --fsync everysec $SERVER_ARGS)"
   done
   echo
 done
