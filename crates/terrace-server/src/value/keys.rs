@@ -101,9 +101,7 @@ fn members_with_room(sub: Sub, key: &[u8], version: u64, extra: usize) -> Vec<u8
 
 /// The engine key of `member` of `key`'s collection at `version`.
 pub fn member(sub: Sub, key: &[u8], version: u64, member: &[u8]) -> Vec<u8> {
-    let mut out = members_with_room(sub, key, version, member.len());
-    out.extend_from_slice(member);
-    out
+    member_of_parts(sub, key, version, &[member])
 }
 
 /// The engine key of `key`'s collection member at `version` whose bytes are `parts`
