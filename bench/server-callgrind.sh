@@ -19,6 +19,9 @@
 # requests moves the whole-process count by 5-10% from run to run, the busiest
 # thread's by 1-3%. SERVER_ARGS adds flags to Terrace's command line (e.g.
 # `--write-buffer-size 4194304`, so that memtables fill and switch during the fill).
+# CLIENTS (default 1) sets the counted run's connections: with 50, as in
+# bench/server-vs-redis.sh, requests execute in groups, and the count is per request of
+# a group (the warm-up still runs on one connection).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -27,6 +30,7 @@ WARMUP="${WARMUP:-2000}"
 TESTS="${TESTS:-set,get,lpush,lpop,sadd,spop,hset,zadd,zpopmin}"
 REDIS="${REDIS:-1}"
 PIPELINE="${PIPELINE:-1}"
+CLIENTS="${CLIENTS:-1}"
 BUSIEST="${BUSIEST:-0}"
 SERVER_ARGS="${SERVER_ARGS:-}"
 VG_THREADS=""
@@ -56,7 +60,7 @@ measure() { # test, command...
     redis-benchmark -p "$port" -c 1 -n "$WARMUP" -r 1000000 -d 100 -t "$test" -P "$PIPELINE" -q >/dev/null 2>&1
   fi
   callgrind_control -z "$PID" >/dev/null 2>&1
-  redis-benchmark -p "$port" -c 1 -n "$REQUESTS" -r 1000000 -d 100 -t "$test" -P "$PIPELINE" -q >/dev/null 2>&1
+  redis-benchmark -p "$port" -c "$CLIENTS" -n "$REQUESTS" -r 1000000 -d 100 -t "$test" -P "$PIPELINE" -q >/dev/null 2>&1
   callgrind_control -d "$PID" >/dev/null 2>&1
   # The dump after the reset holds only the counted requests: its totals line (per
   # thread with BUSIEST=1: the largest).
@@ -75,7 +79,7 @@ measure() { # test, command...
 printf '%-10s' test
 [ "$REDIS" = 1 ] && printf '%16s' redis
 for bin in "$@"; do printf '%16s' "$(basename "$bin")"; done
-echo "   (instructions per request, -c 1 -P $PIPELINE, $REQUESTS requests after $WARMUP)"
+echo "   (instructions per request, -c $CLIENTS -P $PIPELINE, $REQUESTS requests after $WARMUP)"
 for test in ${TESTS//,/ }; do
   printf '%-10s' "$test"
   if [ "$REDIS" = 1 ]; then

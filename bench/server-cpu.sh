@@ -7,6 +7,7 @@
 #
 #   bench/server-cpu.sh
 #   TESTS=hset,zadd,get REQUESTS=200000 PIPELINE=1 TERRACE_BIN=target/release/terrace bench/server-cpu.sh
+#   REDIS=0 SERVER_ARGS="--threads 2" PIPELINE=16 TESTS=set,get bench/server-cpu.sh
 #
 # Each server runs on a fresh database and takes the tests in order. Server CPU is its
 # process's user and system time over the whole test; client CPU is redis-benchmark's
@@ -21,6 +22,9 @@ TESTS="${TESTS:-hset,zadd,get}"
 REQUESTS="${REQUESTS:-200000}"
 PIPELINE="${PIPELINE:-1}"
 CLIENTS="${CLIENTS:-50}"
+# Extra `terrace serve` arguments (e.g. "--threads 2"); REDIS=0 skips Redis.
+read -r -a SERVER_ARGS <<<"${SERVER_ARGS:-}"
+REDIS="${REDIS:-1}"
 WORK=$(mktemp -d)
 # shellcheck source=bench/common.sh
 . "$ROOT/bench/common.sh"
@@ -54,13 +58,15 @@ one() {
 echo "redis-benchmark -c $CLIENTS -n $REQUESTS -r 1000000 -d 100 -P $PIPELINE, $(nproc) cores"
 echo "(cores: CPU seconds per wall second; client CPU sampled over one second mid-run)"
 printf '%-10s %-8s %8s %8s %10s\n' test server server client "req/s"
-for server in redis terrace; do
+servers=terrace
+[ "$REDIS" = 0 ] || servers="redis terrace"
+for server in $servers; do
   if [ "$server" = redis ]; then
     start_redis_server --save "" --appendonly no
   else
     PORT=$(free_port)
     rm -rf "$WORK/terrace"
-    "$BIN" serve --dir "$WORK/terrace" --port "$PORT" --fsync everysec >"$WORK/terrace.log" 2>&1 &
+    "$BIN" serve --dir "$WORK/terrace" --port "$PORT" --fsync everysec "${SERVER_ARGS[@]}" >"$WORK/terrace.log" 2>&1 &
     PID=$!
     for _ in $(seq 100); do redis-cli -p "$PORT" PING >/dev/null 2>&1 && break; sleep 0.1; done
   fi

@@ -22,9 +22,6 @@ const HASH: CollKind = CollKind::Hash;
 /// A field and its value, owned.
 type FieldValue = (Vec<u8>, Vec<u8>);
 
-/// A field and its value, borrowed from a command's arguments.
-type FieldArg<'a> = (&'a [u8], &'a [u8]);
-
 /// The engine key of `field` of the hash `key` at `meta`'s version.
 fn field_key(key: &[u8], meta: &CollMeta, field: &[u8]) -> Vec<u8> {
     keys::hashed_member(Sub::HashField, key, meta.version, field)
@@ -53,19 +50,17 @@ fn all_fields(ctx: &Ctx<'_>, key: &[u8], meta: &CollMeta) -> Result<Vec<FieldVal
     Ok(out)
 }
 
-/// Sets `pairs` (field, value) in the hash `key`, only absent fields when `only_new`;
+/// Sets `pairs` (field, value, field, value, ...) in the hash `key`, only absent fields when `only_new`;
 /// returns how many fields were new.
-fn set_fields(
-    ctx: &mut Ctx<'_>,
-    key: &[u8],
-    pairs: &[FieldArg<'_>],
-    only_new: bool,
-) -> Result<i64, Fail> {
+fn set_fields(ctx: &mut Ctx<'_>, key: &[u8], pairs: &[&[u8]], only_new: bool) -> Result<i64, Fail> {
     let mut meta = collection::find_or_new(ctx, key, HASH)?;
     let mut batch = terrace::WriteBatch::new();
     let mut added = 0i64;
-    let mut fresh: Vec<&[u8]> = Vec::new();
-    for (field, value) in pairs {
+    // Fields this command adds, so that one named twice counts once (on the stack: a
+    // command sets few).
+    let mut fresh: smallvec::SmallVec<[&[u8]; 4]> = smallvec::SmallVec::new();
+    for pair in pairs.chunks_exact(2) {
+        let [field, value] = pair else { continue };
         let fk = field_key(key, &meta, field);
         let exists = fresh.contains(field) || ctx.get_member(&fk)?.is_some();
         if exists && only_new {
@@ -88,35 +83,30 @@ fn set_fields(
     Ok(added)
 }
 
-/// The (field, value) pairs after the key, or the arity error.
-fn pairs<'a>(args: &[&'a [u8]], cmd: &str) -> Result<Vec<FieldArg<'a>>, Fail> {
+/// The field, value, field, value, ... arguments after the key, or the arity error.
+fn pairs<'a, 'b>(args: &'b [&'a [u8]], cmd: &str) -> Result<&'b [&'a [u8]], Fail> {
     let rest = args.get(2..).unwrap_or_default();
     if rest.is_empty() || rest.len() % 2 != 0 {
         return Err(Fail::err(format!(
             "wrong number of arguments for '{cmd}' command"
         )));
     }
-    Ok(rest.chunks(2).map(|p| (p[0], p[1])).collect())
+    Ok(rest)
 }
 
 pub(crate) fn hset(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let pairs = pairs(args, "hset")?;
-    Ok(Reply::Integer(set_fields(
-        ctx,
-        arg(args, 1),
-        &pairs,
-        false,
-    )?))
+    Ok(Reply::Integer(set_fields(ctx, arg(args, 1), pairs, false)?))
 }
 
 pub(crate) fn hmset(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let pairs = pairs(args, "hmset")?;
-    set_fields(ctx, arg(args, 1), &pairs, false)?;
+    set_fields(ctx, arg(args, 1), pairs, false)?;
     Ok(Reply::Ok)
 }
 
 pub(crate) fn hsetnx(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    let added = set_fields(ctx, arg(args, 1), &[(arg(args, 2), arg(args, 3))], true)?;
+    let added = set_fields(ctx, arg(args, 1), &[arg(args, 2), arg(args, 3)], true)?;
     Ok(Reply::Integer(added))
 }
 

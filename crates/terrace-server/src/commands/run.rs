@@ -327,7 +327,10 @@ impl Engine {
         stripes.dedup();
         let now = now_ms();
         let mut pending = Pending::default();
-        let mut replies: Vec<Vec<Reply>> = Vec::with_capacity(runs.len());
+        // Every run's replies back to back, and where each run's end (one vector for
+        // the group, not one per run).
+        let mut replies: Vec<Reply> = Vec::new();
+        let mut ends: Vec<usize> = Vec::with_capacity(runs.len());
         let committed = {
             let _shared = store.exclusive.read();
             let _guards: Vec<_> = stripes
@@ -335,7 +338,6 @@ impl Engine {
                 .filter_map(|&i| store.lock_stripe(i))
                 .collect();
             for run in runs.iter_mut() {
-                let mut run_replies = Vec::new();
                 if run.kind == Some(Kind::Commands) {
                     let Run {
                         args,
@@ -345,6 +347,9 @@ impl Engine {
                         ..
                     } = &mut **run;
                     let Some(st) = st.as_mut() else {
+                        // Never so (gathering sets it); no replies, and the runs after
+                        // it keep their own.
+                        ends.push(replies.len());
                         continue;
                     };
                     for (spec, args) in split_commands(args, arg_ends, commands) {
@@ -355,11 +360,11 @@ impl Engine {
                             pending: Some(&mut pending),
                         };
                         let reply = (spec.handler)(&mut ctx, &args);
-                        run_replies.push(reply.unwrap_or_else(Fail::into_reply));
+                        replies.push(reply.unwrap_or_else(Fail::into_reply));
                         st.show(spec.name);
                     }
                 }
-                replies.push(run_replies);
+                ends.push(replies.len());
             }
             if pending.is_empty() {
                 Ok(())
@@ -371,13 +376,15 @@ impl Engine {
         if failed.is_none() {
             pending.pushed().for_each(|k| self.waiters.wake(k));
         }
-        for (run, run_replies) in runs.iter_mut().zip(replies) {
-            for reply in &run_replies {
+        let mut start = 0;
+        for (run, &end) in runs.iter_mut().zip(&ends) {
+            for reply in replies.get(start..end).unwrap_or_default() {
                 failed
                     .as_ref()
                     .unwrap_or(reply)
                     .write(run.protocol, &mut run.replies);
             }
+            start = end;
             if run.kind == Some(Kind::Commands) {
                 run.record_latencies();
             }

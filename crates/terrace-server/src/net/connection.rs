@@ -16,7 +16,7 @@ use tokio::time::Instant;
 
 use super::group::Group;
 use crate::commands::{Action, Engine, Gathered, Run, Session};
-use crate::resp::{parse_command_into, Frame, Protocol, Reply};
+use crate::resp::{parse_command_into, ArgList, Frame, Protocol, Reply};
 
 /// Bytes read from the socket at a time (the buffer grows only as data arrives).
 const READ_CHUNK_BYTES: usize = 64 * 1024;
@@ -176,7 +176,7 @@ impl Connection<'_> {
         buf: &mut BytesMut,
         out: &mut Vec<u8>,
     ) -> Next {
-        let mut args: Vec<&[u8]> = Vec::new();
+        let mut args = ArgList::new();
         let data: &[u8] = buf;
         let mut pos = 0;
         let next = loop {

@@ -15,7 +15,7 @@ mod parser;
 mod reply;
 
 pub use parser::{
-    parse_command, parse_command_into, Frame, Limits, Parsed, ProtocolError,
+    parse_command, parse_command_into, ArgList, Frame, Limits, Parsed, ProtocolError,
     UNAUTHENTICATED_MAX_ARGS, UNAUTHENTICATED_MAX_BULK_LEN,
 };
 pub(crate) use reply::format_double;

@@ -96,12 +96,16 @@ pub enum Frame {
     },
 }
 
+/// A multibulk command's arguments, borrowed from the read buffer: on the stack for
+/// commands of up to eight arguments, so that parsing one allocates nothing.
+pub type ArgList<'b> = smallvec::SmallVec<[&'b [u8]; 8]>;
+
 /// Parses one command from the front of `buf`, copying its arguments.
 ///
 /// # Errors
 /// [`ProtocolError`] for malformed input or a claim over one of `limits`.
 pub fn parse_command(buf: &[u8], limits: &Limits) -> Result<Parsed, ProtocolError> {
-    let mut borrowed = Vec::new();
+    let mut borrowed = ArgList::new();
     Ok(match parse_command_into(buf, limits, &mut borrowed)? {
         Frame::Incomplete => Parsed::Incomplete,
         Frame::Borrowed { consumed } => Parsed::Command {
@@ -121,7 +125,7 @@ pub fn parse_command(buf: &[u8], limits: &Limits) -> Result<Parsed, ProtocolErro
 pub fn parse_command_into<'b>(
     buf: &'b [u8],
     limits: &Limits,
-    args: &mut Vec<&'b [u8]>,
+    args: &mut ArgList<'b>,
 ) -> Result<Frame, ProtocolError> {
     args.clear();
     match buf.first() {
@@ -143,8 +147,28 @@ fn line_end(buf: &[u8], start: usize) -> Option<usize> {
     })
 }
 
+/// A length as Redis reads one (`string2ll`): an optional `-`, then decimal digits,
+/// nothing else, within `i64`.
 fn parse_i64(digits: &[u8]) -> Option<i64> {
-    std::str::from_utf8(digits).ok()?.parse::<i64>().ok()
+    let (negative, digits) = match digits {
+        [b'-', rest @ ..] => (true, rest),
+        _ => (false, digits),
+    };
+    if digits.is_empty() {
+        return None;
+    }
+    let mut n: i64 = 0;
+    for &b in digits {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        let d = i64::from(b - b'0');
+        // Accumulated with the sign, so that i64::MIN parses.
+        n = n
+            .checked_mul(10)?
+            .checked_add(if negative { -d } else { d })?;
+    }
+    Some(n)
 }
 
 /// Reads a `<prefix><integer>\r\n` header at `pos`; `Ok(None)` if incomplete.
@@ -171,7 +195,7 @@ fn header(
 fn parse_multibulk<'b>(
     buf: &'b [u8],
     limits: &Limits,
-    args: &mut Vec<&'b [u8]>,
+    args: &mut ArgList<'b>,
 ) -> Result<Frame, ProtocolError> {
     let Some((count, mut pos)) = header(buf, 0, limits, "multibulk")? else {
         return Ok(Frame::Incomplete);

@@ -82,26 +82,38 @@ impl Reply {
                     .collect();
                 line(out, b'-', &clean);
             }
-            Reply::Integer(n) => line(out, b':', n.to_string().as_bytes()),
+            Reply::Integer(n) => line(out, b':', itoa::Buffer::new().format(*n).as_bytes()),
             Reply::Bulk(b) => bulk(out, b),
             Reply::Nil if resp3 => out.extend_from_slice(b"_\r\n"),
             Reply::Nil => out.extend_from_slice(b"$-1\r\n"),
             Reply::NilArray if resp3 => out.extend_from_slice(b"_\r\n"),
             Reply::NilArray => out.extend_from_slice(b"*-1\r\n"),
             Reply::Array(items) => {
-                line(out, b'*', items.len().to_string().as_bytes());
+                line(
+                    out,
+                    b'*',
+                    itoa::Buffer::new().format(items.len()).as_bytes(),
+                );
                 items.iter().for_each(|r| r.write(proto, out));
             }
             Reply::Set(items) => {
                 let tag = if resp3 { b'~' } else { b'*' };
-                line(out, tag, items.len().to_string().as_bytes());
+                line(out, tag, itoa::Buffer::new().format(items.len()).as_bytes());
                 items.iter().for_each(|r| r.write(proto, out));
             }
             Reply::Map(pairs) => {
                 if resp3 {
-                    line(out, b'%', pairs.len().to_string().as_bytes());
+                    line(
+                        out,
+                        b'%',
+                        itoa::Buffer::new().format(pairs.len()).as_bytes(),
+                    );
                 } else {
-                    line(out, b'*', (pairs.len() * 2).to_string().as_bytes());
+                    line(
+                        out,
+                        b'*',
+                        itoa::Buffer::new().format(pairs.len() * 2).as_bytes(),
+                    );
                 }
                 for (k, v) in pairs {
                     k.write(proto, out);
@@ -110,7 +122,7 @@ impl Reply {
             }
             Reply::Push(items) => {
                 let tag = if resp3 { b'>' } else { b'*' };
-                line(out, tag, items.len().to_string().as_bytes());
+                line(out, tag, itoa::Buffer::new().format(items.len()).as_bytes());
                 items.iter().for_each(|r| r.write(proto, out));
             }
             Reply::Multi(replies) => replies.iter().for_each(|r| r.write(proto, out)),
@@ -144,7 +156,7 @@ fn line(out: &mut Vec<u8>, tag: u8, body: &[u8]) {
 }
 
 fn bulk(out: &mut Vec<u8>, body: &[u8]) {
-    line(out, b'$', body.len().to_string().as_bytes());
+    line(out, b'$', itoa::Buffer::new().format(body.len()).as_bytes());
     out.extend_from_slice(body);
     out.extend_from_slice(b"\r\n");
 }

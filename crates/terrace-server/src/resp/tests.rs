@@ -43,13 +43,13 @@ fn multibulk_and_pipelines() {
 fn multibulk_arguments_are_borrowed_inline_ones_owned() {
     let mut buf = encode(&args(&["SET", "k", "v"]));
     buf.extend_from_slice(b"GET k\r\n");
-    let mut borrowed = vec![b"stale".as_slice()];
+    let mut borrowed: ArgList = smallvec::smallvec![b"stale".as_slice()];
     let Ok(Frame::Borrowed { consumed }) =
         parse_command_into(&buf, &Limits::default(), &mut borrowed)
     else {
         panic!("expected a multibulk command")
     };
-    assert_eq!(borrowed, [b"SET".as_slice(), b"k", b"v"]);
+    assert_eq!(borrowed.as_slice(), [b"SET".as_slice(), b"k", b"v"]);
     // The arguments are the buffer's own bytes.
     let range = buf.as_ptr_range();
     assert!(borrowed.iter().all(|a| range.contains(&a.as_ptr())));
@@ -221,4 +221,37 @@ proptest! {
             prop_assert!(consumed <= buf.len());
         }
     }
+}
+
+#[test]
+fn lengths_are_read_as_redis_reads_them() {
+    let parse = |input: &[u8]| parse_command(input, &Limits::default());
+    // Digits with an optional minus sign, nothing else.
+    for bad in [
+        &b"*1\r\n$+1\r\na\r\n"[..],
+        b"*1\r\n$1a\r\na\r\n",
+        b"*1\r\n$\r\na\r\n",
+        b"*1\r\n$ 1\r\na\r\n",
+        b"*1\r\n$99999999999999999999\r\na\r\n",
+        b"*+1\r\n$1\r\na\r\n",
+    ] {
+        assert!(parse(bad).is_err(), "{:?}", String::from_utf8_lossy(bad));
+    }
+    assert_eq!(
+        parse(b"*1\r\n$01\r\na\r\n"),
+        Ok(Parsed::Command {
+            args: vec![b"a".to_vec()],
+            consumed: 12
+        })
+    );
+    // A count of -1 (or any negative) is an empty command, as in Redis.
+    assert_eq!(
+        parse(b"*-1\r\n"),
+        Ok(Parsed::Command {
+            args: vec![],
+            consumed: 5
+        })
+    );
+    assert!(parse(b"*-9223372036854775808\r\n").is_ok());
+    assert!(parse(b"*-9223372036854775809\r\n").is_err());
 }
