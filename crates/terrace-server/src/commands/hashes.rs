@@ -14,7 +14,7 @@ use super::arg::{int, parse_f64, parse_i64};
 use super::collection::{self, ScanArgs};
 use super::{CmdResult, Ctx, Fail};
 use crate::resp::{format_double, Protocol, Reply};
-use crate::value::keys::{self, Sub};
+use crate::value::keys::{self, MemberKeyBuf, Sub};
 use crate::value::{CollKind, CollMeta};
 
 const HASH: CollKind = CollKind::Hash;
@@ -23,7 +23,7 @@ const HASH: CollKind = CollKind::Hash;
 type FieldValue = (Vec<u8>, Vec<u8>);
 
 /// The engine key of `field` of the hash `key` at `meta`'s version.
-fn field_key(key: &[u8], meta: &CollMeta, field: &[u8]) -> Vec<u8> {
+fn field_key(key: &[u8], meta: &CollMeta, field: &[u8]) -> MemberKeyBuf {
     keys::hashed_member(Sub::HashField, key, meta.version, field)
 }
 

@@ -14,7 +14,7 @@ use super::arg::{int, is};
 use super::collection::{self, LIST_START};
 use super::{CmdResult, Ctx, Fail};
 use crate::resp::Reply;
-use crate::value::keys::{self, Sub};
+use crate::value::keys::{self, MemberKeyBuf, Sub};
 use crate::value::{CollKind, CollMeta};
 
 const LIST: CollKind = CollKind::List;
@@ -41,7 +41,7 @@ impl End {
 /// Ranges of at most this many elements are read by point reads, longer ones by a walk.
 const POINT_READS: usize = 4;
 
-fn element_key(key: &[u8], meta: &CollMeta, index: u64) -> Vec<u8> {
+fn element_key(key: &[u8], meta: &CollMeta, index: u64) -> MemberKeyBuf {
     keys::member(Sub::ListElement, key, meta.version, &index.to_be_bytes())
 }
 

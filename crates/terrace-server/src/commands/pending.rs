@@ -102,8 +102,9 @@ impl Pending {
         for (key, value) in ops {
             self.set(shared.slice(key), value.map(|v| shared.slice(v)));
         }
-        self.written
-            .extend(client_keys.into_iter().map(<[u8]>::to_vec));
+        for key in client_keys {
+            push_distinct(&mut self.written, key);
+        }
         Ok(())
     }
 
@@ -258,9 +259,18 @@ impl Ctx<'_> {
     /// commit (woken before it, they would look before the push is there).
     pub(crate) fn wake(&mut self, key: &[u8]) {
         match self.pending.as_deref_mut() {
-            Some(pending) => pending.pushed.push(key.to_vec()),
+            Some(pending) => push_distinct(&mut pending.pushed, key),
             None => self.engine.waiters.wake(key),
         }
+    }
+}
+
+/// Adds `key` to `keys` unless it is the last one there: a group's commands on one key
+/// (every command of a redis-benchmark collection test) record it once, not once each.
+/// Both lists are told after the commit, where a key named twice is told twice for nothing.
+fn push_distinct(keys: &mut Vec<Vec<u8>>, key: &[u8]) {
+    if keys.last().map(Vec::as_slice) != Some(key) {
+        keys.push(key.to_vec());
     }
 }
 

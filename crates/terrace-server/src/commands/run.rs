@@ -37,7 +37,7 @@ use super::store::{put_value, stripe_of, Store};
 use super::strings::SetOptions;
 use super::table::{self, CommandSpec, GROUP, WRITE};
 use super::{pubsub, Ctx, Engine, Fail, Session, SessionState};
-use crate::resp::{Protocol, Reply};
+use crate::resp::{ArgList, Protocol, Reply};
 use crate::value::now_ms;
 
 /// Most commands one run gathers.
@@ -168,7 +168,7 @@ impl Run {
     }
 
     /// Each collection command's spec and arguments.
-    fn command_args(&self) -> impl Iterator<Item = (&'static CommandSpec, Vec<&[u8]>)> {
+    fn command_args(&self) -> impl Iterator<Item = (&'static CommandSpec, ArgList<'_>)> {
         split_commands(&self.args, &self.arg_ends, &self.commands)
     }
 
@@ -443,7 +443,7 @@ fn split_commands<'a>(
     args: &'a [u8],
     arg_ends: &'a [usize],
     commands: &'a [(&'static CommandSpec, usize)],
-) -> impl Iterator<Item = (&'static CommandSpec, Vec<&'a [u8]>)> {
+) -> impl Iterator<Item = (&'static CommandSpec, ArgList<'a>)> {
     let mut ends = arg_ends.iter();
     let mut start = 0;
     commands.iter().map(move |&(spec, argc)| {

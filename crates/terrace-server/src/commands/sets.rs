@@ -19,12 +19,12 @@ use super::arg::int;
 use super::collection::{self, ScanArgs};
 use super::{CmdResult, Ctx, Fail};
 use crate::resp::Reply;
-use crate::value::keys::{self, Sub};
+use crate::value::keys::{self, MemberKeyBuf, Sub};
 use crate::value::{CollKind, CollMeta};
 
 const SET: CollKind = CollKind::Set;
 
-fn member_key(key: &[u8], meta: &CollMeta, member: &[u8]) -> Vec<u8> {
+fn member_key(key: &[u8], meta: &CollMeta, member: &[u8]) -> MemberKeyBuf {
     keys::hashed_member(Sub::SetMember, key, meta.version, member)
 }
 

@@ -626,7 +626,10 @@ impl MemberCursor {
 
 /// Adds a put of `key`'s top-level record `t`.
 pub(crate) fn put_top(batch: &mut WriteBatch, key: &[u8], t: &Top) {
-    batch.put(&top(key), &t.encode());
+    match t {
+        Top::Coll(meta) => batch.put(&top(key), &meta.encoded()),
+        Top::String(_) => batch.put(&top(key), &t.encode()),
+    }
 }
 
 /// Adds a delete of `key`'s top-level record (a collection's members stay, under a

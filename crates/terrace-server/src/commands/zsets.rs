@@ -19,7 +19,7 @@ use super::arg::{int, is, parse_f64};
 use super::collection::{self, ScanArgs};
 use super::{CmdResult, Ctx, Fail};
 use crate::resp::{Protocol, Reply};
-use crate::value::keys::{self, Sub};
+use crate::value::keys::{self, MemberKeyBuf, Sub};
 use crate::value::{CollKind, CollMeta, MemberPrefix};
 
 const ZSET: CollKind = CollKind::Zset;
@@ -27,11 +27,11 @@ const ZSET: CollKind = CollKind::Zset;
 /// A member with its score.
 pub(crate) type Scored = (f64, Vec<u8>);
 
-fn member_key(key: &[u8], meta: &CollMeta, member: &[u8]) -> Vec<u8> {
+fn member_key(key: &[u8], meta: &CollMeta, member: &[u8]) -> MemberKeyBuf {
     keys::hashed_member(Sub::ZsetMember, key, meta.version, member)
 }
 
-fn index_key(key: &[u8], meta: &CollMeta, score: f64, member: &[u8]) -> Vec<u8> {
+fn index_key(key: &[u8], meta: &CollMeta, score: f64, member: &[u8]) -> MemberKeyBuf {
     let score = keys::score_bytes(score);
     keys::member_of_parts(Sub::ZsetScore, key, meta.version, &[&score, member])
 }
@@ -230,7 +230,7 @@ pub(crate) fn zadd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             "INCR option supports a single increment-element pair",
         ));
     }
-    let mut pairs = Vec::with_capacity(rest.len() / 2);
+    let mut pairs: smallvec::SmallVec<[(f64, &[u8]); 4]> = smallvec::SmallVec::new();
     for p in rest.chunks(2) {
         let score = parse_f64(p[0]).ok_or_else(|| Fail::err("value is not a valid float"))?;
         pairs.push((score, p[1]));
@@ -242,7 +242,10 @@ pub(crate) fn zadd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let fresh = meta.size == 0;
     let mut batch = terrace::WriteBatch::new();
     let (mut added, mut changed) = (0i64, 0i64);
+    // The scores this command gave its members so far, for a member named again; with
+    // one pair there is none to remember.
     let mut pending: BTreeMap<&[u8], f64> = BTreeMap::new();
+    let remember = pairs.len() > 1;
     let mut incr_result = None;
     for (score, member) in pairs {
         let mkey = member_key(key, &meta, member);
@@ -275,7 +278,9 @@ pub(crate) fn zadd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             }
             Some(o) if o != new => changed += 1,
             Some(_) => {
-                pending.insert(member, new);
+                if remember {
+                    pending.insert(member, new);
+                }
                 continue;
             }
         }
@@ -290,7 +295,9 @@ pub(crate) fn zadd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             set_bound(&mut meta, true, bits, MemberPrefix::of(member));
         }
         put_score_at(&mut batch, key, &meta, &mkey, member, new, old);
-        pending.insert(member, new);
+        if remember {
+            pending.insert(member, new);
+        }
     }
     if added + changed > 0 {
         // The metadata changes with the size or a lower head only.

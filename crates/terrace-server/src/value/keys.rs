@@ -83,32 +83,31 @@ pub fn client_key(engine_key: &[u8]) -> Option<Cow<'_, [u8]>> {
     }
 }
 
+/// A member record's engine key: on the stack up to 64 bytes (15 bytes of prefix, then
+/// a collection key and member of up to 49 bytes together), so that building one for
+/// each member a command names allocates nothing.
+pub type MemberKeyBuf = smallvec::SmallVec<[u8; 64]>;
+
 /// The prefix of every member record of `key`'s collection at `version`.
 pub fn members(sub: Sub, key: &[u8], version: u64) -> Vec<u8> {
-    members_with_room(sub, key, version, 0)
+    member_of_parts(sub, key, version, &[]).into_vec()
 }
 
-/// [`members`] with room for `extra` more bytes (a member) without growing.
-fn members_with_room(sub: Sub, key: &[u8], version: u64, extra: usize) -> Vec<u8> {
-    let mut out = Vec::with_capacity(RESERVED.len() + 13 + key.len() + extra);
+/// The engine key of `member` of `key`'s collection at `version`.
+pub fn member(sub: Sub, key: &[u8], version: u64, member: &[u8]) -> MemberKeyBuf {
+    member_of_parts(sub, key, version, &[member])
+}
+
+/// The engine key of `key`'s collection member at `version` whose bytes are `parts`
+/// joined (a sorted set's index record is the score's bytes, then the member).
+pub fn member_of_parts(sub: Sub, key: &[u8], version: u64, parts: &[&[u8]]) -> MemberKeyBuf {
+    let mut out = MemberKeyBuf::new();
+    out.reserve(RESERVED.len() + 13 + key.len() + parts.iter().map(|p| p.len()).sum::<usize>());
     out.extend_from_slice(&RESERVED);
     out.push(sub as u8);
     out.extend_from_slice(&u32::try_from(key.len()).unwrap_or(u32::MAX).to_be_bytes());
     out.extend_from_slice(key);
     out.extend_from_slice(&version.to_be_bytes());
-    out
-}
-
-/// The engine key of `member` of `key`'s collection at `version`.
-pub fn member(sub: Sub, key: &[u8], version: u64, member: &[u8]) -> Vec<u8> {
-    member_of_parts(sub, key, version, &[member])
-}
-
-/// The engine key of `key`'s collection member at `version` whose bytes are `parts`
-/// joined: one allocation of the whole key (a sorted set's index record is the score's
-/// bytes, then the member).
-pub fn member_of_parts(sub: Sub, key: &[u8], version: u64, parts: &[&[u8]]) -> Vec<u8> {
-    let mut out = members_with_room(sub, key, version, parts.iter().map(|p| p.len()).sum());
     for part in parts {
         out.extend_from_slice(part);
     }
@@ -116,9 +115,8 @@ pub fn member_of_parts(sub: Sub, key: &[u8], version: u64, parts: &[&[u8]]) -> V
 }
 
 /// The engine key of `member` of `key`'s collection at `version`, stored after its
-/// hash ([`hashed`]), built in one allocation: a hash field's, a set member's or a
-/// sorted set's member record.
-pub fn hashed_member(sub: Sub, key: &[u8], version: u64, member: &[u8]) -> Vec<u8> {
+/// hash ([`hashed`]): a hash field's, a set member's or a sorted set's member record.
+pub fn hashed_member(sub: Sub, key: &[u8], version: u64, member: &[u8]) -> MemberKeyBuf {
     let hash = member_hash(member).to_be_bytes();
     member_of_parts(sub, key, version, &[&hash, member])
 }

@@ -30,6 +30,13 @@ const COLL_META_BYTES: usize = 25;
 const HEADED_META_BYTES: usize = 33;
 /// Most bytes of a sorted set's head or tail member kept in its metadata.
 pub const BOUND_MEMBER_BYTES: usize = 23;
+/// Most bytes of a collection's metadata: a sorted set's, with both bound members at
+/// their longest (tag, expiry, version, size, head, then each bound's length byte and
+/// member, and the tail between them).
+pub const MAX_COLL_META_BYTES: usize = HEADED_META_BYTES + 2 * (1 + BOUND_MEMBER_BYTES) + 8;
+/// Encoded metadata, inline up to its largest size.
+pub type EncodedMeta = smallvec::SmallVec<[u8; 96]>;
+const _: () = assert!(MAX_COLL_META_BYTES <= 96);
 /// A sorted set's `tail` when it has no tail bound (with an empty tail member).
 const NO_TAIL: u64 = u64::MAX;
 
@@ -182,13 +189,13 @@ impl CollMeta {
 
     /// The stored bytes.
     pub fn encode(&self) -> Vec<u8> {
+        self.encoded().into_vec()
+    }
+
+    /// The stored bytes, on the stack (they never exceed [`MAX_COLL_META_BYTES`]).
+    pub fn encoded(&self) -> EncodedMeta {
         let (head, tail) = (self.head_member.as_bytes(), self.tail_member.as_bytes());
-        let bounds = if self.has_bounds() {
-            2 + head.len() + 8 + tail.len()
-        } else {
-            0
-        };
-        let mut out = Vec::with_capacity(COLL_META_BYTES + bounds);
+        let mut out = EncodedMeta::new();
         out.push(self.kind.tag());
         out.extend_from_slice(&self.expire_at_ms.unwrap_or(0).to_be_bytes());
         out.extend_from_slice(&self.version.to_be_bytes());

@@ -60,6 +60,24 @@ fn filter_keeps_top_level_records() {
 }
 
 #[test]
+fn the_longest_metadata_fits_its_inline_buffer() {
+    let longest = CollMeta {
+        kind: CollKind::Zset,
+        expire_at_ms: Some(u64::MAX),
+        version: u64::MAX,
+        size: u64::MAX,
+        head: 1,
+        head_member: MemberPrefix::of(&[b'h'; 64]),
+        tail: 2,
+        tail_member: MemberPrefix::of(&[b't'; 64]),
+    };
+    let encoded = longest.encoded();
+    assert_eq!(encoded.len(), MAX_COLL_META_BYTES);
+    assert!(!encoded.spilled());
+    assert_eq!(Top::decode(&encoded), Ok(Top::Coll(longest)));
+}
+
+#[test]
 fn a_sorted_sets_bounds_round_trip_and_older_records_read_without_them() {
     let meta = CollMeta {
         kind: CollKind::Zset,
