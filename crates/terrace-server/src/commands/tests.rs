@@ -81,6 +81,12 @@ fn command_names_match_in_any_case() {
     assert_eq!(table::lookup(b"SET").map(|c| c.name), Some("set"));
     assert!(table::lookup(b"").is_none());
     assert!(table::lookup(&[b'a'; 40]).is_none());
+    assert!(table::lookup(b"nosuchcommand").is_none());
+    // Every command of the table, by its name in upper case, is itself.
+    for c in table::COMMANDS {
+        let found = table::lookup(c.name.to_ascii_uppercase().as_bytes());
+        assert!(found.is_some_and(|f| std::ptr::eq(f, c)), "{}", c.name);
+    }
 }
 
 #[test]
