@@ -101,17 +101,40 @@ pub fn member(sub: Sub, key: &[u8], version: u64, member: &[u8]) -> MemberKeyBuf
 /// The engine key of `key`'s collection member at `version` whose bytes are `parts`
 /// joined (a sorted set's index record is the score's bytes, then the member).
 pub fn member_of_parts(sub: Sub, key: &[u8], version: u64, parts: &[&[u8]]) -> MemberKeyBuf {
-    let mut out = MemberKeyBuf::new();
-    out.reserve(RESERVED.len() + 13 + key.len() + parts.iter().map(|p| p.len()).sum::<usize>());
-    out.extend_from_slice(&RESERVED);
-    out.push(sub as u8);
-    out.extend_from_slice(&u32::try_from(key.len()).unwrap_or(u32::MAX).to_be_bytes());
-    out.extend_from_slice(key);
-    out.extend_from_slice(&version.to_be_bytes());
-    for part in parts {
-        out.extend_from_slice(part);
+    let len = RESERVED.len() + 13 + key.len() + parts.iter().map(|p| p.len()).sum::<usize>();
+    // Filled in place, slice by slice: `SmallVec::extend_from_slice` costs a call to
+    // `memmove` and one to `memcpy` per piece, several times the copy itself.
+    let mut buf = [0u8; 64];
+    match buf.get_mut(..len) {
+        Some(out) => {
+            fill_member_key(out, sub, key, version, parts);
+            MemberKeyBuf::from_buf_and_len(buf, len)
+        }
+        None => {
+            let mut out = vec![0; len];
+            fill_member_key(&mut out, sub, key, version, parts);
+            MemberKeyBuf::from_vec(out)
+        }
     }
-    out
+}
+
+/// Writes a member key into `out`, exactly as long as it.
+fn fill_member_key(out: &mut [u8], sub: Sub, key: &[u8], version: u64, parts: &[&[u8]]) {
+    let key_len = u32::try_from(key.len()).unwrap_or(u32::MAX).to_be_bytes();
+    let mut rest = out;
+    let pieces = [
+        &RESERVED[..],
+        &[sub as u8],
+        &key_len,
+        key,
+        &version.to_be_bytes(),
+    ];
+    for piece in pieces.iter().chain(parts) {
+        let n = piece.len().min(rest.len());
+        let (dst, tail) = std::mem::take(&mut rest).split_at_mut(n);
+        dst.copy_from_slice(piece.get(..dst.len()).unwrap_or_default());
+        rest = tail;
+    }
 }
 
 /// The engine key of `member` of `key`'s collection at `version`, stored after its

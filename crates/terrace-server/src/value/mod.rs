@@ -195,22 +195,31 @@ impl CollMeta {
     /// The stored bytes, on the stack (they never exceed [`MAX_COLL_META_BYTES`]).
     pub fn encoded(&self) -> EncodedMeta {
         let (head, tail) = (self.head_member.as_bytes(), self.tail_member.as_bytes());
-        let mut out = EncodedMeta::new();
-        out.push(self.kind.tag());
-        out.extend_from_slice(&self.expire_at_ms.unwrap_or(0).to_be_bytes());
-        out.extend_from_slice(&self.version.to_be_bytes());
-        out.extend_from_slice(&self.size.to_be_bytes());
+        let mut buf = [0u8; 96];
+        // Filled in place (see `keys::member_of_parts` for why not `extend_from_slice`).
+        let mut len = 0;
+        let mut put = |bytes: &[u8]| {
+            if let Some(dst) = buf.get_mut(len..len + bytes.len()) {
+                dst.copy_from_slice(bytes);
+            }
+            len += bytes.len();
+        };
+        put(&[self.kind.tag()]);
+        put(&self.expire_at_ms.unwrap_or(0).to_be_bytes());
+        put(&self.version.to_be_bytes());
+        put(&self.size.to_be_bytes());
         if self.kind.has_head() {
-            out.extend_from_slice(&self.head.to_be_bytes());
+            put(&self.head.to_be_bytes());
         }
         if self.has_bounds() {
-            out.push(head.len() as u8);
-            out.extend_from_slice(head);
-            out.extend_from_slice(&self.tail.to_be_bytes());
-            out.push(tail.len() as u8);
-            out.extend_from_slice(tail);
+            put(&[head.len() as u8]);
+            put(head);
+            put(&self.tail.to_be_bytes());
+            put(&[tail.len() as u8]);
+            put(tail);
         }
-        out
+        // `len` never exceeds the buffer (`MAX_COLL_META_BYTES`, asserted below 96).
+        EncodedMeta::from_buf_and_len(buf, len.min(96))
     }
 
     /// A sorted set's exclusive upper bound of its index records' bytes after the

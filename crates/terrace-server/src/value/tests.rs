@@ -181,3 +181,22 @@ fn at_or_past_tail_agrees_with_the_tail_bound() {
         }
     }
 }
+
+#[test]
+fn member_keys_are_their_pieces_joined_inline_or_not() {
+    for member_len in [0, 10, 40, 200] {
+        let member = vec![b'm'; member_len];
+        let built = keys::member_of_parts(keys::Sub::ZsetScore, b"zkey", 7, &[b"score", &member]);
+        let mut joined = b"score".to_vec();
+        joined.extend_from_slice(&member);
+        // Read back by the parser, which knows the layout on its own.
+        let parsed = keys::parse_member(&built).map(|m| (m.sub, m.key, m.version, m.member));
+        assert_eq!(
+            parsed,
+            Some((keys::Sub::ZsetScore, &b"zkey"[..], 7, joined.as_slice())),
+            "member of {member_len} bytes"
+        );
+        assert_eq!(built.spilled(), built.len() > 64);
+        assert!(built.starts_with(&keys::members(keys::Sub::ZsetScore, b"zkey", 7)));
+    }
+}
