@@ -11,7 +11,9 @@
 # (default 1) with REQUESTS requests (one client, so each request, or each pipeline, is a
 # group of its own and the count does not depend on how requests happened to batch), then the instructions callgrind counted
 # over those requests (every thread of the server) divided by REQUESTS. The fill before
-# counting (WARMUP requests of the same test) keeps a collection's creation out of it.
+# counting (WARMUP requests of the same test) keeps a collection's creation out of it; a
+# pop test's fill is its push test (at least REQUESTS of them), so that every counted pop
+# finds something to pop.
 # Redis runs the same way unless REDIS=0. What the count leaves out: cache misses and
 # system calls (the kernel's side of a request), so it measures code paths, not speed.
 # With BUSIEST=1 only the busiest thread counts (the shard thread for Terrace, the main
@@ -56,8 +58,17 @@ measure() { # test, command...
     >"$WORK/server.log" 2>&1 &
   PID=$!
   for _ in $(seq 300); do redis-cli -p "$port" PING 2>/dev/null | grep -q PONG && break; sleep 0.2; done
-  if [ "$WARMUP" -gt 0 ]; then
-    redis-benchmark -p "$port" -c 1 -n "$WARMUP" -r 1000000 -d 100 -t "$test" -P "$PIPELINE" -q >/dev/null 2>&1
+  # A pop test pops what its push test pushed (redis-benchmark's lpop pops the list lpush
+  # fills): its warm-up is the push, at least as many as the pops counted.
+  local fill=$test warm=$WARMUP
+  case $test in
+    lpop | rpop) fill=lpush ;;
+    spop) fill=sadd ;;
+    zpopmin) fill=zadd ;;
+  esac
+  if [ "$fill" != "$test" ] && [ "$warm" -lt "$REQUESTS" ]; then warm=$REQUESTS; fi
+  if [ "$warm" -gt 0 ]; then
+    redis-benchmark -p "$port" -c 1 -n "$warm" -r 1000000 -d 100 -t "$fill" -P "$PIPELINE" -q >/dev/null 2>&1
   fi
   callgrind_control -z "$PID" >/dev/null 2>&1
   redis-benchmark -p "$port" -c "$CLIENTS" -n "$REQUESTS" -r 1000000 -d 100 -t "$test" -P "$PIPELINE" -q >/dev/null 2>&1

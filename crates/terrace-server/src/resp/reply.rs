@@ -127,7 +127,11 @@ impl Reply {
             }
             Reply::Multi(replies) => replies.iter().for_each(|r| r.write(proto, out)),
             Reply::Double(d) => {
-                let text = format_double(*d);
+                let mut digits = itoa::Buffer::new();
+                let text: std::borrow::Cow<'_, str> = match integral(*d) {
+                    Some(n) => digits.format(n).into(),
+                    None => format_double(*d).into(),
+                };
                 if resp3 {
                     line(out, b',', text.as_bytes());
                 } else {
@@ -140,13 +144,24 @@ impl Reply {
 
 /// Formats a double as Redis does for replies (`inf`, `-inf`, shortest round-trip digits).
 pub(crate) fn format_double(d: f64) -> String {
-    if d.is_infinite() {
+    if let Some(n) = integral(d) {
+        itoa::Buffer::new().format(n).to_owned()
+    } else if d.is_infinite() {
         if d > 0.0 { "inf" } else { "-inf" }.to_string()
     } else if d.is_nan() {
         "nan".to_string()
     } else {
         format!("{d}")
     }
+}
+
+/// `d` as an integer when it is one that `f64`'s shortest form prints as plain digits
+/// (a sorted set's scores usually are): formatted by `itoa`, without `format!`'s
+/// machinery and allocation. Not `-0.0`, which prints as `-0`.
+fn integral(d: f64) -> Option<i64> {
+    // Below 2^53 every integral double is exact, and `{}` prints it without exponent.
+    const EXACT: f64 = 9_007_199_254_740_992.0;
+    (d.fract() == 0.0 && d.abs() < EXACT && !(d == 0.0 && d.is_sign_negative())).then_some(d as i64)
 }
 
 fn line(out: &mut Vec<u8>, tag: u8, body: &[u8]) {

@@ -255,3 +255,31 @@ fn lengths_are_read_as_redis_reads_them() {
     assert!(parse(b"*-9223372036854775808\r\n").is_ok());
     assert!(parse(b"*-9223372036854775809\r\n").is_err());
 }
+
+#[test]
+fn doubles_print_as_before_with_the_integer_path() {
+    // The integer path must agree with the general one (`{}`) wherever it applies.
+    for d in [
+        0.0,
+        1.0,
+        -1.0,
+        3.0,
+        1e15,
+        -1e15,
+        9_007_199_254_740_991.0,
+        123456.0,
+    ] {
+        assert_eq!(format_double(d), format!("{d}"), "{d}");
+    }
+    assert_eq!(format_double(-0.0), "-0");
+    assert_eq!(format_double(0.5), "0.5");
+    assert_eq!(format_double(1e300), format!("{}", 1e300));
+    assert_eq!(format_double(f64::INFINITY), "inf");
+    assert_eq!(format_double(f64::NEG_INFINITY), "-inf");
+    let mut out = Vec::new();
+    Reply::Double(42.0).write(Protocol::Resp2, &mut out);
+    assert_eq!(out, b"$2\r\n42\r\n");
+    out.clear();
+    Reply::Double(-2.5).write(Protocol::Resp3, &mut out);
+    assert_eq!(out, b",-2.5\r\n");
+}
