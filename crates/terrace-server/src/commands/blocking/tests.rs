@@ -9,6 +9,16 @@ fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
+/// What the blocked `s` answers once woken or timed out. A client never woken fails the
+/// test after a minute instead of hanging the suite.
+fn woken(s: &mut Session) -> Reply {
+    runtime()
+        .block_on(async {
+            tokio::time::timeout(std::time::Duration::from_secs(60), s.wait_blocked()).await
+        })
+        .expect("a blocked client was never woken")
+}
+
 /// Runs `line` as the transport does; `None` when the command blocked.
 fn run_blocking(s: &mut Session, line: &str) -> Option<Vec<u8>> {
     let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
@@ -31,7 +41,7 @@ fn a_push_from_another_client_wakes_a_blocked_pop() {
     let mut b = e.connect("b".into()).unwrap();
     assert_eq!(run_blocking(&mut a, "BLPOP q1 q2 0"), None);
     assert_eq!(run(&mut b, "RPUSH q2 job"), Reply::Integer(1));
-    let reply = runtime().block_on(a.wait_blocked());
+    let reply = woken(&mut a);
     assert_eq!(reply, Reply::Array(vec![bulk("q2"), bulk("job")]));
     assert_eq!(
         run(&mut b, "EXISTS q2"),
@@ -41,7 +51,7 @@ fn a_push_from_another_client_wakes_a_blocked_pop() {
     // BLMOVE blocks on its source and moves what arrives.
     assert_eq!(run_blocking(&mut a, "BLMOVE src dst LEFT RIGHT 5"), None);
     run(&mut b, "LPUSH src x");
-    assert_eq!(runtime().block_on(a.wait_blocked()), bulk("x"));
+    assert_eq!(woken(&mut a), bulk("x"));
     assert_eq!(
         run(&mut b, "LRANGE dst 0 -1"),
         Reply::Array(vec![bulk("x")])
@@ -59,10 +69,10 @@ fn timeouts_transactions_and_bad_arguments() {
     let mut a = e.connect("a".into()).unwrap();
     let started = std::time::Instant::now();
     assert_eq!(run_blocking(&mut a, "BRPOP nothing 0.05"), None);
-    assert_eq!(runtime().block_on(a.wait_blocked()), Reply::NilArray);
+    assert_eq!(woken(&mut a), Reply::NilArray);
     assert!(started.elapsed() >= std::time::Duration::from_millis(50));
     assert_eq!(run_blocking(&mut a, "BRPOPLPUSH nothing d 0.01"), None);
-    assert_eq!(runtime().block_on(a.wait_blocked()), Reply::Nil);
+    assert_eq!(woken(&mut a), Reply::Nil);
     // Inside a transaction a blocking pop answers at once.
     run(&mut a, "MULTI");
     run(&mut a, "BLPOP nothing 0");
@@ -88,14 +98,14 @@ fn an_add_from_another_client_wakes_a_blocked_sorted_set_pop() {
     assert_eq!(run_blocking(&mut a, "BZPOPMIN z1 z2 0"), None);
     assert_eq!(run(&mut b, "ZADD z2 5 m 7 n"), Reply::Integer(2));
     assert_eq!(
-        runtime().block_on(a.wait_blocked()),
+        woken(&mut a),
         Reply::Array(vec![bulk("z2"), bulk("m"), Reply::Double(5.0)])
     );
     // BZMPOP takes up to COUNT members of the first key that has any.
     assert_eq!(run_blocking(&mut a, "BZMPOP 5 2 z0 z9 MAX COUNT 3"), None);
     run(&mut b, "ZADD z9 1 x 2 y");
     assert_eq!(
-        runtime().block_on(a.wait_blocked()),
+        woken(&mut a),
         Reply::Array(vec![
             bulk("z9"),
             Reply::Array(vec![
@@ -109,14 +119,14 @@ fn an_add_from_another_client_wakes_a_blocked_sorted_set_pop() {
     assert_eq!(run_blocking(&mut a, "BZPOPMAX dst 0"), None);
     run(&mut b, "ZUNIONSTORE dst 1 z2");
     assert_eq!(
-        runtime().block_on(a.wait_blocked()),
+        woken(&mut a),
         Reply::Array(vec![bulk("dst"), bulk("n"), Reply::Double(7.0)])
     );
     // BLMPOP wakes on a push and pops from the side asked for.
     assert_eq!(run_blocking(&mut a, "BLMPOP 0 1 q RIGHT COUNT 5"), None);
     run(&mut b, "RPUSH q 1 2 3");
     assert_eq!(
-        runtime().block_on(a.wait_blocked()),
+        woken(&mut a),
         Reply::Array(vec![
             bulk("q"),
             Reply::Array(vec![bulk("3"), bulk("2"), bulk("1")]),
@@ -124,9 +134,9 @@ fn an_add_from_another_client_wakes_a_blocked_sorted_set_pop() {
     );
     // Timeouts answer a null array.
     assert_eq!(run_blocking(&mut a, "BZMPOP 0.01 1 none MIN"), None);
-    assert_eq!(runtime().block_on(a.wait_blocked()), Reply::NilArray);
+    assert_eq!(woken(&mut a), Reply::NilArray);
     assert_eq!(run_blocking(&mut a, "BZPOPMAX none 0.01"), None);
-    assert_eq!(runtime().block_on(a.wait_blocked()), Reply::NilArray);
+    assert_eq!(woken(&mut a), Reply::NilArray);
 }
 
 #[test]
