@@ -258,10 +258,13 @@ impl Arena {
     /// Asks the processor to start loading the cache line of the bytes at `h` (nothing
     /// if no block holds `h`): a search calls it for a node it will read a few steps
     /// later, so that the load's miss overlaps other work instead of stalling it.
+    /// Returns where the bytes are (as [`Arena::at`]), so that the caller reading them
+    /// later need not look the block up again.
     #[inline]
-    pub(super) fn prefetch(&self, h: u32) {
+    pub(super) fn prefetch(&self, h: u32) -> Option<(NonNull<u8>, usize)> {
+        let located = self.at(h);
         #[cfg(target_arch = "x86_64")]
-        if let Some((ptr, room)) = self.at(h) {
+        if let Some((ptr, room)) = located {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
             let p = ptr.as_ptr().cast::<i8>().cast_const();
             // SAFETY: a prefetch is a hint: it reads nothing into the program and never
@@ -273,8 +276,7 @@ impl Arena {
                 unsafe { _mm_prefetch::<_MM_HINT_T0>(p.add(64)) }
             }
         }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = h;
+        located
     }
 
     /// A pointer to the bytes at `h` and how many bytes of its block follow it; `None`

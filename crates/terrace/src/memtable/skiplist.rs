@@ -18,6 +18,7 @@
 //! the `Release` swap that links it; readers follow links with `Acquire` loads, so they
 //! never see a half-written node. Nodes are never removed or moved.
 
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 
 use bytes::Bytes;
@@ -231,13 +232,22 @@ impl SkipList {
         }
     }
 
-    /// Starts loading node `i` into the cache (see [`Arena::prefetch`]); nothing for
-    /// [`NIL`].
+    /// Starts loading node `i` into the cache (see [`Arena::prefetch`]; nothing for
+    /// [`NIL`]) and returns where its bytes are, for [`SkipList::node_located`].
     #[inline]
-    pub(super) fn prefetch(&self, i: u32) {
-        if i != NIL {
-            self.arena.prefetch(i);
+    pub(super) fn prefetch_located(&self, i: u32) -> Option<(NonNull<u8>, usize)> {
+        if i == NIL {
+            None
+        } else {
+            self.arena.prefetch(i)
         }
+    }
+
+    /// The node whose bytes [`SkipList::prefetch_located`] found.
+    #[inline]
+    pub(super) fn node_located(&self, located: Option<(NonNull<u8>, usize)>) -> Option<Node<'_>> {
+        let (ptr, room) = located?;
+        node::at_located(&self.arena, ptr, room)
     }
 
     /// Whether the arena is close to running out of block slots: the memtable should be

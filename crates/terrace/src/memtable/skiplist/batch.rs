@@ -8,6 +8,7 @@
 //! writers may insert meanwhile, readers never wait, and each node is complete before the
 //! `Release` swap that links it.
 
+use std::ptr::NonNull;
 use std::sync::atomic::Ordering as AtomicOrdering;
 
 use super::{Node, SkipList, Splice, Target, HEAD, MAX_HEIGHT, NIL};
@@ -99,6 +100,11 @@ struct Search<'n> {
     /// meets lies between `x` and `known_ge`, so it shares at least the smaller of the
     /// two, and its comparison starts there (`Node::cmp_from`).
     ge_common: usize,
+    /// The node this search prefetched for its next step, and where its bytes are: the
+    /// step reads it without looking its block up again (unless another writer changed
+    /// the link meanwhile, and the step meets a different node).
+    ahead: u32,
+    ahead_at: Option<(NonNull<u8>, usize)>,
 }
 
 impl SkipList {
@@ -187,6 +193,8 @@ impl SkipList {
             known_ge: NIL,
             x_common: 0,
             ge_common: 0,
+            ahead: NIL,
+            ahead_at: None,
         };
         let lanes = targets.len().min(LANES).min(found.len());
         let mut searches = [start; LANES];
@@ -205,7 +213,12 @@ impl SkipList {
                 };
                 let next = s.x.link(s.level);
                 if next != s.known_ge {
-                    match self.node(next) {
+                    let node = if next == s.ahead {
+                        self.node_located(s.ahead_at)
+                    } else {
+                        self.node(next)
+                    };
+                    match node {
                         Some(n) => {
                             let (order, common) =
                                 n.search_cmp::<FROM_COMMON>(target, s.x_common.min(s.ge_common));
@@ -215,7 +228,8 @@ impl SkipList {
                                 s.x_common = common;
                                 // This lane's next step reads the node after `n`: start
                                 // loading it while the other lanes take their steps.
-                                self.prefetch(n.link(s.level));
+                                s.ahead = n.link(s.level);
+                                s.ahead_at = self.prefetch_located(s.ahead);
                                 at += 1;
                                 continue;
                             }
@@ -238,7 +252,8 @@ impl SkipList {
                     s.level -= 1;
                     let down = s.x.link(s.level);
                     if down != s.known_ge {
-                        self.prefetch(down);
+                        s.ahead = down;
+                        s.ahead_at = self.prefetch_located(down);
                     }
                     at += 1;
                 }

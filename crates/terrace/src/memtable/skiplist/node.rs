@@ -87,6 +87,14 @@ pub(super) fn write(
 #[inline]
 pub(super) fn at(arena: &Arena, h: u32) -> Option<Node<'_>> {
     let (ptr, room) = arena.at(h)?;
+    at_located(arena, ptr, room)
+}
+
+/// [`at`] for a handle already looked up: `ptr` and `room` must be what `arena.at(h)`
+/// returned (directly or through `Arena::prefetch`) for a handle `h` that meets [`at`]'s
+/// precondition. A search that prefetched the node it reads next saves the block lookup.
+#[inline]
+pub(super) fn at_located(_arena: &Arena, ptr: NonNull<u8>, room: usize) -> Option<Node<'_>> {
     if room < HEADER {
         return None;
     }

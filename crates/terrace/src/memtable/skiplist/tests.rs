@@ -552,16 +552,28 @@ fn prefetch_of_any_handle_leaves_the_bytes_and_the_list_as_they_were() {
     bytes.fill(7);
     // A handle in a block, one past the block's bytes, one in a slot never allocated,
     // and the largest handle: a prefetch is only a hint, whatever it names.
+    // It reports where the bytes are exactly as `at` does.
     for handle in [h, h + 1_000_000, 5 << 20, u32::MAX] {
-        a.prefetch(handle);
+        assert_eq!(a.prefetch(handle), a.at(handle));
     }
     let (ptr, room) = a.at(h).unwrap();
     assert!(room >= 64);
     assert_eq!(a.at(h).unwrap().0, ptr);
     let l = SkipList::with_index(1024);
     for i in 0..500u32 {
-        l.prefetch(i);
+        let _ = l.prefetch_located(i);
         assert!(l.insert(&i.to_be_bytes(), 1, b"v"));
     }
     assert_eq!(forward(&l).len(), 500);
+    // A node read through its prefetched location is the node itself.
+    let mut i = l.first();
+    while i != NIL {
+        let (Some(direct), Some(located)) = (l.node(i), l.node_located(l.prefetch_located(i)))
+        else {
+            panic!("node {i} unreadable");
+        };
+        assert_eq!(direct.key(), located.key());
+        assert_eq!(direct.link(0), located.link(0));
+        i = l.next_of(i);
+    }
 }
