@@ -17,10 +17,10 @@ pub(crate) fn parse_i64(b: &[u8]) -> Option<i64> {
     let digits = b.strip_prefix(b"-").unwrap_or(b);
     match digits {
         [b'0'] if digits.len() == b.len() => return Some(0),
-        [b'1'..=b'9', rest @ ..] if rest.iter().all(u8::is_ascii_digit) => {}
+        [b'1'..=b'9', ..] => {}
         _ => return None,
     }
-    std::str::from_utf8(b).ok()?.parse().ok()
+    crate::resp::parse_decimal(b)
 }
 
 /// An integer argument, or `-ERR value is not an integer or out of range`.

@@ -14,6 +14,7 @@
 mod parser;
 mod reply;
 
+pub(crate) use parser::parse_decimal;
 pub use parser::{
     parse_command, parse_command_into, ArgList, Frame, Limits, Parsed, ProtocolError,
     UNAUTHENTICATED_MAX_ARGS, UNAUTHENTICATED_MAX_BULK_LEN,

@@ -147,9 +147,10 @@ fn line_end(buf: &[u8], start: usize) -> Option<usize> {
     })
 }
 
-/// A length as Redis reads one (`string2ll`): an optional `-`, then decimal digits,
-/// nothing else, within `i64`.
-fn parse_i64(digits: &[u8]) -> Option<i64> {
+/// A decimal integer: an optional `-`, then digits, nothing else, within `i64` (no
+/// allocation, no UTF-8 check). Lengths in requests are read with it; command
+/// arguments too, after `commands::arg::parse_i64`'s further checks.
+pub(crate) fn parse_decimal(digits: &[u8]) -> Option<i64> {
     let (negative, digits) = match digits {
         [b'-', rest @ ..] => (true, rest),
         _ => (false, digits),
@@ -188,7 +189,7 @@ fn header(
         return Err(ProtocolError(format!("invalid {what} length")));
     }
     let digits = buf.get(pos + 1..end).unwrap_or_default();
-    let n = parse_i64(digits).ok_or_else(|| ProtocolError(format!("invalid {what} length")))?;
+    let n = parse_decimal(digits).ok_or_else(|| ProtocolError(format!("invalid {what} length")))?;
     Ok(Some((n, end + 2)))
 }
 

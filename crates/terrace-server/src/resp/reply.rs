@@ -82,38 +82,26 @@ impl Reply {
                     .collect();
                 line(out, b'-', &clean);
             }
-            Reply::Integer(n) => line(out, b':', itoa::Buffer::new().format(*n).as_bytes()),
+            Reply::Integer(n) => line_int(out, b':', *n),
             Reply::Bulk(b) => bulk(out, b),
             Reply::Nil if resp3 => out.extend_from_slice(b"_\r\n"),
             Reply::Nil => out.extend_from_slice(b"$-1\r\n"),
             Reply::NilArray if resp3 => out.extend_from_slice(b"_\r\n"),
             Reply::NilArray => out.extend_from_slice(b"*-1\r\n"),
             Reply::Array(items) => {
-                line(
-                    out,
-                    b'*',
-                    itoa::Buffer::new().format(items.len()).as_bytes(),
-                );
+                line_int(out, b'*', items.len());
                 items.iter().for_each(|r| r.write(proto, out));
             }
             Reply::Set(items) => {
                 let tag = if resp3 { b'~' } else { b'*' };
-                line(out, tag, itoa::Buffer::new().format(items.len()).as_bytes());
+                line_int(out, tag, items.len());
                 items.iter().for_each(|r| r.write(proto, out));
             }
             Reply::Map(pairs) => {
                 if resp3 {
-                    line(
-                        out,
-                        b'%',
-                        itoa::Buffer::new().format(pairs.len()).as_bytes(),
-                    );
+                    line_int(out, b'%', pairs.len());
                 } else {
-                    line(
-                        out,
-                        b'*',
-                        itoa::Buffer::new().format(pairs.len() * 2).as_bytes(),
-                    );
+                    line_int(out, b'*', pairs.len() * 2);
                 }
                 for (k, v) in pairs {
                     k.write(proto, out);
@@ -122,7 +110,7 @@ impl Reply {
             }
             Reply::Push(items) => {
                 let tag = if resp3 { b'>' } else { b'*' };
-                line(out, tag, itoa::Buffer::new().format(items.len()).as_bytes());
+                line_int(out, tag, items.len());
                 items.iter().for_each(|r| r.write(proto, out));
             }
             Reply::Multi(replies) => replies.iter().for_each(|r| r.write(proto, out)),
@@ -164,6 +152,11 @@ fn integral(d: f64) -> Option<i64> {
     (d.fract() == 0.0 && d.abs() < EXACT && !(d == 0.0 && d.is_sign_negative())).then_some(d as i64)
 }
 
+/// A line holding an integer (a count, a length, an integer reply), without a `String`.
+fn line_int(out: &mut Vec<u8>, tag: u8, n: impl itoa::Integer) {
+    line(out, tag, itoa::Buffer::new().format(n).as_bytes());
+}
+
 fn line(out: &mut Vec<u8>, tag: u8, body: &[u8]) {
     out.push(tag);
     out.extend_from_slice(body);
@@ -171,7 +164,7 @@ fn line(out: &mut Vec<u8>, tag: u8, body: &[u8]) {
 }
 
 fn bulk(out: &mut Vec<u8>, body: &[u8]) {
-    line(out, b'$', itoa::Buffer::new().format(body.len()).as_bytes());
+    line_int(out, b'$', body.len());
     out.extend_from_slice(body);
     out.extend_from_slice(b"\r\n");
 }
