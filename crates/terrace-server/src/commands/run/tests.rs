@@ -205,7 +205,7 @@ fn runs_of_several_sessions_execute_as_one_group() {
 }
 
 #[test]
-fn a_large_read_group_split_over_two_threads_replies_in_order() {
+fn a_large_read_group_split_over_two_threads_replies_in_order_and_keeps_its_reader() {
     let tmp = tempfile::tempdir().unwrap();
     let e = engine(tmp.path());
     let mut s = e.connect("t".into()).unwrap();
@@ -217,15 +217,34 @@ fn a_large_read_group_split_over_two_threads_replies_in_order() {
     let lines: Vec<&str> = sets.iter().chain(&gets).map(String::as_str).collect();
     let out = pipeline(&e, &mut s, &lines);
     let mut want = "+OK\r\n".repeat(100);
+    let mut got = String::new();
     for i in 0..300 {
         if i % 3 == 0 {
             let v = format!("v{i}");
-            want.push_str(&format!("${}\r\n{v}\r\n", v.len()));
+            got.push_str(&format!("${}\r\n{v}\r\n", v.len()));
         } else {
-            want.push_str("$-1\r\n");
+            got.push_str("$-1\r\n");
         }
     }
+    want.push_str(&got);
     assert_eq!(out, want);
+    // The group's second half was read on the engine's reader thread, which stays for
+    // the next large group.
+    let reader = e
+        .readers
+        .get()
+        .and_then(Option::as_ref)
+        .map(|p| p as *const _);
+    assert!(reader.is_some(), "no reader thread started");
+    let again: Vec<&str> = gets.iter().map(String::as_str).collect();
+    assert_eq!(pipeline(&e, &mut s, &again), got);
+    assert_eq!(
+        e.readers
+            .get()
+            .and_then(Option::as_ref)
+            .map(|p| p as *const _),
+        reader
+    );
 }
 
 /// Collection commands gathered into one run read the run's own writes: a member it
