@@ -12,7 +12,9 @@ use crate::coding::{get_fixed64, put_fixed64};
 use crate::error::{Error, Result};
 
 mod buf;
+mod sort;
 pub(crate) use buf::KeyBuf;
+pub use sort::sort_order;
 
 /// A 56-bit sequence number; every write gets the next one.
 pub type SeqNo = u64;

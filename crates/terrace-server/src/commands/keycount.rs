@@ -229,9 +229,10 @@ impl KeyCounts {
         }
         if last.len() > 1 {
             // Stable: among writes of one key, the batch's last stays last.
-            last.sort_by(|a, b| a.0.cmp(b.0));
+            let names: Vec<&[u8]> = last.iter().map(|w| w.0).collect();
+            let order = terrace::key::sort_order(&names, |a, b| a.cmp(&b));
             let mut deduped: Vec<(&[u8], Option<bool>)> = Vec::with_capacity(last.len());
-            for w in last {
+            for w in order.into_iter().filter_map(|i| last.get(i).copied()) {
                 match deduped.last_mut() {
                     Some(prev) if prev.0 == w.0 => *prev = w,
                     _ => deduped.push(w),

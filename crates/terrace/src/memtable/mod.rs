@@ -214,7 +214,13 @@ impl MemTable {
             }
         }
         // Internal-key order: user key ascending, then trailer descending.
-        points.sort_unstable_by(|a, b| a.0.cmp(b.0).then(b.1.cmp(&a.1)));
+        let user_keys: Vec<&[u8]> = points.iter().map(|p| p.0).collect();
+        let trailer = |i: usize| points.get(i).map_or(0, |p| p.1);
+        let order = crate::key::sort_order(&user_keys, |a, b| trailer(b).cmp(&trailer(a)));
+        let points: Vec<skiplist::SortedEntry<'_>> = order
+            .into_iter()
+            .filter_map(|i| points.get(i).copied())
+            .collect();
         let distinct = points.windows(2).all(|w| match w {
             [a, b] => (a.0, a.1) != (b.0, b.1),
             _ => true,
