@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, RwLock};
@@ -59,10 +59,6 @@ pub struct Engine {
     pub(crate) fault: Option<FaultStorage>,
     /// BOOM's persistent-memory store (`boom_socket`), the engine's external log.
     pub(crate) boom: Option<Arc<terrace_boom::BoomStore>>,
-    /// The threads that read the second half of a large group of GETs
-    /// (`commands::run`), started by the first such group; `None` inside if they could
-    /// not be started (the group then reads on its own thread).
-    pub(crate) readers: OnceLock<Option<rayon_core::ThreadPool>>,
 }
 
 /// What CLIENT LIST shows about one connection.
@@ -280,23 +276,6 @@ impl LocalStats {
 }
 
 impl Engine {
-    /// The reader threads of large GET groups: one fewer than the cores (at least one),
-    /// started on first use and kept, so that a group does not pay for starting a thread
-    /// (and the new thread for fresh, zeroed heap pages). `None` if they cannot start.
-    pub(crate) fn readers(&self) -> Option<&rayon_core::ThreadPool> {
-        self.readers
-            .get_or_init(|| {
-                let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-                rayon_core::ThreadPoolBuilder::new()
-                    .num_threads(cores.saturating_sub(1).max(1))
-                    .thread_name(|i| format!("terrace-read-{i}"))
-                    .build()
-                    .map_err(|e| tracing::warn!("reader threads did not start: {e}"))
-                    .ok()
-            })
-            .as_ref()
-    }
-
     /// Opens the database in `config.dir` with the expiry compaction filter.
     ///
     /// # Errors
@@ -389,7 +368,6 @@ impl Engine {
             started: Instant::now(),
             fault,
             boom,
-            readers: OnceLock::new(),
         }))
     }
 

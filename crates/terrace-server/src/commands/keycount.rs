@@ -28,6 +28,7 @@ use quick_cache::Weighter;
 use terrace::batch::BatchOp;
 use terrace::{Db, ReadOptions, WriteBatch, WriteOptions};
 
+use super::readers::Readers;
 use super::Fail;
 use crate::value::{expiry_of, keys};
 
@@ -205,7 +206,12 @@ impl KeyCounts {
     /// # Errors
     /// A read error, or a range deletion in the batch (only FLUSHDB writes one, and it
     /// resets the counts instead).
-    pub(crate) fn changes(&self, db: &Db, batch: &WriteBatch) -> Result<Delta, Fail> {
+    pub(crate) fn changes(
+        &self,
+        db: &Db,
+        batch: &WriteBatch,
+        readers: &Readers,
+    ) -> Result<Delta, Fail> {
         if !self.enabled {
             return Ok(Delta::default());
         }
@@ -251,7 +257,11 @@ impl KeyCounts {
             .map(|((k, _), _)| *k)
             .collect();
         if !unknown.is_empty() {
-            let read = db.multi_get_pinned(&ReadOptions::default(), &unknown)?;
+            // Split over two threads if many: the caller holds the keys' stripes, so the
+            // halves read the same state.
+            let read = readers.read_split(&unknown, |keys| {
+                Ok(db.multi_get_pinned(&ReadOptions::default(), keys)?)
+            })?;
             let mut read = read.into_iter();
             for b in before.iter_mut().filter(|b| b.is_none()) {
                 *b = read.next().map(|v| v.map(|v| has_expiry(v.as_ref())));

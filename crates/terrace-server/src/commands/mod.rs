@@ -31,6 +31,7 @@ mod lists;
 mod mpop;
 mod pending;
 mod pubsub;
+mod readers;
 mod run;
 mod scan_cursor;
 mod server;

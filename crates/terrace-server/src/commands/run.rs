@@ -21,19 +21,19 @@
 //! of every key its writing commands name, held until their batch has committed, and
 //! their replies (and the wake-ups of blocked clients) wait for the commit; if it fails,
 //! every one of them answers with its error. The reads of a group run at one point in
-//! time, after its writes; a group of many reads ([`PARALLEL_READS`]) reads half of its keys on a
-//! reader thread the engine keeps (`Engine::readers`), at one snapshot. A session gathers one kind at a time and executes its run before any
+//! time, after its writes; a group of many reads reads half of its keys on a
+//! reader thread (`readers.rs`), at one snapshot. A session gathers one kind at a time and executes its run before any
 //! other command of its connection, so each connection's commands take effect in order.
 
 use std::ops::DerefMut;
 use std::time::Instant;
 
-use bytes::Bytes;
 use terrace::WriteBatch;
 
 use super::engine::LocalStats;
 use super::pending::Pending;
-use super::store::{put_value, stripe_of, Store};
+use super::readers::SPLIT_READS;
+use super::store::{put_value, stripe_of};
 use super::strings::SetOptions;
 use super::table::{self, CommandSpec, GROUP, WRITE};
 use super::{pubsub, Ctx, Engine, Fail, Session, SessionState};
@@ -44,9 +44,6 @@ use crate::value::now_ms;
 const MAX_RUN_COMMANDS: usize = 1024;
 /// Most batch bytes one run of writes gathers (the engine's largest group).
 const MAX_RUN_BYTES: usize = 1 << 20;
-/// Groups reading at least this many keys read half of them on a reader thread: enough
-/// work (a few hundred microseconds) to be worth the two wake-ups of handing it over.
-const PARALLEL_READS: usize = 128;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -398,11 +395,16 @@ impl Engine {
         let keys: Vec<&[u8]> = reads().flat_map(|r| r.keys()).collect();
         let values = {
             let _shared = store.exclusive.read();
-            match self.readers() {
-                Some(readers) if keys.len() >= PARALLEL_READS => {
-                    read_in_two(readers, store, &keys, now)
-                }
-                _ => store.get_many_shared(&keys, now),
+            if keys.len() >= SPLIT_READS {
+                // One snapshot for both halves of a split read: a run's GETs must not see
+                // the store at two points in time, the later one first.
+                let snapshot = store.db.snapshot();
+                let opts = snapshot.read_options();
+                store
+                    .readers
+                    .read_split(&keys, |half| store.get_many_shared_at(half, now, &opts))
+            } else {
+                store.get_many_shared(&keys, now)
             }
         };
         // Each run's replies, in key order across the runs.
@@ -459,36 +461,6 @@ fn split_commands<'a>(
             .collect();
         (spec, command)
     })
-}
-
-/// Reads `keys` at one snapshot, half on this thread and half on one of `readers`.
-fn read_in_two(
-    readers: &rayon_core::ThreadPool,
-    store: &Store,
-    keys: &[&[u8]],
-    now: u64,
-) -> Result<Vec<Option<Bytes>>, Fail> {
-    // One snapshot for both halves: a run's GETs must not see the store at two points in
-    // time, the later one first.
-    let snapshot = store.db.snapshot();
-    let opts = snapshot.read_options();
-    let (first, second) = keys.split_at(keys.len() / 2);
-    let mut rest = None;
-    let values = readers.in_place_scope(|scope| {
-        scope.spawn(|_| {
-            // A panic on the reader thread fails these reads, not the shard thread.
-            rest = Some(
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    store.get_many_shared_at(second, now, &opts)
-                }))
-                .unwrap_or_else(|_| Err(Fail::err("a read thread failed"))),
-            );
-        });
-        store.get_many_shared_at(first, now, &opts)
-    });
-    let mut values = values?;
-    values.extend(rest.ok_or_else(|| Fail::err("a read thread failed"))??);
-    Ok(values)
 }
 
 #[cfg(test)]

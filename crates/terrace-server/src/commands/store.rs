@@ -10,6 +10,7 @@ use parking_lot::{Mutex, MutexGuard, RwLock};
 use terrace::{Db, DbIterator, ReadOptions, WriteBatch, WriteOptions};
 
 use super::keycount::{has_expiry, Delta, KeyCounts};
+use super::readers::Readers;
 use super::Fail;
 use crate::value::keys::{self, top};
 use crate::value::{split_header, StoredValue, Top, ValueHeader};
@@ -38,6 +39,8 @@ pub(crate) struct Store {
     versions: Versions,
     /// The keyspace's size, kept with every write (`keycount`).
     pub(crate) counts: KeyCounts,
+    /// Threads that read half of a large batch of keys (`readers`).
+    pub(crate) readers: Readers,
 }
 
 /// Hands out collection versions: increasing across restarts, even if the clock goes
@@ -100,6 +103,7 @@ impl Store {
                 next: Mutex::new((0, 0)),
             },
             counts,
+            readers: Readers::default(),
         })
     }
 
@@ -336,7 +340,7 @@ impl Store {
         batch: WriteBatch,
         keys: impl IntoIterator<Item = &'k [u8]>,
     ) -> Result<(), Fail> {
-        let delta = self.counts.changes(&self.db, &batch)?;
+        let delta = self.counts.changes(&self.db, &batch, &self.readers)?;
         if let Err(e) = self.db.write(batch, self.write_opts) {
             self.counts.forget_states();
             return Err(e.into());

@@ -228,23 +228,13 @@ fn a_large_read_group_split_over_two_threads_replies_in_order_and_keeps_its_read
     }
     want.push_str(&got);
     assert_eq!(out, want);
-    // The group's second half was read on the engine's reader thread, which stays for
+    // The group's second half was read on the store's reader thread, which stays for
     // the next large group.
-    let reader = e
-        .readers
-        .get()
-        .and_then(Option::as_ref)
-        .map(|p| p as *const _);
+    let reader = e.store.readers.started();
     assert!(reader.is_some(), "no reader thread started");
     let again: Vec<&str> = gets.iter().map(String::as_str).collect();
     assert_eq!(pipeline(&e, &mut s, &again), got);
-    assert_eq!(
-        e.readers
-            .get()
-            .and_then(Option::as_ref)
-            .map(|p| p as *const _),
-        reader
-    );
+    assert_eq!(e.store.readers.started(), reader);
 }
 
 /// Collection commands gathered into one run read the run's own writes: a member it
@@ -350,4 +340,34 @@ fn a_groups_pops_step_through_the_collection_in_order() {
     }
     assert_eq!(out, want);
     assert_eq!(run(&mut s, "ZCARD z"), Reply::Integer(16));
+}
+
+/// A group of many SETs reads the states of its keys for the key count on two threads
+/// (nothing remembered here, so every key is read): the count comes out exact.
+#[test]
+fn a_large_write_group_counts_its_keys_with_a_split_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = Config {
+        dir: tmp.path().to_path_buf(),
+        keyspace_count_cache_bytes: 0,
+        ..Config::default()
+    };
+    let e = Engine::open(&config).unwrap();
+    let mut s = e.connect("t".into()).unwrap();
+    let sets = |range: std::ops::Range<u32>| -> Vec<String> {
+        range.map(|i| format!("SET key:{i:06} v")).collect()
+    };
+    let first = sets(0..100);
+    let lines: Vec<&str> = first.iter().map(String::as_str).collect();
+    pipeline(&e, &mut s, &lines);
+    assert_eq!(
+        e.store.readers.started(),
+        None,
+        "100 keys read on one thread"
+    );
+    let second = sets(50..350);
+    let lines: Vec<&str> = second.iter().map(String::as_str).collect();
+    assert_eq!(pipeline(&e, &mut s, &lines), "+OK\r\n".repeat(300));
+    assert!(e.store.readers.started().is_some(), "300 keys split");
+    assert_eq!(run(&mut s, "DBSIZE"), Reply::Integer(350));
 }
