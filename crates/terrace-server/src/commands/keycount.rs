@@ -14,7 +14,7 @@
 //! server was down.
 //!
 //! The read costs a blind SET what a GET costs. A writer therefore first looks for the key
-//! among the states recent writers left keys in ([`Known`], bounded memory): a key
+//! among the states recent writers left keys in (`key_states.rs`, bounded memory): a key
 //! written again while remembered costs a hash lookup instead of an engine read.
 //!
 //! Owns: the counters, the remembered states and the delta of a batch. Must not touch: locking (the caller holds
@@ -22,12 +22,10 @@
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
-use quick_cache::sync::Cache;
-use quick_cache::Weighter;
-
 use terrace::batch::BatchOp;
 use terrace::{Db, ReadOptions, WriteBatch, WriteOptions};
 
+use super::key_states::KeyStates;
 use super::readers::Readers;
 use super::Fail;
 use crate::value::{expiry_of, keys};
@@ -46,52 +44,8 @@ pub(crate) struct KeyCounts {
     /// Keys deleted because they expired, since open (INFO's `expired_keys`).
     expired: AtomicU64,
     /// What recently written keys were left as, so that the next write of one reads
-    /// nothing (see [`Known`]).
-    known: Option<Known>,
-}
-
-/// What writers last left each recently written top-level key as ([`state`]), by engine
-/// key, at most a configured number of bytes of them (quick_cache, CLOCK-like eviction).
-///
-/// Only writers read and fill it, each under the stripe locks of the keys it writes, and
-/// every write of a top-level key goes through the count (see the module docs): an entry
-/// is therefore what the engine holds for its key whenever a writer looks, and a miss just
-/// reads the engine. A writer records the states its batch leaves before the commit
-/// (still under the stripes); a commit that fails forgets every entry.
-type Known = Cache<KnownKey, u8, KnownWeighter>;
-
-/// An engine key as [`Known`] holds it: inline up to 24 bytes, so that looking up a short
-/// key reads the cache's table and not a separate allocation too (a cache miss of its
-/// own: the key comparison was most of the lookup's time when keys were `Vec`s).
-type KnownKey = smallvec::SmallVec<[u8; 24]>;
-
-/// Bytes an entry of [`Known`] is taken to cost besides its key.
-const KNOWN_ENTRY_OVERHEAD: u64 = 48;
-
-#[derive(Clone, Copy)]
-struct KnownWeighter;
-
-impl Weighter<KnownKey, u8> for KnownWeighter {
-    fn weight(&self, key: &KnownKey, _state: &u8) -> u64 {
-        key.len() as u64 + KNOWN_ENTRY_OVERHEAD
-    }
-}
-
-/// A key's state as [`Known`] stores it: absent, present, present with an expiry.
-fn state(s: Option<bool>) -> u8 {
-    match s {
-        None => 0,
-        Some(false) => 1,
-        Some(true) => 2,
-    }
-}
-
-fn unstate(b: u8) -> Option<bool> {
-    match b {
-        0 => None,
-        1 => Some(false),
-        _ => Some(true),
-    }
+    /// nothing (`key_states.rs`).
+    known: Option<KeyStates>,
 }
 
 /// What a batch changes in the counts, to add once it has committed.
@@ -191,12 +145,7 @@ impl KeyCounts {
             keys: AtomicI64::new(n),
             expiring: AtomicI64::new(expiring),
             expired: AtomicU64::new(0),
-            known: (known_bytes > 0).then(|| {
-                let items = usize::try_from(known_bytes / (KNOWN_ENTRY_OVERHEAD + 16))
-                    .unwrap_or(usize::MAX)
-                    .max(1);
-                Cache::with_weighter(items, known_bytes, KnownWeighter)
-            }),
+            known: KeyStates::with_bytes(known_bytes),
         })
     }
 
@@ -247,8 +196,11 @@ impl KeyCounts {
             last = deduped;
         }
         // Each key's state before the batch: known, or read (one multi-get of the rest).
-        let mut before: Vec<Option<Option<bool>>> =
-            last.iter().map(|(k, _)| self.known_state(k)).collect();
+        let names: Vec<&[u8]> = last.iter().map(|w| w.0).collect();
+        let mut before: Vec<Option<Option<bool>>> = match &self.known {
+            Some(known) => known.get_many(&names),
+            None => vec![None; names.len()],
+        };
         let known: Vec<bool> = before.iter().map(Option::is_some).collect();
         let unknown: Vec<&[u8]> = last
             .iter()
@@ -281,13 +233,13 @@ impl KeyCounts {
 
     /// The state a writer last left `engine_key` in, if remembered.
     pub(crate) fn known_state(&self, engine_key: &[u8]) -> Option<Option<bool>> {
-        self.known.as_ref()?.get(engine_key).map(unstate)
+        self.known.as_ref()?.get(engine_key)
     }
 
     /// Records the state a write leaves `engine_key` in (the caller holds its stripe).
     pub(crate) fn remember(&self, engine_key: &[u8], after: Option<bool>) {
         if let Some(known) = &self.known {
-            known.insert(KnownKey::from_slice(engine_key), state(after));
+            known.insert(engine_key, after);
         }
     }
 

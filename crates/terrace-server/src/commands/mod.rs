@@ -25,6 +25,7 @@ mod expiry;
 mod glob;
 mod hashes;
 mod info;
+mod key_states;
 mod keycount;
 mod keyspace;
 mod lists;
