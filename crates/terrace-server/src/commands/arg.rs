@@ -11,14 +11,8 @@ pub(crate) fn arg<'a>(args: &[&'a [u8]], i: usize) -> &'a [u8] {
 /// Parses a signed 64-bit integer the way Redis's `string2ll` does: an optional `-`, no
 /// `+`, no spaces, no leading zeros.
 pub(crate) fn parse_i64(b: &[u8]) -> Option<i64> {
-    if b.is_empty() || b.len() > 20 {
+    if b.len() > 20 {
         return None;
-    }
-    let digits = b.strip_prefix(b"-").unwrap_or(b);
-    match digits {
-        [b'0'] if digits.len() == b.len() => return Some(0),
-        [b'1'..=b'9', ..] => {}
-        _ => return None,
     }
     crate::resp::parse_decimal(b)
 }

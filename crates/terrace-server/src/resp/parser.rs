@@ -147,15 +147,18 @@ fn line_end(buf: &[u8], start: usize) -> Option<usize> {
     })
 }
 
-/// A decimal integer: an optional `-`, then digits, nothing else, within `i64` (no
-/// allocation, no UTF-8 check). Lengths in requests are read with it; command
-/// arguments too, after `commands::arg::parse_i64`'s further checks.
-pub(crate) fn parse_decimal(digits: &[u8]) -> Option<i64> {
-    let (negative, digits) = match digits {
+/// A decimal integer as Redis's `string2ll` reads one: `0`, or an optional `-` then a
+/// digit 1-9 and more digits, nothing else (no `+`, no leading zeros, no `-0`), within
+/// `i64` (no allocation, no UTF-8 check). Lengths in requests are read with it (Redis
+/// answers `$01` with a protocol error), and so are integer arguments
+/// (`commands::arg::parse_i64`).
+pub(crate) fn parse_decimal(b: &[u8]) -> Option<i64> {
+    let (negative, digits) = match b {
+        [b'0'] => return Some(0),
         [b'-', rest @ ..] => (true, rest),
-        _ => (false, digits),
+        _ => (false, b),
     };
-    if digits.is_empty() {
+    if !matches!(digits.first(), Some(b'1'..=b'9')) {
         return None;
     }
     let mut n: i64 = 0;

@@ -234,14 +234,20 @@ fn lengths_are_read_as_redis_reads_them() {
         b"*1\r\n$ 1\r\na\r\n",
         b"*1\r\n$99999999999999999999\r\na\r\n",
         b"*+1\r\n$1\r\na\r\n",
+        // Leading zeros and -0, which Redis 7.0.15 answers with `invalid bulk length`
+        // and `invalid multibulk length`.
+        b"*1\r\n$01\r\na\r\n",
+        b"*01\r\n$1\r\na\r\n",
+        b"*-0\r\n",
+        b"*-01\r\n",
     ] {
         assert!(parse(bad).is_err(), "{:?}", String::from_utf8_lossy(bad));
     }
     assert_eq!(
-        parse(b"*1\r\n$01\r\na\r\n"),
+        parse(b"*0\r\n"),
         Ok(Parsed::Command {
-            args: vec![b"a".to_vec()],
-            consumed: 12
+            args: vec![],
+            consumed: 4
         })
     );
     // A count of -1 (or any negative) is an empty command, as in Redis.
