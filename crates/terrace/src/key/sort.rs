@@ -4,9 +4,9 @@
 //! A comparison sort of byte strings calls `memcmp` about `n log n` times, and the keys of
 //! one batch usually share a long prefix (a type tag, `key:0000…`), which every call walks
 //! again. This sorts each key's 8 bytes after the batch's common prefix as an integer
-//! first and compares whole keys only where those words tie: for the keys of a pipelined
-//! SET group it cut the two sorts of a group from about 12% of the shard thread's
-//! instructions to under 2% (docs/performance.md).
+//! first and compares whole keys only where those words tie: with it, the shard thread of
+//! a server taking pipelined SETs (two sorts of each group's keys) went from 9 464 to
+//! 9 036 instructions per request (docs/performance.md).
 
 use std::cmp::Ordering;
 
