@@ -12,10 +12,15 @@
 //! pipelined SET's shard-thread time on a table larger than the processor's caches.
 //!
 //! What a fingerprint gives up: two keys with the same slot and the same 62-bit
-//! fingerprint would share an entry. The count of a write of one would then be taken from
-//! the other's state. In a table of 2^23 slots (the default 64 MiB) two given keys collide
-//! with probability 2^-85; among a million keys, the chance that any two do is about
-//! 2^-46, well below the rate of undetected memory errors, which threaten the same count.
+//! fingerprint would share an entry, and the count of a write of one would then be taken
+//! from the other's state. A lookup of a key whose slot holds another key's entry matches
+//! it by chance with probability 2^-62: at a million such lookups a second, once in about
+//! 150 000 years, below the rate of undetected memory errors, which threaten the same
+//! count. The hashes' seeds are drawn at random for each table, so nobody can choose keys
+//! that collide.
+//!
+//! Memory: the budget (`--keyspace-count-cache-bytes`) is held to a power of two of
+//! slots, at most 2^31 (16 GiB), allocated 512 KiB at a time as keys arrive.
 //!
 //! Concurrency: each slot is an atomic word. Only writers read and fill the table, each
 //! under the stripe locks of the keys it looks up or records, so a key's entry changes only
@@ -23,66 +28,86 @@
 //! fingerprint that does not match is a miss). Must not touch: the counts or the engine.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 
 /// Bytes per slot.
 const SLOT_BYTES: u64 = 8;
+/// Slots per chunk (512 KiB): the table is allocated a chunk at a time, on a chunk's first
+/// write, so a large budget costs memory only as keys arrive.
+const CHUNK_SLOTS: usize = 1 << 16;
+/// Most slots (16 GiB): a larger budget is held to it.
+const MAX_SLOTS: u64 = 1 << 31;
 
 /// The remembered states.
 pub(crate) struct KeyStates {
-    slots: Box<[AtomicU64]>,
+    chunks: Box<[OnceLock<Box<[AtomicU64]>>]>,
+    /// Slots per chunk: [`CHUNK_SLOTS`], or all of them in a smaller table.
+    chunk_slots: usize,
+    /// Slots in all: a power of two.
+    slots: usize,
     /// Hashes a key to its slot.
     place: ahash::RandomState,
-    /// Hashes a key to its fingerprint (independent seeds).
+    /// Hashes a key to its fingerprint (seeds of its own).
     print: ahash::RandomState,
 }
 
 impl KeyStates {
-    /// A table of at most `bytes` (a power of two of slots), or `None` for less than one
-    /// slot.
+    /// A table of at most `bytes` (a power of two of slots, at most [`MAX_SLOTS`]), or
+    /// `None` for less than one slot.
     pub(crate) fn with_bytes(bytes: u64) -> Option<KeyStates> {
-        let wanted = bytes / SLOT_BYTES;
+        let wanted = (bytes / SLOT_BYTES).min(MAX_SLOTS);
         if wanted == 0 {
             return None;
         }
         // The largest power of two not above `wanted`.
-        let n = usize::try_from(1u64 << (63 - wanted.leading_zeros())).ok()?;
+        let slots = usize::try_from(1u64 << (63 - wanted.leading_zeros())).ok()?;
+        let chunk_slots = slots.min(CHUNK_SLOTS);
         Some(KeyStates {
-            slots: (0..n).map(|_| AtomicU64::new(0)).collect(),
-            // Fixed, arbitrary seeds (not ahash's own constants, which cancel out to a
-            // hash of zero).
-            place: ahash::RandomState::with_seeds(
-                0x9e37_79b9_7f4a_7c15,
-                0xd1b5_4a32_d192_ed03,
-                0x8cb9_2ba7_2f3d_8dd7,
-                0x6a09_e667_bb67_ae85,
-            ),
-            print: ahash::RandomState::with_seeds(
-                0x3c6e_f372_a54f_f53a,
-                0x510e_527f_9b05_688c,
-                0x1f83_d9ab_5be0_cd19,
-                0xcbbb_9d5d_629a_292a,
-            ),
+            chunks: (0..slots / chunk_slots).map(|_| OnceLock::new()).collect(),
+            chunk_slots,
+            slots,
+            // Seeds drawn at random for each table (ahash's runtime source): no one can
+            // pick keys that collide, and a chance collision does not recur after a
+            // restart.
+            place: ahash::RandomState::new(),
+            print: ahash::RandomState::new(),
         })
     }
 
-    /// Bytes the table takes.
+    /// Bytes the table may take.
     #[cfg(test)]
     pub(crate) fn bytes(&self) -> u64 {
-        self.slots.len() as u64 * SLOT_BYTES
+        self.slots as u64 * SLOT_BYTES
     }
 
     /// `key`'s slot index and its fingerprint (shifted into the slot's upper 62 bits).
     fn locate(&self, key: &[u8]) -> (usize, u64) {
-        let mask = self.slots.len().saturating_sub(1);
-        let slot = (self.place.hash_one(key) as usize) & mask;
+        let slot = (self.place.hash_one(key) as usize) & (self.slots - 1);
         (slot, self.print.hash_one(key) & !3)
+    }
+
+    /// Slot `i`, if its chunk has been written.
+    fn slot(&self, i: usize) -> Option<&AtomicU64> {
+        self.chunks
+            .get(i / self.chunk_slots)?
+            .get()?
+            .get(i % self.chunk_slots)
+    }
+
+    /// Slot `i`, its chunk allocated if it was not (zeroed: empty slots).
+    fn slot_alloc(&self, i: usize) -> Option<&AtomicU64> {
+        let chunk = self
+            .chunks
+            .get(i / self.chunk_slots)?
+            .get_or_init(|| (0..self.chunk_slots).map(|_| AtomicU64::new(0)).collect());
+        chunk.get(i % self.chunk_slots)
     }
 
     /// The state `key` was left in, if remembered: `Some(None)` absent, `Some(Some(e))`
     /// present, with an expiry if `e`.
     pub(crate) fn get(&self, key: &[u8]) -> Option<Option<bool>> {
         let (slot, print) = self.locate(key);
-        let word = self.slots.get(slot)?.load(Ordering::Relaxed);
+        let word = self.slot(slot)?.load(Ordering::Relaxed);
         decode(word, print)
     }
 
@@ -92,11 +117,7 @@ impl KeyStates {
         // Independent loads: their misses overlap.
         let words: Vec<u64> = located
             .iter()
-            .map(|&(slot, _)| {
-                self.slots
-                    .get(slot)
-                    .map_or(0, |s| s.load(Ordering::Relaxed))
-            })
+            .map(|&(slot, _)| self.slot(slot).map_or(0, |s| s.load(Ordering::Relaxed)))
             .collect();
         words
             .iter()
@@ -108,14 +129,19 @@ impl KeyStates {
     /// Remembers that a write leaves `key` in `state` (the caller holds its stripe).
     pub(crate) fn insert(&self, key: &[u8], state: Option<bool>) {
         let (slot, print) = self.locate(key);
-        if let Some(s) = self.slots.get(slot) {
+        if let Some(s) = self.slot_alloc(slot) {
             s.store(print | encode(state), Ordering::Relaxed);
         }
     }
 
     /// Forgets every state.
     pub(crate) fn clear(&self) {
-        for s in self.slots.iter() {
+        for s in self
+            .chunks
+            .iter()
+            .filter_map(OnceLock::get)
+            .flat_map(|c| c.iter())
+        {
             s.store(0, Ordering::Relaxed);
         }
     }
@@ -151,19 +177,29 @@ mod tests {
     fn remembers_replaces_and_forgets() {
         let states = KeyStates::with_bytes(1 << 12).unwrap();
         assert_eq!(states.bytes(), 1 << 12);
-        assert_eq!(states.get(b"a"), None);
-        states.insert(b"a", None);
-        states.insert(b"b", Some(false));
-        states.insert(b"c", Some(true));
-        assert_eq!(states.get(b"a"), Some(None));
+        // Four keys of distinct slots (the seeds are random: pick them in this table).
+        let names: Vec<String> = (0..100).map(|i| format!("k{i}")).collect();
+        let mut keys: Vec<&[u8]> = Vec::new();
+        for n in &names {
+            let slot = states.locate(n.as_bytes()).0;
+            if keys.iter().all(|k| states.locate(k).0 != slot) {
+                keys.push(n.as_bytes());
+            }
+        }
+        let [a, b, c, d] = [keys[0], keys[1], keys[2], keys[3]];
+        assert_eq!(states.get(a), None);
+        states.insert(a, None);
+        states.insert(b, Some(false));
+        states.insert(c, Some(true));
+        assert_eq!(states.get(a), Some(None));
         assert_eq!(
-            states.get_many(&[b"b", b"c", b"d", b"a"]),
+            states.get_many(&[b, c, d, a]),
             vec![Some(Some(false)), Some(Some(true)), None, Some(None)]
         );
-        states.insert(b"b", Some(true));
-        assert_eq!(states.get(b"b"), Some(Some(true)));
+        states.insert(b, Some(true));
+        assert_eq!(states.get(b), Some(Some(true)));
         states.clear();
-        assert_eq!(states.get_many(&[b"a", b"b", b"c"]), vec![None, None, None]);
+        assert_eq!(states.get_many(&[a, b, c]), vec![None, None, None]);
     }
 
     #[test]
@@ -192,6 +228,35 @@ mod tests {
             .filter(|k| states.get(k.as_bytes()).is_some())
             .count();
         assert!(kept > 970, "{kept} of 1000 kept");
+    }
+
+    #[test]
+    fn a_huge_budget_is_held_to_the_most_slots_and_allocated_as_used() {
+        let states = KeyStates::with_bytes(u64::MAX).unwrap();
+        assert_eq!(states.bytes(), MAX_SLOTS * SLOT_BYTES);
+        assert!(
+            states.chunks.iter().all(|c| c.get().is_none()),
+            "nothing allocated"
+        );
+        states.insert(b"k", Some(false));
+        assert_eq!(states.get(b"k"), Some(Some(false)));
+        assert_eq!(
+            states.chunks.iter().filter(|c| c.get().is_some()).count(),
+            1
+        );
+        states.clear();
+        assert_eq!(states.get(b"k"), None);
+    }
+
+    #[test]
+    fn tables_draw_their_own_seeds() {
+        // Two tables of one slot each: a key's fingerprint differs between them, so what
+        // one table's entry holds is no match in the other.
+        let (a, b) = (
+            KeyStates::with_bytes(8).unwrap(),
+            KeyStates::with_bytes(8).unwrap(),
+        );
+        assert_ne!(a.locate(b"k").1, b.locate(b"k").1);
     }
 
     #[test]
