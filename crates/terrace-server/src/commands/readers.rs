@@ -5,6 +5,10 @@
 //! Owns: the threads (a `rayon_core` pool, started on first use and kept, so that a
 //! batch pays for two wake-ups, not for starting a thread and its fresh, zeroed heap
 //! pages) and the split. Must not touch: what is read; the caller's closure reads.
+//! Concurrency: the caller waits, holding its locks, while a reader thread runs its
+//! closure, and the pool is shared by every shard; so a closure must never wait for a
+//! lock a writer holds while it reads (a key's stripe, the store's `exclusive`): today's
+//! reads take neither (lazy expiry only tries a stripe).
 
 use std::sync::OnceLock;
 
