@@ -8,9 +8,11 @@
 #   TEST=get REQUESTS=1000000 ROUNDS=5 PIPELINE=16 bench/server-cpu-ab.sh old new
 #
 # Per run: requests/s, the server process's CPU (user + system, every thread, read from
-# /proc before and after the run) per request in microseconds, and its minor page faults
-# per request; then each binary's means. A GET run reads a database first filled by as
-# many SETs (not counted).
+# /proc before and after the run) per request in microseconds, the part of it the
+# connection threads spent (the rest is flushes, compactions, reader threads), and its
+# minor page faults per request; then each binary's means. A GET run reads a database first filled by as
+# many SETs (not counted); PREFILL=set fills first for any test (e.g. SETs overwriting
+# keys the tables already hold, with compaction running), PREFILL=none never.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -20,6 +22,7 @@ REQUESTS="${REQUESTS:-1000000}"
 ROUNDS="${ROUNDS:-5}"
 PIPELINE="${PIPELINE:-16}"
 CLIENTS="${CLIENTS:-50}"
+if [ "$TEST" = get ]; then PREFILL="${PREFILL:-set}"; else PREFILL="${PREFILL:-none}"; fi
 WORK=$(mktemp -d)
 PID=
 # shellcheck source=bench/common.sh
@@ -28,8 +31,17 @@ trap 'stop; rm -rf "$WORK"' EXIT
 ensure_redis
 TICK=$(getconf CLK_TCK)
 RESULTS="$WORK/results"
-# Fields 10 (minor faults) and 14 + 15 (user and system ticks) of /proc/PID/stat.
-usage() { awk '{ print $10, $14 + $15 }' "/proc/$1/stat"; }
+# Fields 10 (minor faults) and 14 + 15 (user and system ticks) of /proc/PID/stat, then
+# the ticks of the connection threads (`terrace-net-*`, the foreground) alone.
+usage() {
+  local net=0 t
+  for t in /proc/"$1"/task/*; do
+    case "$(cat "$t/comm" 2>/dev/null)" in
+      terrace-net*) net=$((net + $(awk '{ print $14 + $15 }' "$t/stat" 2>/dev/null || echo 0))) ;;
+    esac
+  done
+  echo "$(awk '{ print $10, $14 + $15 }' "/proc/$1/stat") $net"
+}
 for round in $(seq "$ROUNDS"); do
   for bin in "$@"; do
     rm -rf "$WORK/data"
@@ -37,7 +49,7 @@ for round in $(seq "$ROUNDS"); do
     "$bin" serve --dir "$WORK/data" --fsync everysec --port "$port" >"$WORK/server.log" 2>&1 &
     PID=$!
     for _ in $(seq 100); do redis-cli -p "$port" PING 2>/dev/null | grep -q PONG && break; sleep 0.1; done
-    if [ "$TEST" = get ]; then
+    if [ "$PREFILL" = set ]; then
       redis-benchmark -p "$port" -c "$CLIENTS" -n "$REQUESTS" -r 1000000 -d 100 -t set \
         -P "$PIPELINE" -q >/dev/null 2>&1
     fi
@@ -55,12 +67,15 @@ path, tick, n, test, pipeline = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]),
 print(f"redis-benchmark -c 50 -n {n} -r 1000000 -d 100 -t {test} -P {pipeline}")
 runs = {}
 for line in open(path):
-    binary, rnd, rps, f0, t0, f1, t1 = line.split()
+    binary, rnd, rps, f0, t0, n0, f1, t1, n1 = line.split()
     cpu = (int(t1) - int(t0)) / tick / n * 1e6
+    net = (int(n1) - int(n0)) / tick / n * 1e6
     faults = (int(f1) - int(f0)) / n
-    runs.setdefault(binary, []).append((float(rps), cpu))
-    print(f"{binary:40} round {rnd} {float(rps):>10.0f} req/s  {cpu:5.2f} us CPU/req  {faults:6.3f} faults/req")
+    runs.setdefault(binary, []).append((float(rps), cpu, net))
+    print(f"{binary:32} round {rnd} {float(rps):>10.0f} req/s  {cpu:5.2f} us CPU/req"
+          f" ({net:5.2f} connection threads)  {faults:6.3f} faults/req")
 for binary, r in runs.items():
-    print(f"{binary:40} mean {statistics.mean(x[0] for x in r):>10.0f} req/s  "
-          f"{statistics.mean(x[1] for x in r):5.2f} us CPU/req")
+    print(f"{binary:32} mean {statistics.mean(x[0] for x in r):>10.0f} req/s  "
+          f"{statistics.mean(x[1] for x in r):5.2f} us CPU/req"
+          f" ({statistics.mean(x[2] for x in r):5.2f} connection threads)")
 PY

@@ -1,7 +1,7 @@
 //! The live table files as a set: where each file lives (its volume), opening it through
 //! the table cache, a point lookup in one table, and an iterator over a sorted level.
 //!
-//! Owns: [`Tables`], [`LevelIterator`], [`lookup`].
+//! Owns: [`Tables`], [`LevelIterator`], [`lookup`] and its batched form [`lookup_many`].
 //! Must not touch: the manifest (files are named by their `FileMeta`) or the memtables.
 //! Concurrency: `Tables` is `Send + Sync` and shared by `Arc`; iterators have one owner.
 
@@ -209,15 +209,83 @@ pub fn lookup(
     max_tombstone: &mut SeqNo,
     fill_cache: bool,
 ) -> Result<Lookup> {
+    raise_tombstone(reader, user_key, snap, max_tombstone);
+    match reader.get(seek_key, IoClass::Foreground, fill_cache)? {
+        Some((seq, kind, value)) => Ok(Lookup::Found(resolve(kind, seq, *max_tombstone, value))),
+        None => Ok(Lookup::Missing),
+    }
+}
+
+/// Raises `max_tombstone` to the newest range tombstone of `reader`'s table visible at
+/// `snap` that covers `user_key`.
+fn raise_tombstone(reader: &SstReader, user_key: &[u8], snap: SeqNo, max_tombstone: &mut SeqNo) {
     for t in reader.range_tombstones() {
         if t.seq <= snap && t.seq > *max_tombstone && t.contains(user_key) {
             *max_tombstone = t.seq;
         }
     }
-    match reader.get(seek_key, IoClass::Foreground, fill_cache)? {
-        Some((seq, kind, value)) => Ok(Lookup::Found(resolve(kind, seq, *max_tombstone, value))),
-        None => Ok(Lookup::Missing),
+}
+
+/// One key of a batched point read ([`lookup_many`]) and what the read has found so far.
+#[derive(Debug, Clone)]
+pub struct Probe<'k> {
+    /// The key read.
+    pub user_key: &'k [u8],
+    /// Its filter hash, computed once for every table the read probes.
+    pub hash: u64,
+    /// The newest covering range tombstone seen so far (as [`lookup`]'s).
+    pub max_tombstone: SeqNo,
+    /// Once found, the newest visible entry: its value, or `None` if it is deleted.
+    pub found: Option<Option<Bytes>>,
+}
+
+impl<'k> Probe<'k> {
+    /// A probe of `user_key` not yet found, having seen tombstones up to `max_tombstone`.
+    pub fn new(user_key: &'k [u8], max_tombstone: SeqNo) -> Self {
+        Probe {
+            user_key,
+            hash: crate::sst::filter_hash(user_key),
+            max_tombstone,
+            found: None,
+        }
     }
+}
+
+/// [`lookup`] in one table for each of the probes `pick` names that is not found yet,
+/// at snapshot `snap`: first every such key's filter line is asked for, so that their
+/// cache misses overlap, then each key is looked up as [`lookup`] does. Indexes out of
+/// range are skipped.
+///
+/// # Errors
+/// I/O errors and `Corruption`; probes found before the error keep what they found.
+pub fn lookup_many(
+    reader: &SstReader,
+    probes: &mut [Probe<'_>],
+    pick: &[usize],
+    snap: SeqNo,
+    fill_cache: bool,
+) -> Result<()> {
+    for p in pick.iter().filter_map(|&i| probes.get(i)) {
+        if p.found.is_none() {
+            reader.prefetch_filter(p.hash);
+        }
+    }
+    for &i in pick {
+        let Some(p) = probes.get_mut(i).filter(|p| p.found.is_none()) else {
+            continue;
+        };
+        raise_tombstone(reader, p.user_key, snap, &mut p.max_tombstone);
+        if !reader.may_contain_hash(p.hash) {
+            continue;
+        }
+        let seek = key::KeyBuf::seek_key(p.user_key, snap);
+        if let Some((seq, kind, value)) =
+            reader.get_unfiltered(seek.as_slice(), IoClass::Foreground, fill_cache)?
+        {
+            p.found = Some(resolve(kind, seq, p.max_tombstone, value));
+        }
+    }
+    Ok(())
 }
 
 /// Concatenates the tables of a level >= 1 (or of any list of sorted, disjoint files),

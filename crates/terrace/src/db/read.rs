@@ -11,7 +11,7 @@ use super::{DbInner, SuperVersion};
 use crate::error::Result;
 use crate::key::{KeyBuf, SeqNo};
 use crate::options::ReadOptions;
-use crate::tables::{lookup, resolve, Lookup};
+use crate::tables::{lookup, lookup_many, resolve, Lookup, Probe};
 
 /// A value read without copying: it shares the memtable's or the cached block's memory.
 #[derive(Clone, PartialEq, Eq)]
@@ -120,11 +120,15 @@ impl DbInner {
             }
             open = still;
         }
-        for (i, mut max_tombstone) in open {
-            let (Some(key), Some(slot)) = (keys.get(i), out.get_mut(i)) else {
-                continue;
-            };
-            *slot = self.get_from_tables(&sv, snap, key, &mut max_tombstone, opts.fill_cache)?;
+        let mut probes: Vec<Probe<'_>> = open
+            .iter()
+            .filter_map(|&(i, max_tombstone)| Some(Probe::new(keys.get(i)?, max_tombstone)))
+            .collect();
+        self.get_many_from_tables(&sv, snap, &mut probes, opts.fill_cache)?;
+        for ((i, _), p) in open.into_iter().zip(probes) {
+            if let Some(slot) = out.get_mut(i) {
+                *slot = p.found.flatten().map(PinnedValue);
+            }
         }
         if let Some(start) = start.filter(|_| !keys.is_empty()) {
             // Each key is charged its share of the batch.
@@ -149,6 +153,48 @@ impl DbInner {
             }
         }
         self.get_from_tables(sv, snap, key, &mut max_tombstone, fill_cache)
+    }
+
+    /// The table part of a batch of point reads, as [`DbInner::get_from_tables`] for each
+    /// probe, table by table: each table is opened once for all the probes it may hold,
+    /// and asked about them together ([`lookup_many`]: their filter misses overlap).
+    fn get_many_from_tables(
+        &self,
+        sv: &SuperVersion,
+        snap: SeqNo,
+        probes: &mut [Probe<'_>],
+        fill_cache: bool,
+    ) -> Result<()> {
+        sv.level0.get_many(probes, snap, fill_cache)?;
+        // Per level: (the position of the open probe's file in the level, the probe).
+        let mut by_file: Vec<(usize, usize)> = Vec::with_capacity(probes.len());
+        let mut pick: Vec<usize> = Vec::with_capacity(probes.len());
+        for level in 1..sv.version.num_levels() {
+            let files = sv.version.files(level);
+            if files.is_empty() {
+                continue;
+            }
+            by_file.clear();
+            for (i, p) in probes.iter().enumerate() {
+                if p.found.is_none() {
+                    let seek = KeyBuf::seek_key(p.user_key, snap);
+                    if let Some(at) = sv.version.file_index_for_key(level, seek.as_slice()) {
+                        by_file.push((at, i));
+                    }
+                }
+            }
+            by_file.sort_unstable();
+            for run in by_file.chunk_by(|a, b| a.0 == b.0) {
+                let Some(f) = run.first().and_then(|&(at, _)| files.get(at)) else {
+                    continue;
+                };
+                pick.clear();
+                pick.extend(run.iter().map(|&(_, i)| i));
+                let reader = self.tables.open(f)?;
+                lookup_many(&reader, probes, &pick, snap, fill_cache)?;
+            }
+        }
+        Ok(())
     }
 
     /// The table part of a point read: level 0 newest first, then one file per level.

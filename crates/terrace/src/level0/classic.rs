@@ -13,7 +13,7 @@ use crate::memtable::MemTable;
 use crate::range_del::RangeTombstone;
 use crate::sst::SstBuilder;
 use crate::storage::IoClass;
-use crate::tables::{lookup, Lookup, Tables};
+use crate::tables::{lookup, lookup_many, Lookup, Probe, Tables};
 use crate::version::{FileMeta, Level0State, NoLevel0State, Version};
 
 /// RocksDB's level-0 score: live level-0 files (those no running compaction owns) over
@@ -193,6 +193,27 @@ impl Level0View for ClassicView {
             }
         }
         Ok(Lookup::Missing)
+    }
+
+    /// File by file, newest first: each file is opened once and asked about every probe
+    /// in its key range not found in a newer one.
+    fn get_many(&self, probes: &mut [Probe<'_>], snap: SeqNo, fill_cache: bool) -> Result<()> {
+        let mut pick = Vec::with_capacity(probes.len());
+        for f in &self.files {
+            pick.clear();
+            pick.extend(probes.iter().enumerate().filter_map(|(i, p)| {
+                (p.found.is_none()
+                    && f.smallest_user_key() <= p.user_key
+                    && f.largest_user_key() >= p.user_key)
+                    .then_some(i)
+            }));
+            if pick.is_empty() {
+                continue;
+            }
+            let reader = self.tables.open(f)?;
+            lookup_many(&reader, probes, &pick, snap, fill_cache)?;
+        }
+        Ok(())
     }
 
     fn add_iterators(

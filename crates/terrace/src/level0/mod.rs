@@ -48,7 +48,7 @@ use crate::memtable::MemTable;
 use crate::range_del::RangeTombstone;
 use crate::sst::SstOptions;
 use crate::storage::Storage;
-use crate::tables::{Lookup, Tables};
+use crate::tables::{Lookup, Probe, Tables};
 use crate::version::{FileMeta, Level0Record, Level0State, Version};
 
 pub use classic::{level0_file_count_score, ClassicLevel0};
@@ -153,6 +153,24 @@ pub trait Level0View: Send + Sync {
         max_tombstone: &mut SeqNo,
         fill_cache: bool,
     ) -> Result<Lookup>;
+
+    /// [`Level0View::get`] for each probe not found yet, at snapshot `snap`: fills in
+    /// what each finds and raises its tombstone. A kind may batch the probes (the classic
+    /// level 0 reads each file once for all of them); by default, one `get` each.
+    ///
+    /// # Errors
+    /// I/O errors and `Corruption`; probes found before the error keep what they found.
+    fn get_many(&self, probes: &mut [Probe<'_>], snap: SeqNo, fill_cache: bool) -> Result<()> {
+        for p in probes.iter_mut().filter(|p| p.found.is_none()) {
+            let seek = crate::key::seek_key(p.user_key, snap);
+            if let Lookup::Found(v) =
+                self.get(p.user_key, &seek, snap, &mut p.max_tombstone, fill_cache)?
+            {
+                p.found = Some(v);
+            }
+        }
+        Ok(())
+    }
 
     /// Adds iterators over every level-0 entry, and every level-0 range tombstone.
     ///

@@ -182,6 +182,18 @@ impl BloomFilter {
         self.may_contain_hash(key_hash(user_key))
     }
 
+    /// Starts loading the bits [`BloomFilter::may_contain_hash`] will read for `hash`
+    /// (the one line of a blocked filter; nothing for the whole-bit-array layout, whose
+    /// probes are spread out), so that a batch's filter misses overlap.
+    pub fn prefetch_hash(&self, hash: u64) {
+        if let Bits::Blocked(lines) = &self.bits {
+            let (line, _) = blocked_probes(hash, self.k, lines.len());
+            if let Some(l) = lines.get(line) {
+                super::prefetch::prefetch_range(&l.0, 0, 1);
+            }
+        }
+    }
+
     /// `may_contain` for a precomputed [`key_hash`].
     pub fn may_contain_hash(&self, hash: u64) -> bool {
         match &self.bits {

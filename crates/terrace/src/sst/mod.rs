@@ -27,6 +27,9 @@ mod reader;
 mod table_cache;
 
 pub use block_cache::BlockCache;
+/// The hash a table's filter is asked about a user key with: compute it once and probe
+/// every table with it ([`SstReader`]'s `may_contain_hash`).
+pub(crate) use bloom::key_hash as filter_hash;
 pub use builder::{SstBuilder, SstInfo};
 pub use iterator::SstIterator;
 pub use properties::Properties;

@@ -166,6 +166,21 @@ impl SstReader {
         self.filter.as_ref().is_none_or(|f| f.may_contain(user_key))
     }
 
+    /// [`SstReader::may_contain`] for the key's [`filter_hash`](super::filter_hash),
+    /// computed once for every table a read probes.
+    pub(crate) fn may_contain_hash(&self, hash: u64) -> bool {
+        self.filter
+            .as_ref()
+            .is_none_or(|f| f.may_contain_hash(hash))
+    }
+
+    /// Starts loading the filter bits [`SstReader::may_contain_hash`] will read.
+    pub(crate) fn prefetch_filter(&self, hash: u64) {
+        if let Some(f) = &self.filter {
+            f.prefetch_hash(hash);
+        }
+    }
+
     pub(crate) fn index_block(&self) -> &Block {
         &self.index
     }
@@ -231,10 +246,23 @@ impl SstReader {
         class: IoClass,
         fill_cache: bool,
     ) -> Result<Option<(SeqNo, ValueType, Bytes)>> {
-        let uk = key::user_key(seek_key);
-        if !self.may_contain(uk) {
+        if !self.may_contain(key::user_key(seek_key)) {
             return Ok(None);
         }
+        self.get_unfiltered(seek_key, class, fill_cache)
+    }
+
+    /// [`SstReader::get`] without asking the filter first (the caller has).
+    ///
+    /// # Errors
+    /// As [`SstReader::get`].
+    pub(crate) fn get_unfiltered(
+        &self,
+        seek_key: &[u8],
+        class: IoClass,
+        fill_cache: bool,
+    ) -> Result<Option<(SeqNo, ValueType, Bytes)>> {
+        let uk = key::user_key(seek_key);
         // With an index search, blocks are visited by entry number in its array; without
         // one, by a cursor over the index block.
         let mut index: Option<BlockIter> = None;

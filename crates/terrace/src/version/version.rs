@@ -163,6 +163,12 @@ impl Version {
     /// `end` goes to the next file even when `ikey` sorts before the sentinel (a seek at
     /// `MAX_SEQ`).
     pub fn file_for_key(&self, level: usize, ikey: &[u8]) -> Option<&Arc<FileMeta>> {
+        let i = self.file_index_for_key(level, ikey)?;
+        self.files(level).get(i)
+    }
+
+    /// The position in `files(level)` of [`Version::file_for_key`]'s file.
+    pub fn file_index_for_key(&self, level: usize, ikey: &[u8]) -> Option<usize> {
         if level == 0 {
             return None;
         }
@@ -178,6 +184,7 @@ impl Version {
         files
             .get(i)
             .filter(|f| f.smallest_user_key() <= key::user_key(ikey))
+            .map(|_| i)
     }
 
     /// The version that results from applying `edit`: deletions first, then additions,
