@@ -349,6 +349,9 @@ proptest! {
         prop_assert!(l.insert_sorted(&sorted));
         let keys: Vec<Vec<u8>> = model.keys().map(|k| k.0.clone()).collect();
         prop_assert_eq!(forward(&l), keys.clone());
+        // Every level in order: the splices of the batch's searches (each lane's after
+        // its first started from the splice before) were right at every level.
+        prop_assert_eq!(check_levels(&l), Ok(()));
         // Interleaved searches find what one search at a time finds.
         let targets: Vec<(&[u8], u64)> = batch
             .iter()
