@@ -6,9 +6,11 @@
 //! Concurrency: `Send + Sync`; shared by every reader through an `Arc`. Each shard has its
 //! own lock, so concurrent lookups of different blocks rarely contend.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use bytes::Bytes;
+use crossbeam_utils::CachePadded;
 use quick_cache::sync::Cache;
 use quick_cache::Weighter;
 
@@ -25,11 +27,49 @@ impl Weighter<(u64, u64), Bytes> for BlockWeighter {
     }
 }
 
+/// Stripes of a [`StripedCount`].
+const STRIPES: usize = 16;
+
+/// The next thread's stripe.
+static NEXT_STRIPE: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// This thread's stripe, assigned on its first count.
+    static STRIPE: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+
+/// A count bumped by many threads, each adding to its own cache line (threads are dealt
+/// stripes in turn): a counter of every block lookup, shared by the connection and reader
+/// threads on different cores, otherwise moves its one line between the cores on nearly
+/// every lookup.
+#[derive(Default)]
+struct StripedCount {
+    stripes: [CachePadded<AtomicU64>; STRIPES],
+}
+
+impl StripedCount {
+    fn add_one(&self) {
+        let stripe = STRIPE.with(|s| {
+            if s.get() == usize::MAX {
+                s.set(NEXT_STRIPE.fetch_add(1, Ordering::Relaxed) % STRIPES);
+            }
+            s.get()
+        });
+        if let Some(c) = self.stripes.get(stripe) {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn sum(&self) -> u64 {
+        self.stripes.iter().map(|c| c.load(Ordering::Relaxed)).sum()
+    }
+}
+
 /// Decompressed blocks of every open table, at most `capacity_bytes` of them.
 pub struct BlockCache {
     cache: Cache<(u64, u64), Bytes, BlockWeighter>,
-    hits: AtomicU64,
-    misses: AtomicU64,
+    hits: StripedCount,
+    misses: StripedCount,
 }
 
 impl std::fmt::Debug for BlockCache {
@@ -49,8 +89,8 @@ impl BlockCache {
         let items = (capacity_bytes / 4096).max(16);
         BlockCache {
             cache: Cache::with_weighter(items, capacity_bytes as u64, BlockWeighter),
-            hits: AtomicU64::new(0),
-            misses: AtomicU64::new(0),
+            hits: StripedCount::default(),
+            misses: StripedCount::default(),
         }
     }
 
@@ -62,7 +102,7 @@ impl BlockCache {
         } else {
             &self.misses
         };
-        counter.fetch_add(1, Ordering::Relaxed);
+        counter.add_one();
         v
     }
 
@@ -73,12 +113,12 @@ impl BlockCache {
 
     /// Lookups that found their block.
     pub fn hits(&self) -> u64 {
-        self.hits.load(Ordering::Relaxed)
+        self.hits.sum()
     }
 
     /// Lookups that did not.
     pub fn misses(&self) -> u64 {
-        self.misses.load(Ordering::Relaxed)
+        self.misses.sum()
     }
 
     /// Bytes charged for the cached blocks now.
@@ -89,5 +129,30 @@ impl BlockCache {
     /// The capacity in bytes.
     pub fn capacity_bytes(&self) -> u64 {
         self.cache.capacity()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn striped_counts_add_up_across_threads() {
+        let count = StripedCount::default();
+        std::thread::scope(|s| {
+            for _ in 0..STRIPES + 3 {
+                s.spawn(|| (0..1000).for_each(|_| count.add_one()));
+            }
+        });
+        assert_eq!(count.sum(), (STRIPES as u64 + 3) * 1000);
+    }
+
+    #[test]
+    fn lookups_count_hits_and_misses() {
+        let cache = BlockCache::new(1 << 20);
+        assert!(cache.get(1, 0).is_none());
+        cache.insert(1, 0, Bytes::from_static(b"block"));
+        assert_eq!(cache.get(1, 0).as_deref(), Some(&b"block"[..]));
+        assert_eq!((cache.hits(), cache.misses()), (1, 1));
     }
 }
