@@ -40,6 +40,8 @@ pub mod merge;
 pub mod offload;
 pub mod options;
 pub mod pmem;
+#[allow(unsafe_code)]
+mod prefetch;
 pub mod range_del;
 pub mod sst;
 pub mod storage;

@@ -49,6 +49,9 @@ const INDEX_BYTES_PER_SLOT: usize = 96;
 /// Entries a memtable must have held for [`MemTable::successor`] to size its successor's
 /// index by them (fewer: a memtable flushed early, by request, says little).
 const SIZING_MIN_ENTRIES: usize = 1024;
+/// Keys of a [`MemTable::get_many`] whose point-index slots are asked for before any is
+/// read: as many misses in flight as the lanes of a search.
+const INDEX_WINDOW: usize = 32;
 
 /// A point entry found by [`MemTable::get`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -258,11 +261,21 @@ impl MemTable {
     /// skiplist searches run interleaved, overlapping their cache misses.
     pub fn get_many(&self, user_keys: &[&[u8]], snapshot: SeqNo, out: &mut [Option<MemEntry>]) {
         let target = pack_trailer(snapshot.min(MAX_SEQ), TYPE_FOR_SEEK);
-        // The point index answers most keys; the others are searched together.
-        let indexed: Vec<Option<u32>> = user_keys
-            .iter()
-            .map(|k| self.list.find_indexed(k, target))
-            .collect();
+        // The point index answers most keys; the others are searched together. Its slots
+        // are asked for a window of keys at a time before any is read, so that their
+        // misses overlap.
+        let mut indexed: Vec<Option<u32>> = Vec::with_capacity(user_keys.len());
+        let mut hashed: Vec<Option<(u64, u64)>> = Vec::with_capacity(INDEX_WINDOW);
+        for window in user_keys.chunks(INDEX_WINDOW) {
+            hashed.clear();
+            hashed.extend(window.iter().map(|k| self.list.prefetch_indexed(k)));
+            indexed.extend(
+                window
+                    .iter()
+                    .zip(&hashed)
+                    .map(|(k, h)| h.and_then(|h| self.list.find_indexed_hashed(k, target, h))),
+            );
+        }
         let targets: Vec<(&[u8], u64)> = user_keys
             .iter()
             .zip(&indexed)

@@ -486,7 +486,32 @@ impl SkipList {
     /// `user` ([`NIL`] otherwise), found through the point index; `None` when the index
     /// cannot tell (there is none, or it is incomplete and the key is not in it).
     pub(super) fn find_indexed(&self, user: &[u8], trailer: u64) -> Option<u32> {
-        match self.index.as_ref()?.lookup(user, |n| self.holds(n, user)) {
+        let index = self.index.as_ref()?;
+        self.found_indexed(user, trailer, index.lookup(user, |n| self.holds(n, user)))
+    }
+
+    /// Asks for the point-index slot of `user` ahead of [`SkipList::find_indexed_hashed`]
+    /// (a reader looking several keys up); `None` without an index.
+    pub(super) fn prefetch_indexed(&self, user: &[u8]) -> Option<(u64, u64)> {
+        Some(self.index.as_ref()?.prefetch(user))
+    }
+
+    /// [`SkipList::find_indexed`] of the key [`SkipList::prefetch_indexed`] hashed.
+    pub(super) fn find_indexed_hashed(
+        &self,
+        user: &[u8],
+        trailer: u64,
+        hashed: (u64, u64),
+    ) -> Option<u32> {
+        let index = self.index.as_ref()?;
+        let probe = index.lookup_hashed(hashed, |n| self.holds(n, user));
+        self.found_indexed(user, trailer, probe)
+    }
+
+    /// What the point index's answer `probe` for `user` means for a search of
+    /// `(user, trailer)`.
+    fn found_indexed(&self, user: &[u8], trailer: u64, probe: Probe) -> Option<u32> {
+        match probe {
             Probe::Unknown => None,
             Probe::Absent => Some(NIL),
             Probe::Newest(first) => {

@@ -292,9 +292,11 @@ proptest! {
     fn iterator_matches_btreemap(
         writes in proptest::collection::vec(write_strategy(), 0..200),
         ops in proptest::collection::vec(op_strategy(), 0..100),
-        gets in proptest::collection::vec((user_key_strategy(), 0u64..60), 0..20),
+        gets in proptest::collection::vec((user_key_strategy(), 0u64..60), 0..80),
+        indexed in any::<bool>(),
     ) {
-        let m = Arc::new(MemTable::new());
+        // With a point index (small: it may fill, and then answers "unknown") or without.
+        let m = Arc::new(if indexed { MemTable::with_point_index(96 * 64) } else { MemTable::new() });
         let mut model = BTreeMap::new();
         for (k, seq, put, v) in &writes {
             let (kind, v) = if *put { (ValueType::Value, v.clone()) } else { (ValueType::Deletion, vec![]) };
@@ -334,6 +336,16 @@ proptest! {
                 .map(|(ik, v)| (ik.seq(), parsed(ik.encoded()).kind, v.clone()));
             let actual = m.get(k, *snap).map(|e| (e.seq, e.kind, e.value.to_vec()));
             prop_assert_eq!(actual, expected);
+        }
+        // All the keys at once, at the first read's snapshot, as one by one (more keys
+        // than a window of index prefetches).
+        let snap = gets.first().map_or(0, |g| g.1);
+        let keys: Vec<&[u8]> = gets.iter().map(|(k, _)| k.as_slice()).collect();
+        let mut many = vec![None; keys.len()];
+        m.get_many(&keys, snap, &mut many);
+        for (k, got) in keys.iter().zip(many) {
+            let one = m.get(k, snap).map(|e| (e.seq, e.kind, e.value.to_vec()));
+            prop_assert_eq!(got.map(|e| (e.seq, e.kind, e.value.to_vec())), one);
         }
     }
 }

@@ -11,9 +11,9 @@ use std::cmp::Ordering;
 
 use bytes::Bytes;
 
-use super::prefetch::prefetch_range;
 use crate::coding::{get_fixed32, get_varint32};
 use crate::key::KeyBuf;
+use crate::prefetch::prefetch_range;
 
 /// Result of block decoding: a reason on failure.
 pub(crate) type BlockResult<T> = std::result::Result<T, &'static str>;

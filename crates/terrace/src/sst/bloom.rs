@@ -189,7 +189,7 @@ impl BloomFilter {
         if let Bits::Blocked(lines) = &self.bits {
             let (line, _) = blocked_probes(hash, self.k, lines.len());
             if let Some(l) = lines.get(line) {
-                super::prefetch::prefetch_range(&l.0, 0, 1);
+                crate::prefetch::prefetch_range(&l.0, 0, 1);
             }
         }
     }

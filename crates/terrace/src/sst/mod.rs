@@ -20,8 +20,6 @@ pub(crate) mod compress;
 pub(crate) mod format;
 mod index_search;
 mod iterator;
-#[allow(unsafe_code)]
-mod prefetch;
 mod properties;
 mod reader;
 mod table_cache;

@@ -131,7 +131,23 @@ impl PointIndex {
 
     /// The node of `key`'s newest entry; `holds(n)` says whether node `n` holds `key`.
     pub(super) fn lookup(&self, key: &[u8], holds: impl Fn(u32) -> bool) -> Probe {
-        let (home, fp) = self.hash(key);
+        self.lookup_hashed(self.hash(key), holds)
+    }
+
+    /// Hashes `key` and asks for its home slot's cache line, for a reader about to look
+    /// up several keys: their misses then overlap. Returns what [`PointIndex::lookup_hashed`]
+    /// takes.
+    pub(super) fn prefetch(&self, key: &[u8]) -> (u64, u64) {
+        let hashed = self.hash(key);
+        if let Some(slot) = self.slot(hashed.0) {
+            crate::prefetch::prefetch_value(slot);
+        }
+        hashed
+    }
+
+    /// [`PointIndex::lookup`] of the key [`PointIndex::prefetch`] hashed.
+    pub(super) fn lookup_hashed(&self, hashed: (u64, u64), holds: impl Fn(u32) -> bool) -> Probe {
+        let (home, fp) = hashed;
         for i in (0..MAX_PROBES as u64).map(|p| home + p) {
             let v = self.slot(i).map_or(0, |s| s.load(Ordering::Acquire));
             if v == 0 {

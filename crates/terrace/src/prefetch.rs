@@ -19,6 +19,12 @@ pub(crate) fn prefetch_range(data: &[u8], from: usize, to: usize) {
     }
 }
 
+/// Hints that `value` is about to be read (the cache line of its first byte).
+#[inline]
+pub(crate) fn prefetch_value<T>(value: &T) {
+    prefetch_line(std::ptr::from_ref(value).cast());
+}
+
 #[inline(always)]
 fn prefetch_line(p: *const u8) {
     #[cfg(target_arch = "x86_64")]
@@ -44,6 +50,8 @@ mod tests {
         prefetch_range(&data, 299, 300);
         prefetch_range(&data, 400, 500);
         prefetch_range(&[], 0, 64);
+        prefetch_value(&data[299]);
+        prefetch_value(&std::sync::atomic::AtomicU64::new(3));
         assert_eq!(data, vec![7u8; 300]);
     }
 }
