@@ -80,8 +80,10 @@ impl KeyStates {
         self.slots as u64 * SLOT_BYTES
     }
 
-    /// `key`'s slot index and its fingerprint (shifted into the slot's upper 62 bits).
-    fn locate(&self, key: &[u8]) -> (usize, u64) {
+    /// `key`'s slot index and its fingerprint (shifted into the slot's upper 62 bits):
+    /// what [`KeyStates::get_located`] and [`KeyStates::insert_located`] take, so that a
+    /// writer hashes each key once.
+    pub(crate) fn locate(&self, key: &[u8]) -> (usize, u64) {
         let slot = (self.place.hash_one(key) as usize) & (self.slots - 1);
         (slot, self.print.hash_one(key) & !3)
     }
@@ -112,8 +114,15 @@ impl KeyStates {
     }
 
     /// [`KeyStates::get`] of each of `keys`, the slots loaded in one pass first.
+    #[cfg(test)]
     pub(crate) fn get_many(&self, keys: &[&[u8]]) -> Vec<Option<Option<bool>>> {
         let located: Vec<(usize, u64)> = keys.iter().map(|k| self.locate(k)).collect();
+        self.get_located(&located)
+    }
+
+    /// [`KeyStates::get`] of the keys [`KeyStates::locate`] placed, the slots loaded in
+    /// one pass first.
+    pub(crate) fn get_located(&self, located: &[(usize, u64)]) -> Vec<Option<Option<bool>>> {
         // Independent loads: their misses overlap.
         let words: Vec<u64> = located
             .iter()
@@ -121,14 +130,19 @@ impl KeyStates {
             .collect();
         words
             .iter()
-            .zip(&located)
+            .zip(located)
             .map(|(&word, &(_, print))| decode(word, print))
             .collect()
     }
 
     /// Remembers that a write leaves `key` in `state` (the caller holds its stripe).
     pub(crate) fn insert(&self, key: &[u8], state: Option<bool>) {
-        let (slot, print) = self.locate(key);
+        self.insert_located(self.locate(key), state);
+    }
+
+    /// [`KeyStates::insert`] of the key [`KeyStates::locate`] placed.
+    pub(crate) fn insert_located(&self, located: (usize, u64), state: Option<bool>) {
+        let (slot, print) = located;
         if let Some(s) = self.slot_alloc(slot) {
             s.store(print | encode(state), Ordering::Relaxed);
         }

@@ -182,24 +182,23 @@ impl KeyCounts {
         if last.is_empty() {
             return Ok(Delta::default());
         }
+        // Each key hashed once for the remembered states: its slot and fingerprint serve
+        // the dedup, the lookup and the update.
+        let mut located: Vec<(usize, u64)> = match &self.known {
+            Some(known) => last.iter().map(|w| known.locate(w.0)).collect(),
+            None => Vec::new(),
+        };
         if last.len() > 1 {
-            // Stable: among writes of one key, the batch's last stays last.
-            let names: Vec<&[u8]> = last.iter().map(|w| w.0).collect();
-            let order = terrace::key::sort_order(&names, |a, b| a.cmp(&b));
-            let mut deduped: Vec<(&[u8], Option<bool>)> = Vec::with_capacity(last.len());
-            for w in order.into_iter().filter_map(|i| last.get(i).copied()) {
-                match deduped.last_mut() {
-                    Some(prev) if prev.0 == w.0 => *prev = w,
-                    _ => deduped.push(w),
-                }
+            if located.len() == last.len() {
+                dedup_located(&mut last, &mut located);
+            } else {
+                last = dedup_sorted(last);
             }
-            last = deduped;
         }
         // Each key's state before the batch: known, or read (one multi-get of the rest).
-        let names: Vec<&[u8]> = last.iter().map(|w| w.0).collect();
         let mut before: Vec<Option<Option<bool>>> = match &self.known {
-            Some(known) => known.get_many(&names),
-            None => vec![None; names.len()],
+            Some(known) => known.get_located(&located),
+            None => vec![None; last.len()],
         };
         let known: Vec<bool> = before.iter().map(Option::is_some).collect();
         let unknown: Vec<&[u8]> = last
@@ -220,12 +219,14 @@ impl KeyCounts {
             }
         }
         let mut delta = Delta::default();
-        for (((key, after), before), known) in last.iter().zip(before).zip(known) {
+        for (i, (((_, after), before), known)) in last.iter().zip(before).zip(known).enumerate() {
             let before = before.ok_or_else(|| Fail::err("a key's state was not read"))?;
             delta.add(Delta::of(before, *after));
             // An overwrite that leaves a remembered state as it was need not record it.
             if !known || before != *after {
-                self.remember(key, *after);
+                if let (Some(states), Some(&at)) = (&self.known, located.get(i)) {
+                    states.insert_located(at, *after);
+                }
             }
         }
         Ok(delta)
@@ -300,6 +301,55 @@ impl Delta {
     }
 }
 
+/// The batch's last write of each key, in key order (a stable sort: among writes of one
+/// key the batch's last stays last).
+fn dedup_sorted(last: Vec<(&[u8], Option<bool>)>) -> Vec<(&[u8], Option<bool>)> {
+    let names: Vec<&[u8]> = last.iter().map(|w| w.0).collect();
+    let order = terrace::key::sort_order(&names, |a, b| a.cmp(&b));
+    let mut deduped: Vec<(&[u8], Option<bool>)> = Vec::with_capacity(last.len());
+    for w in order.into_iter().filter_map(|i| last.get(i).copied()) {
+        match deduped.last_mut() {
+            Some(prev) if prev.0 == w.0 => *prev = w,
+            _ => deduped.push(w),
+        }
+    }
+    deduped
+}
+
+/// Keeps, in batch order, only the batch's last write of each key of `last`, and the
+/// matching entries of `located` (each key's slot and fingerprint). Writes of one key
+/// have the same slot and fingerprint, so sorting those words (a sort of integers, not of
+/// keys) brings them together; keys are compared only where the words tie, so two keys
+/// that share a slot and fingerprint are still told apart.
+fn dedup_located(last: &mut Vec<(&[u8], Option<bool>)>, located: &mut Vec<(usize, u64)>) {
+    let mut order: Vec<(usize, u64, usize)> = located
+        .iter()
+        .enumerate()
+        .map(|(i, &(slot, print))| (slot, print, i))
+        .collect();
+    order.sort_unstable();
+    let mut keep = vec![true; last.len()];
+    for run in order.chunk_by(|a, b| (a.0, a.1) == (b.0, b.1)) {
+        // A run is in batch order: a write with a later one of the same key in it goes.
+        for (j, &(_, _, i)) in run.iter().enumerate() {
+            let key = last.get(i).map(|w| w.0);
+            let later = run.get(j + 1..).unwrap_or_default();
+            if later
+                .iter()
+                .any(|&(_, _, l)| last.get(l).map(|w| w.0) == key)
+            {
+                if let Some(k) = keep.get_mut(i) {
+                    *k = false;
+                }
+            }
+        }
+    }
+    let mut flags = keep.iter();
+    last.retain(|_| flags.next().copied().unwrap_or(true));
+    let mut flags = keep.iter();
+    located.retain(|_| flags.next().copied().unwrap_or(true));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -315,5 +365,46 @@ mod tests {
         assert_eq!(Delta::of(Some(true), None), d(-1, -1));
         assert_eq!(Delta::of(Some(false), None), d(-1, 0));
         assert_eq!(Delta::of(Some(true), Some(true)), d(0, 0));
+    }
+
+    proptest::proptest! {
+        // Both dedups keep exactly the batch's last write of each key; the one by slot
+        // words keeps batch order and tells apart keys whose slot and fingerprint tie
+        // (here forced: few slots and fingerprints).
+        #[test]
+        fn dedups_keep_each_keys_last_write(
+            writes in proptest::collection::vec((0u8..12, proptest::option::of(proptest::bool::ANY)), 0..60),
+            slots in 1usize..4,
+        ) {
+            let names: Vec<Vec<u8>> = (0u8..12).map(|k| vec![b'k', k]).collect();
+            let last: Vec<(&[u8], Option<bool>)> =
+                writes.iter().map(|&(k, s)| (names[usize::from(k)].as_slice(), s)).collect();
+            let mut want: std::collections::BTreeMap<&[u8], (usize, Option<bool>)> =
+                std::collections::BTreeMap::new();
+            for (i, w) in last.iter().enumerate() {
+                want.insert(w.0, (i, w.1));
+            }
+            let sorted = dedup_sorted(last.clone());
+            let want_sorted: Vec<(&[u8], Option<bool>)> =
+                want.iter().map(|(k, &(_, s))| (*k, s)).collect();
+            proptest::prop_assert_eq!(&sorted, &want_sorted);
+            let mut by_words = last.clone();
+            let mut located: Vec<(usize, u64)> = last
+                .iter()
+                .map(|w| (usize::from(w.0[1]) % slots, u64::from(w.0[1] % 2) << 2))
+                .collect();
+            dedup_located(&mut by_words, &mut located);
+            let mut want_order: Vec<(usize, &[u8], Option<bool>)> =
+                want.iter().map(|(k, &(i, s))| (i, *k, s)).collect();
+            want_order.sort();
+            let want_words: Vec<(&[u8], Option<bool>)> =
+                want_order.into_iter().map(|(_, k, s)| (k, s)).collect();
+            proptest::prop_assert_eq!(&by_words, &want_words);
+            let want_located: Vec<(usize, u64)> = by_words
+                .iter()
+                .map(|w| (usize::from(w.0[1]) % slots, u64::from(w.0[1] % 2) << 2))
+                .collect();
+            proptest::prop_assert_eq!(located, want_located);
+        }
     }
 }
