@@ -182,7 +182,36 @@ fn replies_in_both_protocols() {
     assert_eq!(nil, b"$-1\r\n_\r\n*-1\r\n-ERR bad  line\r\n");
 }
 
+/// Redis's `string2ll` on what a length or integer argument can hold: `0`, or an
+/// optional `-` and a digit 1-9 then digits, within `i64`.
+fn string2ll(b: &[u8]) -> Option<i64> {
+    let s = std::str::from_utf8(b).ok()?;
+    let digits = s.strip_prefix('-').unwrap_or(s);
+    let canonical = s == "0"
+        || (digits.starts_with(|c: char| ('1'..='9').contains(&c))
+            && digits.bytes().all(|c| c.is_ascii_digit()));
+    if canonical {
+        s.parse().ok()
+    } else {
+        None
+    }
+}
+
 proptest! {
+    #[test]
+    fn decimals_read_as_redis_reads_them(
+        text in prop_oneof![
+            "-?[0-9]{0,21}",
+            "[-+0-9a ]{0,6}",
+            Just(i64::MIN.to_string()),
+            Just(i64::MAX.to_string()),
+            Just("9223372036854775808".to_string()),
+            Just("-9223372036854775809".to_string()),
+        ],
+    ) {
+        prop_assert_eq!(super::parser::parse_decimal(text.as_bytes()), string2ll(text.as_bytes()));
+    }
+
     #[test]
     fn round_trip(list in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..40), 1..8)) {
         let buf = encode(&list);
