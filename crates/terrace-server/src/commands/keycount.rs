@@ -189,7 +189,7 @@ impl KeyCounts {
             None => Vec::new(),
         };
         if last.len() > 1 {
-            if located.len() == last.len() {
+            if self.known.is_some() {
                 dedup_located(&mut last, &mut located);
             } else {
                 last = dedup_sorted(last);
