@@ -393,7 +393,7 @@ impl Engine {
         let now = now_ms();
         let reads = || runs.iter().filter(|r| r.kind == Some(Kind::Reads));
         let keys: Vec<&[u8]> = reads().flat_map(|r| r.keys()).collect();
-        let values = {
+        let mut values = {
             let _shared = store.exclusive.read();
             if keys.len() >= SPLIT_READS {
                 // One snapshot for both halves of a split read: a run's GETs must not see
@@ -411,8 +411,10 @@ impl Engine {
         let mut replies: Vec<Reply> = Vec::with_capacity(keys.len());
         let mut found: Vec<bool> = Vec::with_capacity(keys.len());
         for (i, key) in keys.iter().enumerate() {
-            let value = match &values {
-                Ok(values) => Ok(values.get(i).cloned().flatten()),
+            let value = match &mut values {
+                // Taken, not cloned: a value shares its block's memory, and each clone
+                // and drop is an atomic update of the block's count.
+                Ok(values) => Ok(values.get_mut(i).and_then(Option::take)),
                 // Some read failed: each key again on its own, for its own reply.
                 Err(_) => {
                     let _shared = store.exclusive.read();

@@ -5,7 +5,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
-use bytes::Bytes;
+use bytes::{Buf, Bytes};
 use parking_lot::{Mutex, MutexGuard, RwLock};
 use terrace::{Db, DbIterator, ReadOptions, WriteBatch, WriteOptions};
 
@@ -214,10 +214,12 @@ impl Store {
                 out.push(None);
                 continue;
             };
-            let raw = raw.into_bytes();
+            let mut raw = raw.into_bytes();
             let (expire_at_ms, start) = split_header(&raw).map_err(|e| Fail::corrupt(key, e))?;
             if expire_at_ms.is_none_or(|at| at > now_ms) {
-                out.push(Some(raw.slice(start.min(raw.len())..)));
+                // In place: a slice would be a clone and a drop, two atomic updates.
+                raw.advance(start.min(raw.len()));
+                out.push(Some(raw));
             } else {
                 self.expire_lazily(key, now_ms)?;
                 out.push(None);

@@ -9,7 +9,7 @@
 
 use std::cmp::Ordering;
 
-use bytes::Bytes;
+use bytes::{Buf, Bytes};
 
 use crate::coding::{get_fixed32, get_varint32};
 use crate::key::KeyBuf;
@@ -187,6 +187,19 @@ impl BlockIter {
             return Bytes::new();
         }
         self.block.data.slice(self.value.0..self.value.1)
+    }
+
+    /// [`BlockIter::value_bytes`], consuming the cursor: its handle on the block becomes
+    /// the value's, so no reference count is updated (a clone and a drop of a cached
+    /// block's handle are two atomic updates of a count other threads update too).
+    pub fn into_value_bytes(self) -> Bytes {
+        if !self.valid {
+            return Bytes::new();
+        }
+        let mut data = self.block.data;
+        data.truncate(self.value.1);
+        data.advance(self.value.0);
+        data
     }
 
     fn fail<T>(&mut self, reason: &'static str) -> BlockResult<T> {

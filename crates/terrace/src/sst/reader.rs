@@ -311,7 +311,8 @@ impl SstReader {
                 if p.user_key != uk {
                     return Ok(None);
                 }
-                return Ok(Some((p.seq, p.kind, data.value_bytes())));
+                let (seq, kind) = (p.seq, p.kind);
+                return Ok(Some((seq, kind, data.into_value_bytes())));
             }
             first_block = false;
             match (at.as_mut(), index.as_mut()) {

@@ -290,7 +290,7 @@ proptest::proptest! {
     #[test]
     fn index_search_seeks_like_the_block(
         keys in proptest::collection::btree_set(
-            (proptest::collection::vec(0u8..3, 0..22), 0u64..4), 1..60),
+            (proptest::collection::vec(0u8..3, 0..22), 0u64..4), 1..120),
         targets in proptest::collection::vec(
             (proptest::collection::vec(0u8..3, 0..22), 0u64..5), 1..40),
         interval in 1usize..3,
@@ -393,4 +393,29 @@ fn index_search_is_not_built_over_a_handle_that_does_not_decode() {
     assert!(crate::sst::index_search::IndexSearch::build(&block)
         .unwrap()
         .is_none());
+}
+
+#[test]
+fn a_consumed_cursor_hands_over_the_value_it_stood_on() {
+    let entries: Vec<(Vec<u8>, Vec<u8>)> = (0..40u64)
+        .map(|i| {
+            let user = format!("key{i:03}");
+            let value = format!("value of {i}").repeat(i as usize % 4 + 1);
+            (
+                internal_key(user.as_bytes(), 1, ValueType::Value),
+                value.into_bytes(),
+            )
+        })
+        .collect();
+    let block = block_of(&entries, 16);
+    for (k, v) in &entries {
+        let mut it = BlockIter::new(block.clone());
+        it.seek(k).unwrap();
+        assert_eq!(it.value_bytes().as_ref(), v.as_slice());
+        assert_eq!(it.into_value_bytes().as_ref(), v.as_slice());
+    }
+    let mut past = BlockIter::new(block);
+    past.seek(&internal_key(b"zzz", 1, ValueType::Value))
+        .unwrap();
+    assert!(past.into_value_bytes().is_empty());
 }
