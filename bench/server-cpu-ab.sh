@@ -7,6 +7,8 @@
 #   bench/server-cpu-ab.sh OLD_BIN NEW_BIN
 #   TEST=get REQUESTS=1000000 ROUNDS=5 PIPELINE=16 bench/server-cpu-ab.sh old new
 #
+# Rounds alternate the binaries' order (given, reversed, given, ...), and each run starts
+# after `sync`, so that no binary pays for another's writeback or always runs first.
 # Per run: requests/s, the server process's CPU (user + system, every thread, read from
 # /proc before and after the run) per request in microseconds, the part of it the
 # connection threads spent (the rest is flushes, compactions, reader threads), and its
@@ -43,8 +45,17 @@ usage() {
   echo "$(awk '{ print $10, $14 + $15 }' "/proc/$1/stat") $net"
 }
 for round in $(seq "$ROUNDS"); do
-  for bin in "$@"; do
+  # Odd rounds run the binaries in the order given, even rounds in reverse, so that none
+  # always runs first (or always after a particular other one).
+  order=("$@")
+  if [ $((round % 2)) -eq 0 ]; then
+    order=()
+    for ((i = $#; i >= 1; i--)); do order+=("${!i}"); done
+  fi
+  for bin in "${order[@]}"; do
     rm -rf "$WORK/data"
+    # The last run's files reach the disk now, not during this run.
+    sync
     port=$(free_port)
     "$bin" serve --dir "$WORK/data" --fsync everysec --port "$port" >"$WORK/server.log" 2>&1 &
     PID=$!
