@@ -349,6 +349,7 @@ impl Engine {
                 config.fsync == Fsync::Always,
                 config.keyspace_count,
                 config.keyspace_count_cache_bytes,
+                config.reader_threads(),
             )?,
             config: RwLock::new(config.clone()),
             auth_required: AtomicBool::new(!config.requirepass.is_empty()),

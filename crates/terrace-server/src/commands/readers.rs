@@ -18,28 +18,44 @@ use super::Fail;
 /// hundred microseconds) to be worth the two wake-ups of handing it over.
 pub(crate) const SPLIT_READS: usize = 128;
 
-/// The reader threads, one fewer than the cores (at least one).
-#[derive(Default)]
+/// The reader threads (`Config::reader_threads` of them).
 pub(crate) struct Readers {
+    /// How many; with none every batch reads on the caller's thread.
+    threads: usize,
     /// `None` inside if they could not be started (every batch then reads on the caller's
     /// thread).
     pool: OnceLock<Option<rayon_core::ThreadPool>>,
 }
 
 impl Readers {
-    /// The pool, started on first use.
+    /// `threads` reader threads, started on first use; none if 0.
+    pub(crate) fn new(threads: usize) -> Self {
+        Readers {
+            threads,
+            pool: OnceLock::new(),
+        }
+    }
+
+    /// The pool, started on first use; `None` without reader threads.
     pub(crate) fn pool(&self) -> Option<&rayon_core::ThreadPool> {
+        if self.threads == 0 {
+            return None;
+        }
         self.pool
             .get_or_init(|| {
-                let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
                 rayon_core::ThreadPoolBuilder::new()
-                    .num_threads(cores.saturating_sub(1).max(1))
+                    .num_threads(self.threads)
                     .thread_name(|i| format!("terrace-read-{i}"))
                     .build()
                     .map_err(|e| tracing::warn!("reader threads did not start: {e}"))
                     .ok()
             })
             .as_ref()
+    }
+
+    /// Whether a batch of `keys` keys is split ([`Readers::read_split`]).
+    pub(crate) fn splits(&self, keys: usize) -> bool {
+        keys >= SPLIT_READS && self.threads > 0
     }
 
     /// Whether the pool has been started (tests).
@@ -51,8 +67,8 @@ impl Readers {
             .map(|p| p as *const _)
     }
 
-    /// `read` of `keys`, in order: with at least [`SPLIT_READS`] keys, the second half is
-    /// read on a reader thread while this one reads the first. The caller makes the two
+    /// `read` of `keys`, in order: with at least [`SPLIT_READS`] keys and a reader
+    /// thread, the second half is read on a reader thread while this one reads the first. The caller makes the two
     /// halves read the same state (one snapshot, or stripes that keep the keys' writers
     /// out).
     pub(crate) fn read_split<T: Send>(
@@ -60,7 +76,7 @@ impl Readers {
         keys: &[&[u8]],
         read: impl Fn(&[&[u8]]) -> Result<Vec<T>, Fail> + Sync,
     ) -> Result<Vec<T>, Fail> {
-        if keys.len() < SPLIT_READS {
+        if !self.splits(keys.len()) {
             return read(keys);
         }
         let Some(pool) = self.pool() else {
@@ -90,7 +106,7 @@ mod tests {
 
     #[test]
     fn a_split_read_keeps_the_order_and_fails_when_a_half_fails() {
-        let readers = Readers::default();
+        let readers = Readers::new(1);
         let names: Vec<Vec<u8>> = (0..300u32).map(|i| i.to_be_bytes().to_vec()).collect();
         let keys: Vec<&[u8]> = names.iter().map(Vec::as_slice).collect();
         let ids = |ks: &[&[u8]]| -> Result<Vec<u32>, Fail> {
@@ -134,5 +150,19 @@ mod tests {
             ids(ks)
         };
         assert!(readers.read_split(&keys, panics_late).is_err());
+    }
+
+    #[test]
+    fn without_reader_threads_every_batch_reads_on_the_callers_thread() {
+        let readers = Readers::new(0);
+        let names: Vec<Vec<u8>> = (0..300u32).map(|i| i.to_be_bytes().to_vec()).collect();
+        let keys: Vec<&[u8]> = names.iter().map(Vec::as_slice).collect();
+        let caller = std::thread::current().id();
+        let read = |ks: &[&[u8]]| -> Result<Vec<usize>, Fail> {
+            assert_eq!(std::thread::current().id(), caller);
+            Ok(vec![ks.len()])
+        };
+        assert_eq!(readers.read_split(&keys, read).ok(), Some(vec![300]));
+        assert_eq!(readers.started(), None);
     }
 }

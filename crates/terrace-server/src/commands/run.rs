@@ -32,7 +32,6 @@ use terrace::WriteBatch;
 
 use super::engine::LocalStats;
 use super::pending::Pending;
-use super::readers::SPLIT_READS;
 use super::store::{put_value, stripe_of};
 use super::strings::SetOptions;
 use super::table::{self, CommandSpec, GROUP, WRITE};
@@ -395,7 +394,7 @@ impl Engine {
         let keys: Vec<&[u8]> = reads().flat_map(|r| r.keys()).collect();
         let mut values = {
             let _shared = store.exclusive.read();
-            if keys.len() >= SPLIT_READS {
+            if store.readers.splits(keys.len()) {
                 // One snapshot for both halves of a split read: a run's GETs must not see
                 // the store at two points in time, the later one first.
                 let snapshot = store.db.snapshot();

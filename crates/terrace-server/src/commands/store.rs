@@ -77,12 +77,14 @@ pub(crate) fn stripe_of(key: &[u8]) -> usize {
 impl Store {
     /// The store over `db`, whose keys it counts first (deleting those that expired).
     /// `count_keys`: keep the keyspace count (`keycount`), remembering the states of
-    /// recently written keys in at most `known_bytes`.
+    /// recently written keys in at most `known_bytes`. `reader_threads`: threads that read
+    /// half of a large batch of keys (`readers`).
     pub(crate) fn new(
         db: Db,
         sync_writes: bool,
         count_keys: bool,
         known_bytes: u64,
+        reader_threads: usize,
     ) -> terrace::Result<Store> {
         let write_opts = WriteOptions {
             sync: sync_writes,
@@ -103,7 +105,7 @@ impl Store {
                 next: Mutex::new((0, 0)),
             },
             counts,
-            readers: Readers::default(),
+            readers: Readers::new(reader_threads),
         })
     }
 

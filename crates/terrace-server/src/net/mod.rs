@@ -61,25 +61,13 @@ pub fn serve_command(args: &ServeArgs, out: &mut dyn Write) -> Result<()> {
         .block_on(serve(config, out))
 }
 
-/// The network threads (shards): `threads`, or half the cores (at least one) when it
-/// is 0. The other half is left to the engine's flush and compaction threads, and a
-/// shard gathers more per group with more connections: on two cores, one shard served
-/// redis-benchmark without pipelining about 10% faster than two, with half their p99
-/// latency (BENCHMARKS.md).
-fn network_threads(config: &Config) -> usize {
-    if config.threads > 0 {
-        return config.threads;
-    }
-    (std::thread::available_parallelism().map_or(1, usize::from) / 2).max(1)
-}
-
 /// Serves `config` until SIGTERM, SIGINT or SHUTDOWN: accepts, signals, metrics and the
 /// `everysec` sync on the current tokio runtime, connections on the shard threads.
 ///
 /// # Errors
 /// As [`serve_command`].
 pub async fn serve(mut config: Config, out: &mut dyn Write) -> Result<()> {
-    let threads = network_threads(&config);
+    let threads = config.network_threads();
     let reserve = Engine::open_files_reserve(threads);
     let room = fdlimit::make_room(config.maxclients, reserve);
     config.maxclients = clamp_maxclients(config.maxclients, room, reserve)?;

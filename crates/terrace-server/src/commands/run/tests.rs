@@ -207,7 +207,12 @@ fn runs_of_several_sessions_execute_as_one_group() {
 #[test]
 fn a_large_read_group_split_over_two_threads_replies_in_order_and_keeps_its_reader() {
     let tmp = tempfile::tempdir().unwrap();
-    let e = engine(tmp.path());
+    let config = Config {
+        dir: tmp.path().to_path_buf(),
+        reader_threads: Some(1),
+        ..Config::default()
+    };
+    let e = Engine::open(&config).unwrap();
     let mut s = e.connect("t".into()).unwrap();
     let sets: Vec<String> = (0..300)
         .step_by(3)
@@ -350,6 +355,7 @@ fn a_large_write_group_counts_its_keys_with_a_split_read() {
     let config = Config {
         dir: tmp.path().to_path_buf(),
         keyspace_count_cache_bytes: 0,
+        reader_threads: Some(1),
         ..Config::default()
     };
     let e = Engine::open(&config).unwrap();
