@@ -11,6 +11,10 @@
 # With CONTROL_ARGS set, a second Terrace server started with those extra flags ("control")
 # runs in the same rotation, so a setting's effect is measured in the same window.
 #
+# Rounds alternate the servers' order (listed, reversed, ...), and each run starts once
+# every server has been idle for a second (at most 60 s), so that one server's
+# background work left over from its run does not slow the next server's.
+#
 # Prints one line per (server, pipeline, test): median requests/s, p50 and p99 latency
 # (ms), then Terrace's throughput as a fraction of Redis's: the ratio of the medians, and
 # each round's ratio with their geometric mean. Installs redis-server and
@@ -63,9 +67,34 @@ echo "redis-benchmark -c $CLIENTS -n $REQUESTS -r 1000000 -d 100 -t $TESTS, medi
 echo "$(redis-server --version | cut -d' ' -f1-3); terrace $("$BIN" version | cut -d' ' -f2) (fsync everysec)"
 [ -n "${CONTROL_ARGS:-}" ] && echo "control: terrace serve ... $CONTROL_ARGS"
 RESULTS="$WORK/results.csv"
+# CPU ticks (user + system) of every server process so far.
+server_ticks() {
+  local total=0 p
+  for p in "${PIDS[@]}"; do
+    total=$((total + $(awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null || echo 0)))
+  done
+  echo "$total"
+}
+# Waits (at most 60 s) until the servers used at most one tick of CPU in a second: a
+# server's flushes and compactions left over from its run would otherwise run during the
+# next server's.
+settle() {
+  local before after
+  for _ in $(seq 60); do
+    before=$(server_ticks)
+    sleep 1
+    after=$(server_ticks)
+    [ $((after - before)) -le 1 ] && return
+  done
+}
 for pipeline in $PIPELINES; do
   for round in $(seq "$ROUNDS"); do
-    for server in $SERVERS; do
+    # Odd rounds run the servers in the listed order, even rounds in reverse, so that
+    # none always runs first or always after a particular other one.
+    order=$SERVERS
+    [ $((round % 2)) -eq 0 ] && order=$(echo "$SERVERS" | tr ' ' '\n' | tac | tr '\n' ' ')
+    for server in $order; do
+      settle
       case "$server" in
         redis) port=$REDIS_PORT ;;
         terrace) port=$TERRACE_PORT ;;
