@@ -424,7 +424,13 @@ fn run_cycles(cycles: u32, check: Check, layout: Layout, job: Option<Job>, tear:
         // Tearing runs flush and compact a quarter as often (mostly puts instead): long
         // unsynced log tails, of several pages and blocks.
         let rolls = if tear == Tear::Drop { 1000 } else { 4000 };
-        for _ in 0..n_ops {
+        // With a cut drawn in a job, a cycle whose writes end before the job has reached
+        // its cut writes on, up to twice as many operations: on a slow or loaded machine
+        // the background job runs late, and the cut would otherwise often miss it.
+        let most = if job.is_some() { 2 * n_ops } else { n_ops };
+        let mut done = 0;
+        while done < n_ops || (done < most && !power.is_out()) {
+            done += 1;
             let roll = rng.gen_range(0..rolls);
             if roll < 10 {
                 if failed(db.flush(), "flush") {
