@@ -51,7 +51,12 @@ pub fn metrics_text(engine: &Engine) -> String {
 pub fn serve_command(args: &ServeArgs, out: &mut dyn Write) -> Result<()> {
     let config = args.resolve()?;
     if args.print_config {
-        write!(out, "{}", config.to_toml()?)?;
+        // The reader threads as they would run here, not left out when unset.
+        let shown = Config {
+            reader_threads: Some(config.reader_threads()),
+            ..config
+        };
+        write!(out, "{}", shown.to_toml()?)?;
         return Ok(());
     }
     config.validate()?;
