@@ -68,9 +68,9 @@ impl Readers {
     }
 
     /// `read` of `keys`, in order: with at least [`SPLIT_READS`] keys and a reader
-    /// thread, the second half is read on a reader thread while this one reads the first. The caller makes the two
-    /// halves read the same state (one snapshot, or stripes that keep the keys' writers
-    /// out).
+    /// thread, the second half is read on a reader thread while this one reads the
+    /// first. The caller makes the two halves read the same state (one snapshot, or
+    /// stripes that keep the keys' writers out).
     pub(crate) fn read_split<T: Send>(
         &self,
         keys: &[&[u8]],
