@@ -195,7 +195,9 @@ impl Ctx<'_> {
         let Some(pending) = self.pending.as_deref() else {
             return store.for_each_member(prefix, start, visit);
         };
-        let from = [prefix, start].concat();
+        let mut from = keys::MemberKeyBuf::new();
+        from.extend_from_slice(prefix);
+        from.extend_from_slice(start);
         let end = keys::prefix_end(prefix);
         let overlay = pending.range(&from, end.as_deref());
         // A walk inside another's visit finds the cache borrowed: it uses its own.
@@ -204,11 +206,15 @@ impl Ctx<'_> {
                 |f: &mut dyn FnMut(&[u8], &[u8]) -> bool| store.for_each_member(prefix, start, f);
             return merge_walk(prefix.len(), overlay, |a, b| a < b, walk, &mut visit);
         };
-        let it = match iters.entry(prefix.to_vec()) {
-            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::hash_map::Entry::Vacant(e) => {
-                e.insert(MemberCursor::new(store.member_iter(prefix)?, true))
-            }
+        // Looked up before it is inserted: the map's key is copied only for a new prefix.
+        if !iters.contains_key(prefix) {
+            iters.insert(
+                prefix.to_vec(),
+                MemberCursor::new(store.member_iter(prefix)?, true),
+            );
+        }
+        let Some(it) = iters.get_mut(prefix) else {
+            return Err(Fail::err("a member cursor missing from its map"));
         };
         let walk = |f: &mut dyn FnMut(&[u8], &[u8]) -> bool| it.walk(prefix, start, f);
         merge_walk(prefix.len(), overlay, |a, b| a < b, walk, &mut visit)

@@ -551,7 +551,9 @@ const SEEN_RECORDS: usize = 128;
 pub(crate) struct MemberCursor {
     it: DbIterator,
     keep: bool,
-    seen: VecDeque<(Vec<u8>, Vec<u8>)>,
+    /// The passed records, oldest first (so in key order): each key and value in one
+    /// buffer, with the key's length.
+    seen: VecDeque<(usize, Vec<u8>)>,
 }
 
 impl MemberCursor {
@@ -571,15 +573,19 @@ impl MemberCursor {
         start: &[u8],
         mut visit: impl FnMut(&[u8], &[u8]) -> bool,
     ) -> Result<(), Fail> {
-        let mut from = prefix.to_vec();
+        let mut from = keys::MemberKeyBuf::new();
+        from.extend_from_slice(prefix);
         from.extend_from_slice(start);
         let from = from.as_slice();
         let mut passed = 0;
         let at = self.it.valid().then(|| self.it.key());
         let not_past = at.is_none_or(|p| from <= p);
-        if not_past && self.seen.front().is_some_and(|(k, _)| k.as_slice() <= from) {
-            // Replay what lies between the start and the position, then go on.
-            for (k, v) in self.seen.iter().filter(|(k, _)| k.as_slice() >= from) {
+        if not_past && self.seen.front().is_some_and(|r| seen_key(r) <= from) {
+            // Replay what lies between the start and the position (the remembered
+            // records are in key order), then go on.
+            let first = self.seen.partition_point(|r| seen_key(r) < from);
+            for (key_len, record) in self.seen.range(first..) {
+                let (k, v) = record.split_at(*key_len);
                 let Some(member) = k.strip_prefix(prefix) else {
                     return Ok(());
                 };
@@ -624,12 +630,23 @@ impl MemberCursor {
             self.seen.clear();
             return;
         }
-        if self.seen.len() == SEEN_RECORDS {
-            self.seen.pop_front();
-        }
-        self.seen
-            .push_back((self.it.key().to_vec(), self.it.value().to_vec()));
+        // A full memory's oldest record gives its buffer to the newest.
+        let mut record = match self.seen.len() == SEEN_RECORDS {
+            true => self.seen.pop_front().map(|(_, r)| r).unwrap_or_default(),
+            false => Vec::new(),
+        };
+        let (key, value) = (self.it.key(), self.it.value());
+        record.clear();
+        record.reserve(key.len() + value.len());
+        record.extend_from_slice(key);
+        record.extend_from_slice(value);
+        self.seen.push_back((key.len(), record));
     }
+}
+
+/// The key of a remembered record.
+fn seen_key((key_len, record): &(usize, Vec<u8>)) -> &[u8] {
+    record.get(..*key_len).unwrap_or_default()
 }
 
 /// Adds a put of `key`'s top-level record `t`.

@@ -117,7 +117,8 @@ fn walk(
         ctx.for_each_member_rev(&prefix, meta.tail_bound().as_deref(), step)
     } else {
         // From the head: every index record below it was popped (deleted).
-        let mut from = meta.head.to_be_bytes().to_vec();
+        let mut from = keys::MemberKeyBuf::new();
+        from.extend_from_slice(&meta.head.to_be_bytes());
         from.extend_from_slice(meta.head_member.as_bytes());
         ctx.for_each_member(&prefix, &from, &mut step)
     }
