@@ -13,8 +13,10 @@
 # /proc before and after the run) per request in microseconds, the part of it the
 # connection threads spent (the rest is flushes, compactions, reader threads), and its
 # minor page faults per request; then each binary's means. A GET run reads a database first filled by as
-# many SETs (not counted); PREFILL=set fills first for any test (e.g. SETs overwriting
-# keys the tables already hold, with compaction running), PREFILL=none never.
+# many SETs (not counted); PREFILL=TEST fills first with that test for any test (PREFILL=set:
+# SETs overwriting keys the tables already hold, with compaction running; PREFILL=zadd
+# before TEST=zpopmin: pops of a set that has members), PREFILL=none never. The fill
+# runs with the same clients and pipeline as the measured test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -60,8 +62,8 @@ for round in $(seq "$ROUNDS"); do
     "$bin" serve --dir "$WORK/data" --fsync everysec --port "$port" >"$WORK/server.log" 2>&1 &
     PID=$!
     for _ in $(seq 100); do redis-cli -p "$port" PING 2>/dev/null | grep -q PONG && break; sleep 0.1; done
-    if [ "$PREFILL" = set ]; then
-      redis-benchmark -p "$port" -c "$CLIENTS" -n "$REQUESTS" -r 1000000 -d 100 -t set \
+    if [ "$PREFILL" != none ]; then
+      redis-benchmark -p "$port" -c "$CLIENTS" -n "$REQUESTS" -r 1000000 -d 100 -t "$PREFILL" \
         -P "$PIPELINE" -q >/dev/null 2>&1
     fi
     before=$(usage "$PID")

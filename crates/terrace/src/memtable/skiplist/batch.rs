@@ -140,6 +140,12 @@ impl SkipList {
             .iter()
             .map(|(user, trailer, _)| Target::new(user, *trailer))
             .collect();
+        // Each entry's home slot in the point index, asked for before the searches: its
+        // cache miss overlaps theirs instead of stalling the entry's link after them.
+        let hashed: Vec<(u64, u64)> = match &self.index {
+            Some(points) => targets.iter().map(|t| points.prefetch(t.user)).collect(),
+            None => Vec::new(),
+        };
         let mut splices = vec![Splice::default(); entries.len()];
         let mut found = vec![NIL; entries.len()];
         // One call for the whole batch: each lane takes a run of neighbouring keys, and
@@ -150,10 +156,17 @@ impl SkipList {
         // entry, that node becomes the predecessor (`Followed`); only other writers'
         // nodes are left for linking to walk past.
         let mut followed = Followed::default();
-        for ((target, (_, _, value)), splice) in targets.iter().zip(entries).zip(&mut splices) {
+        for (i, ((target, (_, _, value)), splice)) in
+            targets.iter().zip(entries).zip(&mut splices).enumerate()
+        {
             let found = splice.prev;
             followed.apply(splice);
-            let Some((node, height)) = self.link_new(&mut w, target, value, splice, None) else {
+            let place = self
+                .index
+                .as_ref()
+                .zip(hashed.get(i))
+                .map(|(points, &h)| points.place_hashed(h));
+            let Some((node, height)) = self.link_new(&mut w, target, value, splice, place) else {
                 return false;
             };
             followed.linked(node, height, &found, splice);

@@ -170,7 +170,12 @@ impl PointIndex {
     /// Where `key` goes: its hash, and its home slot loaded now, so that a writer that
     /// asks before searching the list has the slot's cache miss overlap the search.
     pub(super) fn place(&self, key: &[u8]) -> Place {
-        let (home, fp) = self.hash(key);
+        self.place_hashed(self.hash(key))
+    }
+
+    /// [`PointIndex::place`] of the key [`PointIndex::prefetch`] hashed: a batch writer
+    /// prefetches every entry's home slot before its searches, so the load here hits.
+    pub(super) fn place_hashed(&self, (home, fp): (u64, u64)) -> Place {
         let home_value = self.slot(home).map_or(0, |s| s.load(Ordering::Acquire));
         Place {
             home,
