@@ -56,8 +56,11 @@ pub(super) struct Place {
 /// The point index; see the module docs.
 pub(super) struct PointIndex {
     chunks: Box<[OnceLock<Box<[AtomicU64]>>]>,
-    /// Slots per chunk: [`CHUNK_SLOTS`], or all of them in a smaller table.
+    /// Slots per chunk, a power of two: [`CHUNK_SLOTS`], or in a smaller table the
+    /// power of two that holds all of them (so that a slot's chunk and place in it are a
+    /// shift and a mask, not two divisions).
     chunk_slots: usize,
+    chunk_shift: u32,
     slots: u64,
     hasher: RandomState,
     /// Set once a new key could not be added: a miss no longer proves absence.
@@ -72,12 +75,13 @@ impl PointIndex {
     /// An index of `slots` slots (at least 8).
     pub(super) fn new(slots: usize) -> Self {
         let slots = slots.max(8);
-        let chunk_slots = slots.min(CHUNK_SLOTS);
+        let chunk_slots = slots.min(CHUNK_SLOTS).next_power_of_two();
         PointIndex {
             chunks: (0..slots.div_ceil(chunk_slots))
                 .map(|_| OnceLock::new())
                 .collect(),
             chunk_slots,
+            chunk_shift: chunk_slots.trailing_zeros(),
             slots: slots as u64,
             hasher: RandomState::new(),
             incomplete: AtomicBool::new(false),
@@ -104,18 +108,29 @@ impl PointIndex {
         )
     }
 
+    /// Slot `i` of a probe sequence (a home slot plus fewer than [`MAX_PROBES`]: past the
+    /// table's end at most once, unless the table has fewer slots than that), as its
+    /// chunk and its place in the chunk.
+    fn locate(&self, i: u64) -> (usize, usize) {
+        let i = if i < self.slots {
+            i
+        } else if i - self.slots < self.slots {
+            i - self.slots
+        } else {
+            i % self.slots
+        } as usize;
+        (i >> self.chunk_shift, i & (self.chunk_slots - 1))
+    }
+
     fn slot(&self, i: u64) -> Option<&AtomicU64> {
-        let i = (i % self.slots) as usize;
-        self.chunks
-            .get(i / self.chunk_slots)?
-            .get()?
-            .get(i % self.chunk_slots)
+        let (chunk, at) = self.locate(i);
+        self.chunks.get(chunk)?.get()?.get(at)
     }
 
     /// The slot, allocating its chunk (the writer's call).
     fn slot_alloc(&self, i: u64) -> Option<&AtomicU64> {
-        let i = (i % self.slots) as usize;
-        let cell = self.chunks.get(i / self.chunk_slots)?;
+        let (chunk, at) = self.locate(i);
+        let cell = self.chunks.get(chunk)?;
         if cell.get().is_none() {
             let chunk: Box<[AtomicU64]> =
                 (0..self.chunk_slots).map(|_| AtomicU64::new(0)).collect();
@@ -126,7 +141,7 @@ impl PointIndex {
                 );
             }
         }
-        cell.get()?.get(i % self.chunk_slots)
+        cell.get()?.get(at)
     }
 
     /// The node of `key`'s newest entry; `holds(n)` says whether node `n` holds `key`.
@@ -242,5 +257,40 @@ impl PointIndex {
         }
         // A new key that could not be added: lookups that miss must search the list.
         self.incomplete.store(true, Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{PointIndex, CHUNK_SLOTS, MAX_PROBES};
+
+    /// The shift-and-mask location of a probe's slot is the one the plain remainder and
+    /// division give, for tables smaller than a probe sequence, smaller than a chunk,
+    /// and of several chunks (the last one partly used).
+    #[test]
+    fn a_probe_slot_is_located_as_by_division() {
+        for slots in [
+            8,
+            100,
+            255,
+            256,
+            1000,
+            CHUNK_SLOTS,
+            CHUNK_SLOTS + 77,
+            3 * CHUNK_SLOTS,
+        ] {
+            let index = PointIndex::new(slots);
+            let per_chunk = slots.min(CHUNK_SLOTS);
+            for home in (0..slots as u64).step_by(7).chain([slots as u64 - 1]) {
+                for p in 0..MAX_PROBES as u64 {
+                    let i = ((home + p) % slots as u64) as usize;
+                    let (chunk, at) = index.locate(home + p);
+                    assert_eq!(chunk * index.chunk_slots + at, i, "{slots} {home} {p}");
+                    assert!(chunk < index.chunks.len() && at < index.chunk_slots);
+                    // The same slot whatever the chunk size: chunks only split the table.
+                    assert!(index.chunk_slots >= per_chunk);
+                }
+            }
+        }
     }
 }
