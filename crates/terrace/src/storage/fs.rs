@@ -6,7 +6,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{FileLock, IoClass, IoStats, ReadableFile, Storage, WritableFile};
+use super::{FileLock, IoClass, IoStats, ReadableFile, Storage, SyncHandle, WritableFile};
 use crate::error::{Error, Result};
 
 /// Files and directories of the local operating system.
@@ -54,8 +54,43 @@ impl WritableFile for FsWritable {
         Ok(())
     }
 
+    fn sync_handle(&mut self) -> Result<Option<Box<dyn SyncHandle>>> {
+        self.flush()?;
+        // A second descriptor of the same open file: its sync covers the writes made
+        // through the first.
+        let file = self
+            .out
+            .get_ref()
+            .try_clone()
+            .map_err(|e| Error::io(&self.path, e))?;
+        Ok(Some(Box::new(FsSync {
+            file,
+            path: self.path.clone(),
+            class: self.class,
+            stats: Arc::clone(&self.stats),
+        })))
+    }
+
     fn len(&self) -> u64 {
         self.len
+    }
+}
+
+/// [`FsWritable::sync_handle`]'s handle.
+struct FsSync {
+    file: File,
+    path: PathBuf,
+    class: IoClass,
+    stats: Arc<IoStats>,
+}
+
+impl SyncHandle for FsSync {
+    fn sync(&self) -> Result<()> {
+        self.file
+            .sync_data()
+            .map_err(|e| Error::io(&self.path, e))?;
+        self.stats.record_sync(self.class);
+        Ok(())
     }
 }
 

@@ -31,6 +31,17 @@ pub(crate) use throttle::bucket::FakeClock;
 pub(crate) use throttle::bucket::{Clock, DeviceBudget, SystemClock};
 pub use throttle::{ThrottleLimits, ThrottleStats, ThrottledStorage};
 
+/// What makes a file's bytes durable apart from the file's writer (see
+/// [`WritableFile::sync_handle`]).
+pub trait SyncHandle: Send {
+    /// Makes durable every byte the file had handed to the operating system when the
+    /// handle was taken (later ones too, perhaps).
+    ///
+    /// # Errors
+    /// I/O errors of the device.
+    fn sync(&self) -> Result<()>;
+}
+
 /// A file being written: append-only, then synced.
 pub trait WritableFile: Send {
     /// Appends `data` at the end of the file.
@@ -48,6 +59,17 @@ pub trait WritableFile: Send {
     /// # Errors
     /// I/O errors of the device.
     fn sync(&mut self) -> Result<()>;
+    /// Hands buffered bytes to the operating system and returns a handle that makes
+    /// them durable without this file: a caller that syncs on a schedule (once a second)
+    /// can then let appends go on while the device syncs. `None` (the default) where
+    /// only the writer can make its bytes durable (unsynced bytes kept in process
+    /// memory, a device's budget charged per sync): call [`WritableFile::sync`].
+    ///
+    /// # Errors
+    /// I/O errors of the device.
+    fn sync_handle(&mut self) -> Result<Option<Box<dyn SyncHandle>>> {
+        Ok(None)
+    }
     /// Bytes appended so far.
     fn len(&self) -> u64;
     /// True if nothing was appended.

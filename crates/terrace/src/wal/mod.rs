@@ -26,6 +26,7 @@ pub(crate) use set::{FoundLog, LogSet};
 pub use writer::FileLogWriter;
 
 use crate::error::Result;
+use crate::storage::SyncHandle;
 
 /// Where committed write batches go before they are acknowledged.
 ///
@@ -49,6 +50,16 @@ pub trait LogWriter: Send {
     /// # Errors
     /// I/O errors of the device.
     fn sync(&mut self) -> Result<()>;
+    /// Hands added records to the operating system and returns a handle that makes them
+    /// durable while records go on being added (see
+    /// [`crate::storage::WritableFile::sync_handle`]); `None` (the default) if the log
+    /// is made durable only through [`LogWriter::sync`].
+    ///
+    /// # Errors
+    /// I/O errors of the device.
+    fn sync_handle(&mut self) -> Result<Option<Box<dyn SyncHandle>>> {
+        Ok(None)
+    }
     /// Bytes of log written so far, framing included.
     fn size(&self) -> u64;
 }

@@ -4,7 +4,7 @@
 use super::record::{encode_header, RecordType, BLOCK_SIZE, HEADER_SIZE};
 use super::LogWriter;
 use crate::error::{Error, Result};
-use crate::storage::WritableFile;
+use crate::storage::{SyncHandle, WritableFile};
 
 /// Writes log records to a [`WritableFile`]. `Send`, single owner.
 pub struct FileLogWriter {
@@ -75,6 +75,10 @@ impl LogWriter for FileLogWriter {
 
     fn sync(&mut self) -> Result<()> {
         self.file.sync()
+    }
+
+    fn sync_handle(&mut self) -> Result<Option<Box<dyn SyncHandle>>> {
+        self.file.sync_handle()
     }
 
     fn size(&self) -> u64 {
