@@ -82,6 +82,14 @@ fn worker(db: &DbInner, kind: Kind) {
             db.bg_work.wait(&mut st);
             continue;
         }
+        if std::mem::take(&mut st.presync_wanted) {
+            // The active log's sync ahead of its switch (`DbInner::ask_presync`).
+            let synced = MutexGuard::unlocked(&mut st, || db.sync_wal_outside_lock(false));
+            if let Err(e) = synced {
+                db.set_bg_error(&mut st, e);
+            }
+            continue;
+        }
         let did = match kind {
             Kind::Flush => db.run_flush(&mut st),
             Kind::Compaction => run_compaction_step(db, &mut st),

@@ -98,6 +98,10 @@ pub(crate) struct DbState {
     /// Automatic resumes left for the current background error (`db::resume`).
     pub(crate) resumes_left: u32,
     pub(crate) shutting_down: bool,
+    /// A background thread is asked to sync the active log ahead of its switch
+    /// (`DbInner::ask_presync`), and the log it was last asked for (once per log).
+    pub(crate) presync_wanted: bool,
+    pub(crate) presync_log: u64,
 }
 
 /// The write-ahead log, used only by the group-commit leader (and by close).
@@ -458,28 +462,12 @@ impl Db {
     /// The sync's I/O error; a failed sync makes the database read-only, as a failed
     /// synced write does.
     pub fn sync_wal(&self) -> Result<()> {
-        let r = self.sync_wal_unlocked();
+        let r = self.inner.sync_wal_outside_lock(true);
         if let Err(e) = &r {
             let mut st = self.inner.state.lock();
             self.inner.set_bg_error(&mut st, e.clone());
         }
         r
-    }
-
-    /// [`Db::sync_wal`]'s sync: the log's records reach the operating system under the
-    /// log's lock, and the device sync runs outside it through a handle of its own, so
-    /// that writers append meanwhile instead of waiting the sync out (milliseconds to
-    /// tens of them, once a second under a server's `everysec`). A log that can only be
-    /// synced by its writer is synced under the lock.
-    fn sync_wal_unlocked(&self) -> Result<()> {
-        let handle = {
-            let mut wal = self.inner.wal.lock();
-            match wal.log.sync_handle()? {
-                Some(handle) => handle,
-                None => return wal.log.sync(),
-            }
-        };
-        handle.sync()
     }
 
     /// Leaves the read-only mode a background error put the database in (RocksDB's
@@ -551,6 +539,23 @@ pub(crate) fn level0_charges(
 }
 
 impl DbInner {
+    /// [`Db::sync_wal`]'s sync: the log's records reach the operating system under the
+    /// log's lock, and the device sync runs outside it through a handle of its own, so
+    /// that writers append meanwhile instead of waiting the sync out (milliseconds to
+    /// tens of them, once a second under a server's `everysec`). A log that can only be
+    /// synced by its writer is synced under the lock if `or_under_lock`, else not at all.
+    pub(crate) fn sync_wal_outside_lock(&self, or_under_lock: bool) -> Result<()> {
+        let handle = {
+            let mut wal = self.wal.lock();
+            match wal.log.sync_handle()? {
+                Some(handle) => handle,
+                None if or_under_lock => return wal.log.sync(),
+                None => return Ok(()),
+            }
+        };
+        handle.sync()
+    }
+
     /// The current consistent view.
     pub(crate) fn super_version(&self) -> Arc<SuperVersion> {
         self.super_version.read().clone()

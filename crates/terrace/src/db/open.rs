@@ -250,6 +250,8 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Db> {
         bg_error: None,
         resumes_left: 0,
         shutting_down: false,
+        presync_wanted: false,
+        presync_log: 0,
     };
     let inner = Arc::new(DbInner {
         dir: dir.to_path_buf(),

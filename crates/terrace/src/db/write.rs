@@ -38,6 +38,11 @@ const CONCURRENT_MIN_ENTRIES: u64 = 16;
 /// Largest group a leader assembles, in batch bytes.
 const MAX_GROUP_BYTES: usize = 1 << 20;
 
+/// How full (numerator, denominator) the active memtable is when a background thread is
+/// asked to sync its log ahead of the switch (`DbInner::ask_presync`): late enough that
+/// the sync covers most of the log, early enough that it is done before the switch.
+const PRESYNC_AT: (usize, usize) = (7, 8);
+
 /// What makes an external write durable, given its first sequence number.
 pub(crate) type Persist = Box<dyn FnOnce(u64) -> Result<()> + Send>;
 
@@ -459,9 +464,9 @@ impl DbInner {
                     continue;
                 }
             }
-            if st.mem.approximate_memory_usage() < self.opts.write_buffer_size
-                && !st.mem.is_nearly_full()
-            {
+            let usage = st.mem.approximate_memory_usage();
+            if usage < self.opts.write_buffer_size && !st.mem.is_nearly_full() {
+                self.ask_presync(st, usage);
                 return Ok(());
             }
             if st.imms.len() + 1 >= self.opts.max_write_buffer_number
@@ -486,6 +491,18 @@ impl DbInner {
                 self.set_bg_error(st, e.clone());
                 return Err(e);
             }
+        }
+    }
+
+    /// Once the active memtable is [`PRESYNC_AT`] full, asks a background thread (once
+    /// per log) to sync the log outside its lock: the switch that follows must sync the
+    /// log under the lock, holding every writer, and then has only the records since.
+    fn ask_presync(&self, st: &mut DbState, usage: usize) {
+        let (num, den) = PRESYNC_AT;
+        if usage >= self.opts.write_buffer_size / den * num && st.presync_log != st.mem_wal_number {
+            st.presync_log = st.mem_wal_number;
+            st.presync_wanted = true;
+            self.bg_work.notify_all();
         }
     }
 

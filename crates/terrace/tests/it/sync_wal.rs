@@ -189,3 +189,48 @@ fn writes_go_on_while_sync_wal_waits_for_the_device() {
     syncing.join().unwrap().unwrap();
     assert_eq!(db.get(b"during").unwrap(), Some(b"2".to_vec()));
 }
+
+/// Once the active memtable is seven eighths full, a background thread syncs its log
+/// ahead of the switch (which syncs it again under the log's lock, then with only the
+/// records since): a WAL sync happens with no `sync_wal` call and no switch yet.
+#[test]
+fn a_nearly_full_memtable_has_its_log_synced_in_the_background() {
+    let tmp = tempfile::tempdir().unwrap();
+    let storage = Arc::new(FsStorage::new());
+    let buffer = 4usize << 20;
+    let opts = Options {
+        storage: storage.clone(),
+        write_buffer_size: buffer,
+        ..Options::default()
+    };
+    let db = Db::open(tmp.path(), opts).unwrap();
+    let syncs = || storage.io_stats().get(IoClass::Wal).sync_ops;
+    let memtable_bytes = || -> usize {
+        db.property("terrace.cur-size-all-mem-tables")
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let before = syncs();
+    let value = vec![7u8; 1000];
+    let mut i = 0u64;
+    // Up to 15/16 of the buffer: past the mark, short of the switch.
+    while memtable_bytes() < buffer / 16 * 15 {
+        db.put(format!("key{i:08}").as_bytes(), &value).unwrap();
+        i += 1;
+    }
+    assert_eq!(
+        db.property("terrace.num-immutable-mem-table").as_deref(),
+        Some("0"),
+        "the memtable switched before the check"
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while syncs() == before && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(syncs() > before, "no background sync of the log");
+    assert_eq!(
+        db.property("terrace.num-immutable-mem-table").as_deref(),
+        Some("0")
+    );
+}
