@@ -84,7 +84,7 @@ fn worker(db: &DbInner, kind: Kind) {
         }
         if std::mem::take(&mut st.presync_wanted) {
             // The active log's sync ahead of its switch (`DbInner::ask_presync`).
-            let synced = MutexGuard::unlocked(&mut st, || db.sync_wal_outside_lock(false));
+            let synced = MutexGuard::unlocked(&mut st, || db.presync_wal());
             if let Err(e) = synced {
                 db.set_bg_error(&mut st, e);
             }

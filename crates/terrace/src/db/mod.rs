@@ -79,6 +79,10 @@ pub(crate) struct BuiltFlush {
     pub(crate) file_number: u64,
 }
 
+/// How long the background sync ahead of a memtable switch waits for the log's lock
+/// before it leaves the sync to the switch (`DbInner::presync_wal`).
+const PRESYNC_LOCK_WAIT: std::time::Duration = std::time::Duration::from_millis(20);
+
 /// State changed by the write leader and the background threads, under `DbInner::state`.
 pub(crate) struct DbState {
     pub(crate) versions: VersionSet,
@@ -547,13 +551,42 @@ impl DbInner {
     pub(crate) fn sync_wal_outside_lock(&self, or_under_lock: bool) -> Result<()> {
         let handle = {
             let mut wal = self.wal.lock();
-            match wal.log.sync_handle()? {
-                Some(handle) => handle,
-                None if or_under_lock => return wal.log.sync(),
-                None => return Ok(()),
-            }
+            Self::sync_handle_of(&mut wal, or_under_lock)?
         };
-        handle.sync()
+        match handle {
+            Some(handle) => handle.sync(),
+            None => Ok(()),
+        }
+    }
+
+    /// The background sync ahead of a memtable switch (`DbInner::ask_presync`): as
+    /// [`DbInner::sync_wal_outside_lock`] without the under-the-lock fallback, and only
+    /// if the log's lock comes free within [`PRESYNC_LOCK_WAIT`]. A writer holds that lock
+    /// while it waits for a flush to make room, and this runs on a thread that flushes:
+    /// waiting for the lock there could wait forever. Skipped, the switch syncs it all.
+    pub(crate) fn presync_wal(&self) -> Result<()> {
+        let handle = {
+            let Some(mut wal) = self.wal.try_lock_for(PRESYNC_LOCK_WAIT) else {
+                return Ok(());
+            };
+            Self::sync_handle_of(&mut wal, false)?
+        };
+        match handle {
+            Some(handle) => handle.sync(),
+            None => Ok(()),
+        }
+    }
+
+    /// The log's sync handle; without one, the log synced here if `or_under_lock`.
+    fn sync_handle_of(
+        wal: &mut WalState,
+        or_under_lock: bool,
+    ) -> Result<Option<Box<dyn crate::storage::SyncHandle>>> {
+        match wal.log.sync_handle()? {
+            Some(handle) => Ok(Some(handle)),
+            None if or_under_lock => wal.log.sync().map(|()| None),
+            None => Ok(None),
+        }
     }
 
     /// The current consistent view.
