@@ -466,7 +466,7 @@ impl Db {
     /// The sync's I/O error; a failed sync makes the database read-only, as a failed
     /// synced write does.
     pub fn sync_wal(&self) -> Result<()> {
-        let r = self.inner.sync_wal_outside_lock(true);
+        let r = self.inner.sync_wal_outside_lock();
         if let Err(e) = &r {
             let mut st = self.inner.state.lock();
             self.inner.set_bg_error(&mut st, e.clone());
@@ -547,11 +547,11 @@ impl DbInner {
     /// log's lock, and the device sync runs outside it through a handle of its own, so
     /// that writers append meanwhile instead of waiting the sync out (milliseconds to
     /// tens of them, once a second under a server's `everysec`). A log that can only be
-    /// synced by its writer is synced under the lock if `or_under_lock`, else not at all.
-    pub(crate) fn sync_wal_outside_lock(&self, or_under_lock: bool) -> Result<()> {
+    /// synced by its writer is synced under the lock.
+    pub(crate) fn sync_wal_outside_lock(&self) -> Result<()> {
         let handle = {
             let mut wal = self.wal.lock();
-            Self::sync_handle_of(&mut wal, or_under_lock)?
+            Self::sync_handle_of(&mut wal, true)?
         };
         match handle {
             Some(handle) => handle.sync(),
