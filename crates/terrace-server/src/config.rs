@@ -53,9 +53,9 @@ pub struct Config {
     /// Network threads (shards, each serving its share of the connections; 0: half the
     /// cores, at least one).
     pub threads: usize,
-    /// Threads that read half of a large batch of point reads (a pipelined group's GETs,
-    /// the key count's reads of a group's writes) while the network thread reads the
-    /// other half; 0: none. Default ([`Config::reader_threads`]): one fewer than the
+    /// Threads that help the network thread read a large batch of point reads (a
+    /// pipelined group's GETs, the key count's reads of a group's writes), chunk by
+    /// chunk; 0: none. Default ([`Config::reader_threads`]): one fewer than the
     /// cores, at least one.
     pub reader_threads: Option<usize>,
     /// Refuse to start on a non-loopback address without a password.
@@ -284,8 +284,8 @@ pub struct ServeArgs {
     /// cores, at least one).
     #[arg(long)]
     pub threads: Option<usize>,
-    /// Threads that read half of a large batch of pipelined GETs beside the network
-    /// thread; 0: none, which costs less CPU per request but serves fewer requests a
+    /// Threads that help the network thread read a large batch of pipelined GETs, chunk
+    /// by chunk; 0: none, which costs less CPU per request but serves fewer requests a
     /// second when a core is free (default: one fewer than the cores, at least one).
     #[arg(long)]
     pub reader_threads: Option<usize>,

@@ -208,8 +208,8 @@ impl KeyCounts {
             .map(|((k, _), _)| *k)
             .collect();
         if !unknown.is_empty() {
-            // Split over two threads if many: the caller holds the keys' stripes, so the
-            // halves read the same state.
+            // Shared with the reader threads if many: the caller holds the keys'
+            // stripes, so every chunk reads the same state.
             let read = readers.read_split(&unknown, |keys| {
                 Ok(db.multi_get_pinned(&ReadOptions::default(), keys)?)
             })?;

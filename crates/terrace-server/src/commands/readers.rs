@@ -1,30 +1,132 @@
 //! Reader threads: a large batch of point reads (a group's GETs, the key count's reads of
-//! a group's SET keys) reads its second half on a thread the store keeps, while the shard
-//! thread reads the first.
+//! a group's SET keys) is cut into chunks that the shard thread and the reader threads
+//! take one at a time until none is left.
 //!
-//! Owns: the threads (a `rayon_core` pool, started on first use and kept, so that a
-//! batch pays for two wake-ups, not for starting a thread and its fresh, zeroed heap
-//! pages) and the split. Must not touch: what is read; the caller's closure reads.
-//! Concurrency: the caller waits, holding its locks, while a reader thread runs its
-//! closure, and the pool is shared by every shard; so a closure must never wait for a
-//! lock a writer holds while it reads (a key's stripe, the store's `exclusive`): today's
-//! reads take neither (lazy expiry only tries a stripe).
+//! Owns: the threads (started on first use and kept, so that a batch pays for a wake-up,
+//! not for starting a thread and its fresh, zeroed heap pages) and the sharing of a
+//! batch's chunks. Must not touch: what is read; the caller's closure reads.
+//! Concurrency: the caller reads chunks itself from the start and never waits for a
+//! reader thread that has not begun: once the chunks are gone it withdraws its offer, and
+//! waits only for helpers already reading a chunk. So a batch never waits on a reader
+//! thread that is asleep, descheduled or busy with another shard's batch (or with the
+//! batch that made this one). A closure must still never wait for a lock a writer holds
+//! while it reads (a key's stripe, the store's `exclusive`): today's reads take neither
+//! (lazy expiry only tries a stripe).
 
-use std::sync::OnceLock;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::thread::Thread;
+
+use parking_lot::Mutex;
 
 use super::Fail;
 
-/// Batches of at least this many keys read half on a reader thread: enough work (a few
-/// hundred microseconds) to be worth the two wake-ups of handing it over.
+/// Batches of at least this many keys are shared with the reader threads: enough work (a
+/// few hundred microseconds) to be worth a wake-up.
 pub(crate) const SPLIT_READS: usize = 128;
+
+/// Fewest keys in a chunk: each chunk is one multi-get, whose per-table setup a chunk
+/// this long amortises.
+const MIN_CHUNK: usize = 64;
+
+/// Most chunks a batch is cut into.
+const MAX_CHUNKS: usize = 8;
 
 /// The reader threads (`Config::reader_threads` of them).
 pub(crate) struct Readers {
     /// How many; with none every batch reads on the caller's thread.
     threads: usize,
-    /// `None` inside if they could not be started (every batch then reads on the caller's
+    /// `None` inside if none could be started (every batch then reads on the caller's
     /// thread).
-    pool: OnceLock<Option<rayon_core::ThreadPool>>,
+    pool: OnceLock<Option<Pool>>,
+}
+
+/// The running reader threads: each takes offers from one queue until it is dropped.
+pub(crate) struct Pool {
+    offers: crossbeam_channel::Sender<Arc<Offer>>,
+    threads: usize,
+}
+
+/// A chunk's values, once read: `None` until then (or for good, if its reader panicked).
+type ChunkResult<T> = Mutex<Option<Result<Vec<T>, Fail>>>;
+
+/// Set in [`Offer::state`] once the caller takes no more helpers.
+const CLOSED: usize = 1 << (usize::BITS - 1);
+
+/// A batch's offer of work to the reader threads.
+struct Offer {
+    /// [`CLOSED`], plus the number of helpers running `work` now.
+    state: AtomicUsize,
+    /// Takes chunks until none is left. Borrowed from the caller's stack: see
+    /// [`Offer::help`] and [`Withdraw`] for why it is only called while that lives.
+    work: &'static (dyn Fn() + Sync),
+    /// The caller, woken by the last helper once it has withdrawn.
+    caller: Thread,
+}
+
+impl Offer {
+    /// Runs `work` on this thread unless the caller has withdrawn the offer.
+    fn help(&self) {
+        let mut state = self.state.load(Ordering::Acquire);
+        loop {
+            if state & CLOSED != 0 {
+                return;
+            }
+            match self.state.compare_exchange_weak(
+                state,
+                state + 1,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => break,
+                Err(now) => state = now,
+            }
+        }
+        // Counted in `state` before the caller closed it, so the caller waits for this
+        // call to end before its stack (`work`'s borrows) goes. A panic fails the chunk
+        // it was reading (its result stays empty), not this thread.
+        let _ = catch_unwind(AssertUnwindSafe(|| (self.work)()));
+        if self.state.fetch_sub(1, Ordering::AcqRel) == CLOSED | 1 {
+            self.caller.unpark();
+        }
+    }
+}
+
+/// Closes its offer when dropped (also while unwinding) and waits for the helpers still
+/// in `work`.
+struct Withdraw<'a>(&'a Offer);
+
+impl Drop for Withdraw<'_> {
+    fn drop(&mut self) {
+        if self.0.state.fetch_or(CLOSED, Ordering::AcqRel) & !CLOSED == 0 {
+            return;
+        }
+        // A helper is at most one chunk from the end: spin briefly, then sleep until the
+        // last one wakes this thread (`park` may return early; the loop checks again).
+        let mut spins = 0u32;
+        while self.0.state.load(Ordering::Acquire) != CLOSED {
+            if spins < 64 {
+                spins += 1;
+                std::hint::spin_loop();
+            } else {
+                std::thread::park();
+            }
+        }
+    }
+}
+
+/// `work` with its borrows' lifetime erased, for an [`Offer`].
+#[allow(unsafe_code)]
+fn erase<'a>(work: &'a (dyn Fn() + Sync + 'a)) -> &'static (dyn Fn() + Sync + 'static) {
+    // SAFETY: the two types differ only in lifetimes, so they have the same layout. The
+    // reference is only ever called by `Offer::help`, which first counts itself into the
+    // offer's state and fails once the state is closed; the caller closes it and waits
+    // for the count to reach zero (`Withdraw`, dropped before `work`'s borrows end,
+    // unwinding included) before those borrows end. Tested by
+    // `a_batch_shared_with_readers_keeps_its_order_and_fails_when_a_chunk_fails` and
+    // `a_nested_batch_does_not_wait_for_the_busy_reader`.
+    unsafe { std::mem::transmute::<&'a (dyn Fn() + Sync + 'a), &'static (dyn Fn() + Sync)>(work) }
 }
 
 impl Readers {
@@ -37,40 +139,50 @@ impl Readers {
     }
 
     /// The pool, started on first use; `None` without reader threads.
-    pub(crate) fn pool(&self) -> Option<&rayon_core::ThreadPool> {
+    fn pool(&self) -> Option<&Pool> {
         if self.threads == 0 {
             return None;
         }
         self.pool
             .get_or_init(|| {
-                rayon_core::ThreadPoolBuilder::new()
-                    .num_threads(self.threads)
-                    .thread_name(|i| format!("terrace-read-{i}"))
-                    .build()
-                    .map_err(|e| tracing::warn!("reader threads did not start: {e}"))
-                    .ok()
+                let (offers, queue) = crossbeam_channel::unbounded::<Arc<Offer>>();
+                let started = (0..self.threads)
+                    .filter(|i| {
+                        let queue = queue.clone();
+                        std::thread::Builder::new()
+                            .name(format!("terrace-read-{i}"))
+                            .spawn(move || queue.iter().for_each(|offer| offer.help()))
+                            .map_err(|e| tracing::warn!("a reader thread did not start: {e}"))
+                            .is_ok()
+                    })
+                    .count();
+                (started > 0).then_some(Pool {
+                    offers,
+                    threads: started,
+                })
             })
             .as_ref()
     }
 
-    /// Whether a batch of `keys` keys is split ([`Readers::read_split`]).
+    /// Whether a batch of `keys` keys is shared with reader threads
+    /// ([`Readers::read_split`]).
     pub(crate) fn splits(&self, keys: usize) -> bool {
         keys >= SPLIT_READS && self.threads > 0
     }
 
     /// Whether the pool has been started (tests).
     #[cfg(test)]
-    pub(crate) fn started(&self) -> Option<*const rayon_core::ThreadPool> {
+    pub(crate) fn started(&self) -> Option<*const Pool> {
         self.pool
             .get()
             .and_then(Option::as_ref)
             .map(|p| p as *const _)
     }
 
-    /// `read` of `keys`, in order: with at least [`SPLIT_READS`] keys and a reader
-    /// thread, the second half is read on a reader thread while this one reads the
-    /// first. The caller makes the two halves read the same state (one snapshot, or
-    /// stripes that keep the keys' writers out).
+    /// `read` of `keys`, in order: with at least [`SPLIT_READS`] keys and reader threads,
+    /// the keys are cut into chunks that this thread and the reader threads read, each
+    /// taking the next chunk until none is left. The caller makes every chunk read the
+    /// same state (one snapshot, or stripes that keep the keys' writers out).
     pub(crate) fn read_split<T: Send>(
         &self,
         keys: &[&[u8]],
@@ -82,20 +194,41 @@ impl Readers {
         let Some(pool) = self.pool() else {
             return read(keys);
         };
-        let (first, second) = keys.split_at(keys.len() / 2);
-        let mut rest = None;
-        let values = pool.in_place_scope(|scope| {
-            scope.spawn(|_| {
-                // A panic on the reader thread fails these reads, not the caller's thread.
-                rest = Some(
-                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| read(second)))
-                        .unwrap_or_else(|_| Err(Fail::err("a read thread failed"))),
-                );
+        let size = (keys.len() / MAX_CHUNKS).max(MIN_CHUNK);
+        let chunks: Vec<&[&[u8]]> = keys.chunks(size).collect();
+        let results: Vec<ChunkResult<T>> = chunks.iter().map(|_| Mutex::new(None)).collect();
+        let next = AtomicUsize::new(0);
+        let work = || loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let (Some(chunk), Some(slot)) = (chunks.get(i), results.get(i)) else {
+                break;
+            };
+            let values = read(chunk);
+            *slot.lock() = Some(values);
+        };
+        {
+            let offer = Arc::new(Offer {
+                state: AtomicUsize::new(0),
+                work: erase(&work),
+                caller: std::thread::current(),
             });
-            read(first)
-        });
-        let mut values = values?;
-        values.extend(rest.ok_or_else(|| Fail::err("a read thread failed"))??);
+            // Before the offer goes out: from here on, leaving this block (unwinding
+            // included) closes it and waits for its helpers.
+            let _withdraw = Withdraw(&offer);
+            for _ in 0..pool.threads.min(chunks.len() - 1) {
+                // Fails only if every reader thread is gone: then this thread reads all.
+                let _ = pool.offers.send(Arc::clone(&offer));
+            }
+            work();
+        }
+        let mut values = Vec::with_capacity(keys.len());
+        for slot in results {
+            // Empty only if a reader thread panicked in that chunk.
+            values.extend(
+                slot.into_inner()
+                    .ok_or_else(|| Fail::err("a read thread failed"))??,
+            );
+        }
         Ok(values)
     }
 }
@@ -103,9 +236,10 @@ impl Readers {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use parking_lot::Mutex;
 
     #[test]
-    fn a_split_read_keeps_the_order_and_fails_when_a_half_fails() {
+    fn a_batch_shared_with_readers_keeps_its_order_and_fails_when_a_chunk_fails() {
         let readers = Readers::new(1);
         let names: Vec<Vec<u8>> = (0..300u32).map(|i| i.to_be_bytes().to_vec()).collect();
         let keys: Vec<&[u8]> = names.iter().map(Vec::as_slice).collect();
@@ -137,19 +271,80 @@ mod tests {
             readers.read_split(&keys[..3], ids).ok(),
             Some(vec![0, 1, 2])
         );
-        // An error or a panic in the reader's half fails the whole read.
-        let fails_late = |ks: &[&[u8]]| -> Result<Vec<u32>, Fail> {
-            if ks.first() == Some(&keys[150]) {
-                return Err(Fail::err("late half"));
+        // A batch of many chunks, read by both threads, comes back in order.
+        let many: Vec<Vec<u8>> = (0..5000u32).map(|i| i.to_be_bytes().to_vec()).collect();
+        let many: Vec<&[u8]> = many.iter().map(Vec::as_slice).collect();
+        let slow_ids = |ks: &[&[u8]]| -> Result<Vec<u32>, Fail> {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            ids(ks)
+        };
+        for _ in 0..20 {
+            assert_eq!(
+                readers.read_split(&many, slow_ids).ok(),
+                Some((0..5000).collect::<Vec<u32>>())
+            );
+        }
+        // An error or a panic in any chunk, on either thread, fails the whole read.
+        for at in [0, 64, 150, 299] {
+            let fails = |ks: &[&[u8]]| -> Result<Vec<u32>, Fail> {
+                if ks.contains(&keys[at]) {
+                    return Err(Fail::err("a failed chunk"));
+                }
+                ids(ks)
+            };
+            assert!(readers.read_split(&keys, fails).is_err());
+        }
+        let caller = std::thread::current().id();
+        let panics_on_a_reader = |ks: &[&[u8]]| -> Result<Vec<u32>, Fail> {
+            // Chunks the caller reads wait, so that a reader thread takes some.
+            if std::thread::current().id() == caller {
+                std::thread::sleep(std::time::Duration::from_millis(20));
             }
+            assert!(std::thread::current().id() == caller, "a reader's chunk");
             ids(ks)
         };
-        assert!(readers.read_split(&keys, fails_late).is_err());
-        let panics_late = |ks: &[&[u8]]| -> Result<Vec<u32>, Fail> {
-            assert!(ks.first() != Some(&keys[150]), "late half");
+        assert!(readers.read_split(&keys, panics_on_a_reader).is_err());
+        // The reader thread survives its panic and helps again.
+        let seen = Mutex::new(std::collections::HashSet::new());
+        let note_thread = |ks: &[&[u8]]| -> Result<Vec<u32>, Fail> {
+            seen.lock().insert(std::thread::current().id());
+            std::thread::sleep(std::time::Duration::from_millis(5));
             ids(ks)
         };
-        assert!(readers.read_split(&keys, panics_late).is_err());
+        assert_eq!(
+            readers.read_split(&many, note_thread).ok(),
+            Some((0..5000).collect::<Vec<u32>>())
+        );
+        assert_eq!(
+            seen.lock().len(),
+            2,
+            "the caller and the reader thread read"
+        );
+    }
+
+    #[test]
+    fn a_nested_batch_does_not_wait_for_the_busy_reader() {
+        // The one reader thread reads a chunk of the outer batch that starts an inner
+        // batch: the inner batch's offer cannot be taken (the reader is busy with it), so
+        // its caller must read every chunk itself and not wait for a helper.
+        let readers = Readers::new(1);
+        let names: Vec<Vec<u8>> = (0..1000u32).map(|i| i.to_be_bytes().to_vec()).collect();
+        let keys: Vec<&[u8]> = names.iter().map(Vec::as_slice).collect();
+        let caller = std::thread::current().id();
+        let inner = |ks: &[&[u8]]| -> Result<Vec<usize>, Fail> { Ok(vec![1; ks.len()]) };
+        let outer = |ks: &[&[u8]]| -> Result<Vec<usize>, Fail> {
+            if std::thread::current().id() == caller {
+                // Leave chunks for the reader thread.
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                return Ok(vec![0; ks.len()]);
+            }
+            let n = readers.read_split(&keys, inner)?.len();
+            Ok(vec![n; ks.len()])
+        };
+        let got = readers.read_split(&keys, outer).unwrap_or_default();
+        assert_eq!(got.len(), 1000);
+        assert!(got.iter().all(|&n| n == 0 || n == 1000));
+        assert!(got.contains(&1000), "the reader thread read a chunk");
     }
 
     #[test]

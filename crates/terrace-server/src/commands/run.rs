@@ -21,8 +21,8 @@
 //! of every key its writing commands name, held until their batch has committed, and
 //! their replies (and the wake-ups of blocked clients) wait for the commit; if it fails,
 //! every one of them answers with its error. The reads of a group run at one point in
-//! time, after its writes; a group of many reads reads half of its keys on a
-//! reader thread (`readers.rs`), at one snapshot. A session gathers one kind at a time and executes its run before any
+//! time, after its writes; a group of many reads is read in chunks by
+//! the connection thread and the reader threads (`readers.rs`), at one snapshot. A session gathers one kind at a time and executes its run before any
 //! other command of its connection, so each connection's commands take effect in order.
 
 use std::ops::DerefMut;
@@ -395,13 +395,13 @@ impl Engine {
         let mut values = {
             let _shared = store.exclusive.read();
             if store.readers.splits(keys.len()) {
-                // One snapshot for both halves of a split read: a run's GETs must not see
-                // the store at two points in time, the later one first.
+                // One snapshot for every chunk of a shared read: a run's GETs must not
+                // see the store at two points in time, the later one first.
                 let snapshot = store.db.snapshot();
                 let opts = snapshot.read_options();
                 store
                     .readers
-                    .read_split(&keys, |half| store.get_many_shared_at(half, now, &opts))
+                    .read_split(&keys, |chunk| store.get_many_shared_at(chunk, now, &opts))
             } else {
                 store.get_many_shared(&keys, now)
             }

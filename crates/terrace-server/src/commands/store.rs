@@ -39,7 +39,7 @@ pub(crate) struct Store {
     versions: Versions,
     /// The keyspace's size, kept with every write (`keycount`).
     pub(crate) counts: KeyCounts,
-    /// Threads that read half of a large batch of keys (`readers`).
+    /// Threads that help read a large batch of keys (`readers`).
     pub(crate) readers: Readers,
 }
 
