@@ -30,6 +30,7 @@ pub mod error;
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod helpers;
 pub mod inspect;
 pub mod iter;
 pub mod key;

@@ -188,6 +188,10 @@ pub struct Options {
     /// `compaction_executor`, which then runs the host's share and whatever a worker
     /// fails. `None`: compactions run on `compaction_executor` alone.
     pub compaction_workers: Option<crate::offload::CompactionWorkers>,
+    /// Threads the application lends for a large write group's memtable insert
+    /// ([`crate::helpers`]): a sorted batch of `memtable::SHARED_INSERT_MIN` entries or
+    /// more is inserted in parts, some by them. `None`: the writing thread inserts all.
+    pub memtable_insert_helpers: Option<Arc<dyn crate::helpers::Helpers>>,
 }
 
 impl Default for Options {
@@ -239,6 +243,7 @@ impl Default for Options {
             level0: Arc::new(crate::level0::ClassicLevel0),
             compaction_executor: Arc::new(crate::compaction::LinearExecutor),
             compaction_workers: None,
+            memtable_insert_helpers: None,
         }
     }
 }
@@ -264,6 +269,10 @@ impl std::fmt::Debug for Options {
             .field("level0", &self.level0.kind())
             .field("compaction_executor", &self.compaction_executor.name())
             .field("compaction_workers", &self.compaction_workers)
+            .field(
+                "memtable_insert_helpers",
+                &self.memtable_insert_helpers.is_some(),
+            )
             .finish_non_exhaustive()
     }
 }

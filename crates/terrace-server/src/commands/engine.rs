@@ -11,6 +11,7 @@ use terrace::storage::{FaultStorage, FsStorage};
 use terrace::{Db, Options};
 use tokio::sync::watch;
 
+use super::readers::Readers;
 use super::scan_cursor::ScanCursors;
 use super::store::Store;
 use super::{Session, SessionState};
@@ -341,6 +342,11 @@ impl Engine {
             }
             None => None,
         };
+        // The reader threads also help insert a large write group into the memtable.
+        let readers = Arc::new(Readers::new(config.reader_threads()));
+        if config.reader_threads() > 0 {
+            opts.memtable_insert_helpers = Some(readers.clone());
+        }
         let db = Db::open(&config.dir, opts)?;
         filter.set_reader(db.reader());
         Ok(Arc::new(Engine {
@@ -349,7 +355,7 @@ impl Engine {
                 config.fsync == Fsync::Always,
                 config.keyspace_count,
                 config.keyspace_count_cache_bytes,
-                config.reader_threads(),
+                readers,
             )?,
             config: RwLock::new(config.clone()),
             auth_required: AtomicBool::new(!config.requirepass.is_empty()),

@@ -179,10 +179,50 @@ impl Readers {
             .map(|p| p as *const _)
     }
 
+    /// Calls `work(i)` once for each `i` in `0..parts`: this thread and the reader
+    /// threads each take the next part until none is left; returns once every call has
+    /// returned, `false` if one did not complete (it panicked on a reader thread).
+    pub(crate) fn share(&self, parts: usize, work: &(dyn Fn(usize) + Sync)) -> bool {
+        let pool = match self.pool() {
+            Some(pool) if parts > 1 => pool,
+            _ => {
+                (0..parts).for_each(work);
+                return true;
+            }
+        };
+        let next = AtomicUsize::new(0);
+        let done = AtomicUsize::new(0);
+        let take = || loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            if i >= parts {
+                break;
+            }
+            work(i);
+            done.fetch_add(1, Ordering::Relaxed);
+        };
+        {
+            let offer = Arc::new(Offer {
+                state: AtomicUsize::new(0),
+                work: erase(&take),
+                caller: std::thread::current(),
+            });
+            // Before the offer goes out: from here on, leaving this block (unwinding
+            // included) closes it and waits for its helpers.
+            let _withdraw = Withdraw(&offer);
+            for _ in 0..pool.threads.min(parts - 1) {
+                // Fails only if every reader thread is gone: then this thread takes all.
+                let _ = pool.offers.send(Arc::clone(&offer));
+            }
+            take();
+        }
+        // Every helper has left `take` (`Withdraw` waited, with `Acquire`).
+        done.load(Ordering::Relaxed) == parts
+    }
+
     /// `read` of `keys`, in order: with at least [`SPLIT_READS`] keys and reader threads,
-    /// the keys are cut into chunks that this thread and the reader threads read, each
-    /// taking the next chunk until none is left. The caller makes every chunk read the
-    /// same state (one snapshot, or stripes that keep the keys' writers out).
+    /// the keys are cut into chunks that this thread and the reader threads read
+    /// ([`Readers::share`]). The caller makes every chunk read the same state (one
+    /// snapshot, or stripes that keep the keys' writers out).
     pub(crate) fn read_split<T: Send>(
         &self,
         keys: &[&[u8]],
@@ -191,36 +231,17 @@ impl Readers {
         if !self.splits(keys.len()) {
             return read(keys);
         }
-        let Some(pool) = self.pool() else {
-            return read(keys);
-        };
         let size = (keys.len() / MAX_CHUNKS).max(MIN_CHUNK);
         let chunks: Vec<&[&[u8]]> = keys.chunks(size).collect();
         let results: Vec<ChunkResult<T>> = chunks.iter().map(|_| Mutex::new(None)).collect();
-        let next = AtomicUsize::new(0);
-        let work = || loop {
-            let i = next.fetch_add(1, Ordering::Relaxed);
-            let (Some(chunk), Some(slot)) = (chunks.get(i), results.get(i)) else {
-                break;
-            };
-            let values = read(chunk);
-            *slot.lock() = Some(values);
-        };
-        {
-            let offer = Arc::new(Offer {
-                state: AtomicUsize::new(0),
-                work: erase(&work),
-                caller: std::thread::current(),
-            });
-            // Before the offer goes out: from here on, leaving this block (unwinding
-            // included) closes it and waits for its helpers.
-            let _withdraw = Withdraw(&offer);
-            for _ in 0..pool.threads.min(chunks.len() - 1) {
-                // Fails only if every reader thread is gone: then this thread reads all.
-                let _ = pool.offers.send(Arc::clone(&offer));
+        // A chunk that did not complete leaves its result empty, which fails the read
+        // below.
+        let _complete = self.share(chunks.len(), &|i| {
+            if let (Some(chunk), Some(slot)) = (chunks.get(i), results.get(i)) {
+                let values = read(chunk);
+                *slot.lock() = Some(values);
             }
-            work();
-        }
+        });
         let mut values = Vec::with_capacity(keys.len());
         for slot in results {
             // Empty only if a reader thread panicked in that chunk.
@@ -230,6 +251,12 @@ impl Readers {
             );
         }
         Ok(values)
+    }
+}
+
+impl terrace::helpers::Helpers for Readers {
+    fn share(&self, parts: usize, work: &(dyn Fn(usize) + Sync)) -> bool {
+        Readers::share(self, parts, work)
     }
 }
 
@@ -320,6 +347,32 @@ mod tests {
             2,
             "the caller and the reader thread read"
         );
+    }
+
+    #[test]
+    fn shared_parts_run_once_each_and_a_panicked_part_is_reported() {
+        let readers = Readers::new(2);
+        let runs: Vec<AtomicUsize> = (0..40).map(|_| AtomicUsize::new(0)).collect();
+        for _ in 0..50 {
+            runs.iter().for_each(|r| r.store(0, Ordering::Relaxed));
+            let complete = readers.share(runs.len(), &|i| {
+                if let Some(r) = runs.get(i) {
+                    r.fetch_add(1, Ordering::Relaxed);
+                }
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            });
+            assert!(complete);
+            assert!(runs.iter().all(|r| r.load(Ordering::Relaxed) == 1));
+        }
+        let caller = std::thread::current().id();
+        let complete = readers.share(8, &|_| {
+            if std::thread::current().id() == caller {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            } else {
+                std::panic::panic_any("a reader's part");
+            }
+        });
+        assert!(!complete, "a part panicked on a reader thread");
     }
 
     #[test]

@@ -39,8 +39,9 @@ pub(crate) struct Store {
     versions: Versions,
     /// The keyspace's size, kept with every write (`keycount`).
     pub(crate) counts: KeyCounts,
-    /// Threads that help read a large batch of keys (`readers`).
-    pub(crate) readers: Readers,
+    /// Threads that help read a large batch of keys (`readers`), also lent to the engine
+    /// for large memtable inserts.
+    pub(crate) readers: Arc<Readers>,
 }
 
 /// Hands out collection versions: increasing across restarts, even if the clock goes
@@ -77,14 +78,14 @@ pub(crate) fn stripe_of(key: &[u8]) -> usize {
 impl Store {
     /// The store over `db`, whose keys it counts first (deleting those that expired).
     /// `count_keys`: keep the keyspace count (`keycount`), remembering the states of
-    /// recently written keys in at most `known_bytes`. `reader_threads`: threads that read
-    /// half of a large batch of keys (`readers`).
+    /// recently written keys in at most `known_bytes`. `readers`: threads that help read a
+    /// large batch of keys.
     pub(crate) fn new(
         db: Db,
         sync_writes: bool,
         count_keys: bool,
         known_bytes: u64,
-        reader_threads: usize,
+        readers: Arc<Readers>,
     ) -> terrace::Result<Store> {
         let write_opts = WriteOptions {
             sync: sync_writes,
@@ -105,7 +106,7 @@ impl Store {
                 next: Mutex::new((0, 0)),
             },
             counts,
-            readers: Readers::new(reader_threads),
+            readers,
         })
     }
 

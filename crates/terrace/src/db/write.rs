@@ -291,7 +291,12 @@ impl DbInner {
         {
             self.insert_concurrently(group, &sv.mem, first_seq)
         } else {
-            insert_into_memtable(&sv.mem, batch, first_seq)
+            match &self.opts.memtable_insert_helpers {
+                Some(helpers) => {
+                    insert_into_memtable_shared(&sv.mem, batch, first_seq, helpers.as_ref())
+                }
+                None => insert_into_memtable(&sv.mem, batch, first_seq),
+            }
         };
         let user_bytes = match inserted {
             Ok(b) => b,
@@ -557,6 +562,17 @@ pub(crate) fn insert_into_memtable(
     batch: &WriteBatch,
     first_seq: u64,
 ) -> Result<u64> {
+    insert_into_memtable_shared(mem, batch, first_seq, &crate::helpers::NoHelpers)
+}
+
+/// [`insert_into_memtable`], a large batch's insert shared with `helpers`
+/// (`MemTable::add_batch_shared`).
+pub(crate) fn insert_into_memtable_shared(
+    mem: &MemTable,
+    batch: &WriteBatch,
+    first_seq: u64,
+    helpers: &dyn crate::helpers::Helpers,
+) -> Result<u64> {
     let mut bytes = 0u64;
     if batch.count() == 1 {
         // One operation: no vector, no sort.
@@ -577,7 +593,7 @@ pub(crate) fn insert_into_memtable(
         bytes += (key.len() + value.len()) as u64;
         writes.push((seq, kind, key, value));
     }
-    mem.add_batch(&writes);
+    mem.add_batch_shared(&writes, helpers);
     inserted(mem, bytes)
 }
 

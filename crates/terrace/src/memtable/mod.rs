@@ -56,6 +56,14 @@ const SIZING_MIN_ENTRIES: usize = 1024;
 /// read: as many misses in flight as the lanes of a search.
 const INDEX_WINDOW: usize = 32;
 
+/// Sorted batches of at least this many point entries are inserted in parts that
+/// [`crate::helpers::Helpers`] may share out: each part is a few hundred microseconds of
+/// searches, worth a helper's wake-up.
+pub const SHARED_INSERT_MIN: usize = 256;
+
+/// Most parts a shared insert is cut into.
+const SHARED_INSERT_PARTS: usize = 8;
+
 /// A point entry found by [`MemTable::get`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MemEntry {
@@ -202,6 +210,17 @@ impl MemTable {
     /// whose searches overlap their cache misses: much cheaper per entry than separate
     /// inserts on a large memtable.
     pub fn add_batch(&self, writes: &[(SeqNo, ValueType, &[u8], &[u8])]) {
+        self.add_batch_shared(writes, &crate::helpers::NoHelpers);
+    }
+
+    /// [`MemTable::add_batch`], a sorted batch of at least [`SHARED_INSERT_MIN`] point
+    /// entries cut into parts of neighbouring keys that `helpers` may insert beside this
+    /// thread, each holding a writer slot of its own.
+    pub fn add_batch_shared(
+        &self,
+        writes: &[(SeqNo, ValueType, &[u8], &[u8])],
+        helpers: &dyn crate::helpers::Helpers,
+    ) {
         if writes.len() < 2 {
             for &(seq, kind, key, value) in writes {
                 self.add(seq, kind, key, value);
@@ -240,7 +259,22 @@ impl MemTable {
             }
             return;
         }
-        if !self.list.insert_sorted(&points) {
+        let stored = if points.len() >= SHARED_INSERT_MIN {
+            let size = (points.len() / SHARED_INSERT_PARTS).max(SHARED_INSERT_MIN / 4);
+            let parts: Vec<&[skiplist::SortedEntry<'_>]> = points.chunks(size).collect();
+            let failed = AtomicBool::new(false);
+            let done = helpers.share(parts.len(), &|i| {
+                if let Some(part) = parts.get(i) {
+                    if !self.list.insert_sorted(part) {
+                        failed.store(true, Ordering::Relaxed);
+                    }
+                }
+            });
+            done && !failed.load(Ordering::Relaxed)
+        } else {
+            self.list.insert_sorted(&points)
+        };
+        if !stored {
             tracing::error!("memtable full: entries not added");
             self.insert_failed.store(true, Ordering::Release);
             return;

@@ -157,6 +157,83 @@ fn a_batch_is_recorded_as_its_writes_one_by_one() {
     }
 }
 
+/// Runs the odd parts on a second thread, started at once, and the even ones here: the
+/// parts of one batch really are inserted side by side.
+struct TwoThreads;
+
+impl crate::helpers::Helpers for TwoThreads {
+    fn share(&self, parts: usize, work: &(dyn Fn(usize) + Sync)) -> bool {
+        std::thread::scope(|s| {
+            let other = s.spawn(|| (1..parts).step_by(2).for_each(work));
+            (0..parts).step_by(2).for_each(work);
+            other.join().is_ok()
+        })
+    }
+}
+
+/// Claims every part done and runs none: a helper that lost its parts.
+struct LosesParts;
+
+impl crate::helpers::Helpers for LosesParts {
+    fn share(&self, _parts: usize, _work: &(dyn Fn(usize) + Sync)) -> bool {
+        false
+    }
+}
+
+#[test]
+fn a_large_batch_inserted_in_shared_parts_is_the_batch_inserted_whole() {
+    // Over a memtable that already holds keys between the batch's, so that parts link
+    // into the same stretches of the list.
+    let names: Vec<Vec<u8>> = (0..3000u32)
+        .map(|i| format!("key{:08}", (i * 7919) % 3000).into_bytes())
+        .collect();
+    let before: Vec<(SeqNo, ValueType, &[u8], &[u8])> = names
+        .iter()
+        .step_by(3)
+        .enumerate()
+        .map(|(i, k)| (i as u64 + 1, ValueType::Value, k.as_slice(), &b"old"[..]))
+        .collect();
+    let batch: Vec<(SeqNo, ValueType, &[u8], &[u8])> = names
+        .iter()
+        .enumerate()
+        .map(|(i, k)| {
+            let kind = if i % 5 == 0 {
+                ValueType::Deletion
+            } else {
+                ValueType::Value
+            };
+            (10_000 + i as u64, kind, k.as_slice(), k.as_slice())
+        })
+        .collect();
+    assert!(batch.len() >= SHARED_INSERT_MIN);
+    for _ in 0..4 {
+        let whole = Arc::new(MemTable::with_point_index(1 << 20));
+        let shared = Arc::new(MemTable::with_point_index(1 << 20));
+        whole.add_batch(&before);
+        shared.add_batch(&before);
+        whole.add_batch(&batch);
+        shared.add_batch_shared(&batch, &TwoThreads);
+        assert!(!shared.insert_failed());
+        assert_eq!(scan(&mut shared.iter()), scan(&mut whole.iter()));
+        assert_eq!(
+            (shared.len(), shared.largest_seq()),
+            (whole.len(), whole.largest_seq())
+        );
+        for k in &names {
+            assert_eq!(shared.get(k, MAX_SEQ), whole.get(k, MAX_SEQ));
+        }
+    }
+    // Parts a helper did not insert fail the insert, as a full memtable does.
+    let lost = MemTable::new();
+    lost.add_batch_shared(&batch, &LosesParts);
+    assert!(lost.insert_failed());
+    // A batch below the threshold never asks the helpers.
+    let small = MemTable::new();
+    small.add_batch_shared(&batch[..SHARED_INSERT_MIN - 1], &LosesParts);
+    assert!(!small.insert_failed());
+    assert_eq!(small.len(), SHARED_INSERT_MIN - 1);
+}
+
 #[test]
 fn concurrent_adds_then_ordered_scan() {
     const THREADS: u64 = 4;

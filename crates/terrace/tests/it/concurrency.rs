@@ -189,3 +189,77 @@ fn batches_from_many_writers_are_atomic_and_survive_a_reopen() {
         }
     }
 }
+
+/// Lends one thread, started per batch, that takes parts beside the writer and counts
+/// the parts it ran.
+#[derive(Default)]
+struct CountingHelper {
+    helped: AtomicU32,
+}
+
+impl terrace::helpers::Helpers for CountingHelper {
+    fn share(&self, parts: usize, work: &(dyn Fn(usize) + Sync)) -> bool {
+        let next = AtomicU32::new(0);
+        let take = |count: bool| loop {
+            let i = next.fetch_add(1, Ordering::Relaxed) as usize;
+            if i >= parts {
+                break;
+            }
+            work(i);
+            if count {
+                self.helped.fetch_add(1, Ordering::Relaxed);
+            }
+        };
+        std::thread::scope(|s| {
+            let helper = s.spawn(|| take(true));
+            take(false);
+            helper.join().is_ok()
+        })
+    }
+}
+
+#[test]
+fn large_batches_inserted_with_lent_threads_read_back_and_survive_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let helper = Arc::new(CountingHelper::default());
+    let mut opts = small_options();
+    opts.memtable_insert_helpers = Some(helper.clone());
+    let db = Db::open(dir.path(), opts).unwrap();
+    for round in 0..20u32 {
+        let mut batch = terrace::WriteBatch::new();
+        for i in 0..1000u32 {
+            let key = format!("k{:06}", (i * 7919 + round * 13) % 20_000);
+            if i % 7 == 0 {
+                batch.delete(key.as_bytes());
+            } else {
+                batch.put(key.as_bytes(), format!("{round}:{i}").as_bytes());
+            }
+        }
+        db.write(batch, terrace::WriteOptions::default()).unwrap();
+    }
+    assert!(
+        helper.helped.load(Ordering::Relaxed) > 0,
+        "the lent thread inserted parts"
+    );
+    let expect = |db: &Db| {
+        let mut last = std::collections::BTreeMap::new();
+        for round in 0..20u32 {
+            for i in 0..1000u32 {
+                let key = format!("k{:06}", (i * 7919 + round * 13) % 20_000);
+                let value = (i % 7 != 0).then(|| format!("{round}:{i}").into_bytes());
+                last.insert(key, value);
+            }
+        }
+        for (key, value) in &last {
+            assert_eq!(
+                db.get_opt(&ReadOptions::default(), key.as_bytes()).unwrap(),
+                *value,
+                "{key}"
+            );
+        }
+    };
+    expect(&db);
+    drop(db);
+    let db = Db::open(dir.path(), small_options()).unwrap();
+    expect(&db);
+}
