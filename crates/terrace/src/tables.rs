@@ -176,9 +176,14 @@ impl Tables {
         Ok((path, file))
     }
 
-    /// Forgets an open table (after its file was deleted).
+    /// Forgets an open table (its file moved; its cached blocks stay valid).
     pub fn evict(&self, number: u64) {
         self.cache.evict(number);
+    }
+
+    /// Forgets an open table whose file is being deleted, and its cached blocks.
+    pub fn evict_deleted(&self, number: u64) {
+        self.cache.evict_deleted(number);
     }
 }
 

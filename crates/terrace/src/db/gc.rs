@@ -25,7 +25,7 @@ impl DbInner {
         MutexGuard::unlocked(st, || {
             for (path, table) in doomed {
                 if let Some(n) = table {
-                    self.tables.evict(n);
+                    self.tables.evict_deleted(n);
                 }
                 match self.storage.remove_file(&path) {
                     // Another thread's collection, listing the same files, got there first.

@@ -111,6 +111,11 @@ impl BlockCache {
         self.cache.insert((cache_id, offset), block);
     }
 
+    /// Drops the block at `offset` of table `cache_id`, if cached.
+    pub(crate) fn remove(&self, cache_id: u64, offset: u64) {
+        self.cache.remove(&(cache_id, offset));
+    }
+
     /// Lookups that found their block.
     pub fn hits(&self) -> u64 {
         self.hits.sum()

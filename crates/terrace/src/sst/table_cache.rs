@@ -101,6 +101,15 @@ impl TableCache {
         self.readers.remove(&file_number);
     }
 
+    /// Forgets table `file_number`, whose file is being deleted, and drops its data
+    /// blocks from the block cache if it was open: nothing will read them again, and
+    /// their memory serves the next blocks read instead of fresh pages.
+    pub fn evict_deleted(&self, file_number: u64) {
+        if let Some((_, reader)) = self.readers.remove(&file_number) {
+            reader.drop_cached_blocks();
+        }
+    }
+
     /// Tables open now.
     pub fn len(&self) -> usize {
         self.readers.len()

@@ -146,3 +146,54 @@ fn readers_and_caches_are_shared_between_threads() {
         }
     });
 }
+
+#[test]
+fn a_deleted_tables_blocks_leave_the_block_cache_and_a_moved_tables_stay() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage: Arc<dyn Storage> = Arc::new(FsStorage::new());
+    let paths: Vec<PathBuf> = (1..=2u64)
+        .map(|n| dir.path().join(format!("{n:06}.sst")))
+        .collect();
+    // Tables of several blocks each.
+    for p in &paths {
+        let file = storage.create(p, IoClass::Flush).unwrap();
+        let opts = SstOptions {
+            block_size: 256,
+            ..SstOptions::default()
+        };
+        let mut b = SstBuilder::new(file, p.to_path_buf(), opts);
+        for i in 0..200u32 {
+            let k = internal_key(format!("k{i:05}").as_bytes(), 1, ValueType::Value);
+            b.add(&k, &[7u8; 40]).unwrap();
+        }
+        b.finish().unwrap();
+    }
+    let block_cache = Arc::new(BlockCache::new(1 << 24));
+    let tc = TableCache::new(storage.clone(), 8, Some(block_cache.clone()));
+    let read_all = |n: u64| {
+        let t = tc.get(n, &paths[n as usize - 1]).unwrap();
+        for i in 0..200u32 {
+            let k = seek_key(format!("k{i:05}").as_bytes(), MAX_SEQ);
+            assert!(t.get(&k, IoClass::Foreground, true).unwrap().is_some());
+        }
+    };
+    read_all(1);
+    let one = block_cache.usage_bytes();
+    assert!(one > 0);
+    read_all(2);
+    let both = block_cache.usage_bytes();
+    assert!(both > one);
+    // A moved table's blocks stay cached (same number, same contents).
+    tc.evict(2);
+    assert_eq!(block_cache.usage_bytes(), both);
+    read_all(2);
+    // A deleted table's go; the other table's stay.
+    tc.evict_deleted(1);
+    assert_eq!(block_cache.usage_bytes(), both - one);
+    let misses = block_cache.misses();
+    read_all(2);
+    assert_eq!(block_cache.misses(), misses, "table 2 is still cached");
+    // Evicting a table that is not open changes nothing.
+    tc.evict_deleted(1);
+    assert_eq!(block_cache.usage_bytes(), both - one);
+}
