@@ -87,6 +87,10 @@ pub struct Config {
     /// of the cgroup's limit, if lower), at most 4 GiB, at least the engine's 32 MiB
     /// ([`default_block_cache_bytes`]).
     pub block_cache_bytes: usize,
+    /// Engine: put the data blocks flushes and compactions write into the block cache
+    /// while it has room (`Options::warm_block_cache_on_write`), so that reads of a new
+    /// table start from memory.
+    pub warm_block_cache: bool,
     /// Engine: the size at which compaction outputs are cut (RocksDB's
     /// `target_file_size_base`): smaller files spread more evenly over `volumes`.
     pub target_file_size_base: u64,
@@ -238,6 +242,7 @@ impl Default for Config {
             keyspace_count_cache_bytes: 64 << 20,
             write_buffer_size: engine.write_buffer_size,
             block_cache_bytes: default_block_cache_bytes(engine.block_cache_bytes),
+            warm_block_cache: true,
             target_file_size_base: engine.target_file_size_base,
             internal_fault_storage: false,
             compaction_mode: CompactionMode::Linear,
@@ -325,6 +330,10 @@ pub struct ServeArgs {
     /// at least 32 MiB).
     #[arg(long)]
     pub block_cache_bytes: Option<usize>,
+    /// Put the blocks flushes and compactions write into the block cache while it has
+    /// room (yes, the default) or leave them to be read from their files (no).
+    #[arg(long, value_name = "yes|no")]
+    pub warm_block_cache: Option<String>,
     /// Internal, crash tests only: fault-injection storage (unsynced writes die with the
     /// process).
     #[arg(long, hide = true)]
@@ -402,6 +411,9 @@ impl ServeArgs {
         }
         if let Some(p) = self.boom_port {
             c.boom_port = Some(p);
+        }
+        if let Some(v) = &self.warm_block_cache {
+            c.warm_block_cache = parse_yes_no(v)?;
         }
         if let Some(v) = &self.keyspace_count {
             c.keyspace_count = parse_yes_no(v)?;
@@ -723,6 +735,23 @@ mod tests {
             ..ServeArgs::default()
         };
         assert_eq!(args.resolve().unwrap().block_cache_bytes, 1 << 20);
+    }
+
+    #[test]
+    fn block_cache_warming_is_on_unless_a_flag_or_the_file_turns_it_off() {
+        assert!(ServeArgs::default().resolve().unwrap().warm_block_cache);
+        let off = ServeArgs {
+            warm_block_cache: Some("no".into()),
+            ..ServeArgs::default()
+        };
+        assert!(!off.resolve().unwrap().warm_block_cache);
+        let bad = ServeArgs {
+            warm_block_cache: Some("sometimes".into()),
+            ..ServeArgs::default()
+        };
+        assert!(bad.resolve().is_err());
+        let parsed: Config = toml::from_str("warm_block_cache = false").unwrap();
+        assert!(!parsed.warm_block_cache);
     }
 
     #[test]

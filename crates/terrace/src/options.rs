@@ -192,6 +192,11 @@ pub struct Options {
     /// ([`crate::helpers`]): a sorted batch of `memtable::SHARED_INSERT_MIN` entries or
     /// more is inserted in parts, some by them. `None`: the writing thread inserts all.
     pub memtable_insert_helpers: Option<Arc<dyn crate::helpers::Helpers>>,
+    /// Put each data block a flush or a compaction writes into the block cache, while
+    /// the cache has room for it without evicting anything (RocksDB's
+    /// `prepopulate_block_cache`, which covers flushes only): reads of a new table then
+    /// start from memory. Off by default.
+    pub warm_block_cache_on_write: bool,
 }
 
 impl Default for Options {
@@ -244,6 +249,7 @@ impl Default for Options {
             compaction_executor: Arc::new(crate::compaction::LinearExecutor),
             compaction_workers: None,
             memtable_insert_helpers: None,
+            warm_block_cache_on_write: false,
         }
     }
 }
@@ -269,6 +275,7 @@ impl std::fmt::Debug for Options {
             .field("level0", &self.level0.kind())
             .field("compaction_executor", &self.compaction_executor.name())
             .field("compaction_workers", &self.compaction_workers)
+            .field("warm_block_cache_on_write", &self.warm_block_cache_on_write)
             .field(
                 "memtable_insert_helpers",
                 &self.memtable_insert_helpers.is_some(),

@@ -13,7 +13,7 @@ use bytes::Bytes;
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::{self, SeqNo, ValueType};
-use crate::sst::{BlockCache, SstReader, TableCache};
+use crate::sst::{BlockCache, SstBuilder, SstReader, TableCache};
 use crate::storage::{IoClass, ReadableFile, Storage};
 use crate::version::FileMeta;
 use crate::volume::heat::{CountingFile, Heat};
@@ -28,6 +28,8 @@ pub struct Tables {
     heat: Option<Arc<Heat>>,
     /// Which copy of a replicated table a read goes to.
     chooser: Arc<dyn CopyChooser>,
+    /// Whether new tables' data blocks go into the block cache as they are written.
+    warm_new_tables: bool,
 }
 
 impl Tables {
@@ -45,6 +47,7 @@ impl Tables {
             volumes: Volumes::new(db_dir, &volumes),
             heat: None,
             chooser: Arc::new(RotatingChooser::default()),
+            warm_new_tables: false,
         }
     }
 
@@ -59,6 +62,24 @@ impl Tables {
         Tables {
             heat: Some(heat),
             ..self
+        }
+    }
+
+    /// These tables, warming the block cache with each new table's data blocks as
+    /// flushes and compactions write them (`Options::warm_block_cache_on_write`).
+    pub fn with_warm_new_tables(self, warm: bool) -> Self {
+        Tables {
+            warm_new_tables: warm,
+            ..self
+        }
+    }
+
+    /// `builder` of new table `number`, warming the block cache as it writes if these
+    /// tables do so (`SstBuilder::warm_cache`).
+    pub fn new_table_builder(&self, builder: SstBuilder, number: u64) -> SstBuilder {
+        match self.cache.block_cache() {
+            Some(cache) if self.warm_new_tables => builder.warm_cache(cache.clone(), number),
+            _ => builder,
         }
     }
 

@@ -285,6 +285,7 @@ impl Engine {
         let mut opts = Options {
             write_buffer_size: config.write_buffer_size,
             block_cache_bytes: config.block_cache_bytes,
+            warm_block_cache_on_write: config.warm_block_cache,
             target_file_size_base: config.target_file_size_base,
             // The server times each command itself (the metrics endpoint's latency
             // histogram) and never reads the engine's timings, which would add four

@@ -226,7 +226,10 @@ impl<'a, 'e> OutputWriter<'a, 'e> {
             compression: self.task.output.compression,
         };
         self.current = Some(OpenOutput {
-            builder: SstBuilder::new(file, path, opts),
+            builder: self
+                .env
+                .tables
+                .new_table_builder(SstBuilder::new(file, path, opts), number),
             number,
             volume,
             lower: self.next_lower.take(),

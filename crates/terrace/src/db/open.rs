@@ -129,7 +129,8 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Db> {
         opts.volumes.clone(),
         opts.max_open_files,
         Some(block_cache.clone()),
-    );
+    )
+    .with_warm_new_tables(opts.warm_block_cache_on_write);
     if opts.keeps_heat() {
         tables = tables.with_heat(Arc::new(Heat::new(opts.heat_alpha)));
     }

@@ -74,7 +74,9 @@ pub(crate) fn write_memtable(
     let dir = env.tables.dir(volume);
     let path = env.tables.path(volume, number);
     let file = env.storage.create(&path, IoClass::Flush)?;
-    let mut builder = SstBuilder::new(file, path, env.settings.sst);
+    let mut builder = env
+        .tables
+        .new_table_builder(SstBuilder::new(file, path, env.settings.sst), number);
     for_each_kept(&mut iter, &tombstones, env.snapshots, |k, v| {
         builder.add(k, v)
     })?;

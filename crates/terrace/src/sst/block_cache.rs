@@ -111,6 +111,11 @@ impl BlockCache {
         self.cache.insert((cache_id, offset), block);
     }
 
+    /// Whether a block of `len` bytes fits without evicting anything.
+    pub(crate) fn has_room_for(&self, len: usize) -> bool {
+        self.cache.weight() + len as u64 + ENTRY_OVERHEAD <= self.cache.capacity()
+    }
+
     /// Drops the block at `offset` of table `cache_id`, if cached.
     pub(crate) fn remove(&self, cache_id: u64, offset: u64) {
         self.cache.remove(&(cache_id, offset));

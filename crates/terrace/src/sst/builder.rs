@@ -7,8 +7,12 @@
 
 use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bytes::Bytes;
 
 use super::block_builder::BlockBuilder;
+use super::block_cache::BlockCache;
 use super::bloom::{build_filter, key_hash};
 use super::compress::{block_trailer, compress_block, compression_name, TYPE_NONE};
 use super::format::{
@@ -71,6 +75,9 @@ pub struct SstBuilder {
     props: Properties,
     scratch: Vec<u8>,
     failed: Option<Error>,
+    /// The block cache this table's data blocks go into as they are written, under this
+    /// cache id (`SstBuilder::warm_cache`).
+    warm: Option<(Arc<BlockCache>, u64)>,
 }
 
 impl SstBuilder {
@@ -97,7 +104,20 @@ impl SstBuilder {
             },
             scratch: Vec::new(),
             failed: None,
+            warm: None,
         }
+    }
+
+    /// This builder, putting each data block it writes into `cache` under `cache_id` (the
+    /// table's file number, as its readers will use) while the cache has room for it
+    /// without evicting anything: a table just flushed or compacted is then read from
+    /// memory instead of from its file. A block that does not fit is removed from the
+    /// cache instead, so that no block of an earlier, abandoned build of the same number
+    /// stays under an offset this table's index names.
+    #[must_use]
+    pub fn warm_cache(mut self, cache: Arc<BlockCache>, cache_id: u64) -> Self {
+        self.warm = Some((cache, cache_id));
+        self
     }
 
     /// Adds a point entry (`ValueType::Value` or `Deletion`); keys must strictly increase
@@ -228,6 +248,13 @@ impl SstBuilder {
         let raw = self.data_block.finish().to_vec();
         self.data_block.reset();
         let handle = self.write_block(&raw)?;
+        if let Some((cache, cache_id)) = &self.warm {
+            if cache.has_room_for(raw.len()) {
+                cache.insert(*cache_id, handle.offset, Bytes::from(raw));
+            } else {
+                cache.remove(*cache_id, handle.offset);
+            }
+        }
         self.props.num_data_blocks += 1;
         self.props.data_size += handle.size + BLOCK_TRAILER_LEN as u64;
         self.pending_handle = Some(handle);

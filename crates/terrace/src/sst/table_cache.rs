@@ -96,6 +96,11 @@ impl TableCache {
         &self.storage
     }
 
+    /// The block cache the readers share, if any.
+    pub fn block_cache(&self) -> Option<&Arc<BlockCache>> {
+        self.block_cache.as_ref()
+    }
+
     /// Forgets table `file_number` (readers already handed out stay usable).
     pub fn evict(&self, file_number: u64) {
         self.readers.remove(&file_number);

@@ -197,3 +197,52 @@ fn a_deleted_tables_blocks_leave_the_block_cache_and_a_moved_tables_stay() {
     tc.evict_deleted(1);
     assert_eq!(block_cache.usage_bytes(), both - one);
 }
+
+fn write_warm(storage: &dyn Storage, path: &Path, cache: &Arc<BlockCache>, id: u64, tag: u8) {
+    let file = storage.create(path, IoClass::Flush).unwrap();
+    let opts = SstOptions {
+        block_size: 256,
+        ..SstOptions::default()
+    };
+    let mut b = SstBuilder::new(file, path.to_path_buf(), opts).warm_cache(cache.clone(), id);
+    for i in 0..200u32 {
+        let k = internal_key(format!("k{i:05}").as_bytes(), 1, ValueType::Value);
+        b.add(&k, &[tag; 40]).unwrap();
+    }
+    b.finish().unwrap();
+}
+
+#[test]
+fn a_warmed_table_is_read_from_the_cache_and_never_from_a_stale_block() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage: Arc<dyn Storage> = Arc::new(FsStorage::new());
+    let path = dir.path().join("000001.sst");
+    // Room for everything: every read of the new table hits.
+    let cache = Arc::new(BlockCache::new(1 << 24));
+    write_warm(storage.as_ref(), &path, &cache, 1, 7);
+    assert!(cache.usage_bytes() > 0);
+    let tc = TableCache::new(storage.clone(), 8, Some(cache.clone()));
+    let t = tc.get(1, &path).unwrap();
+    for i in 0..200u32 {
+        let k = seek_key(format!("k{i:05}").as_bytes(), MAX_SEQ);
+        let (_, _, v) = t.get(&k, IoClass::Foreground, true).unwrap().unwrap();
+        assert_eq!(v.as_ref(), &[7u8; 40][..]);
+    }
+    assert_eq!(cache.misses(), 0, "every block was warmed");
+
+    // A cache with no room left, holding blocks of an earlier, abandoned build of the
+    // same number: the new build removes them instead of leaving them under its
+    // offsets.
+    let small = Arc::new(BlockCache::new(8192));
+    write_warm(storage.as_ref(), &path, &small, 1, 1);
+    // The first build filled the cache up to the last block that fitted.
+    assert!(small.usage_bytes() > 8192 - 512);
+    write_warm(storage.as_ref(), &path, &small, 1, 2);
+    let tc = TableCache::new(storage.clone(), 8, Some(small.clone()));
+    let t = tc.get(1, &path).unwrap();
+    for i in 0..200u32 {
+        let k = seek_key(format!("k{i:05}").as_bytes(), MAX_SEQ);
+        let (_, _, v) = t.get(&k, IoClass::Foreground, false).unwrap().unwrap();
+        assert_eq!(v.as_ref(), &[2u8; 40][..], "no block of the first build");
+    }
+}
