@@ -738,37 +738,32 @@ mod tests {
     }
 
     #[test]
-    fn block_cache_warming_is_on_unless_a_flag_or_the_file_turns_it_off() {
-        assert!(ServeArgs::default().resolve().unwrap().warm_block_cache);
-        let off = ServeArgs {
-            warm_block_cache: Some("no".into()),
-            ..ServeArgs::default()
-        };
-        assert!(!off.resolve().unwrap().warm_block_cache);
-        let bad = ServeArgs {
-            warm_block_cache: Some("sometimes".into()),
-            ..ServeArgs::default()
-        };
-        assert!(bad.resolve().is_err());
-        let parsed: Config = toml::from_str("warm_block_cache = false").unwrap();
-        assert!(!parsed.warm_block_cache);
-    }
-
-    #[test]
-    fn the_keyspace_count_is_on_unless_a_flag_or_the_file_turns_it_off() {
-        assert!(ServeArgs::default().resolve().unwrap().keyspace_count);
-        let off = ServeArgs {
-            keyspace_count: Some("no".into()),
-            ..ServeArgs::default()
-        };
-        assert!(!off.resolve().unwrap().keyspace_count);
-        let bad = ServeArgs {
-            keyspace_count: Some("maybe".into()),
-            ..ServeArgs::default()
-        };
-        assert!(bad.resolve().is_err());
-        let parsed: Config = toml::from_str("keyspace_count = false").unwrap();
-        assert!(!parsed.keyspace_count);
+    fn yes_no_switches_are_on_unless_a_flag_or_the_file_turns_them_off() {
+        type Flag = fn(&mut ServeArgs) -> &mut Option<String>;
+        type Field = fn(&Config) -> bool;
+        let switches: [(Flag, Field, &str); 2] = [
+            (
+                |a| &mut a.keyspace_count,
+                |c| c.keyspace_count,
+                "keyspace_count = false",
+            ),
+            (
+                |a| &mut a.warm_block_cache,
+                |c| c.warm_block_cache,
+                "warm_block_cache = false",
+            ),
+        ];
+        for (flag, field, file) in switches {
+            assert!(field(&ServeArgs::default().resolve().unwrap()));
+            let mut off = ServeArgs::default();
+            *flag(&mut off) = Some("no".into());
+            assert!(!field(&off.resolve().unwrap()));
+            let mut bad = ServeArgs::default();
+            *flag(&mut bad) = Some("maybe".into());
+            assert!(bad.resolve().is_err());
+            let parsed: Config = toml::from_str(file).unwrap();
+            assert!(!field(&parsed));
+        }
         let mut c = Config::default();
         assert!(matches!(
             c.set("keyspace-count", b"no"),
