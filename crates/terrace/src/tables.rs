@@ -202,9 +202,11 @@ impl Tables {
         self.cache.evict(number);
     }
 
-    /// Forgets an open table whose file is being deleted, and its cached blocks.
-    pub fn evict_deleted(&self, number: u64) {
-        self.cache.evict_deleted(number);
+    /// Forgets table `number`, whose last copy (at `path`) is being deleted, and its
+    /// cached blocks (`TableCache::evict_deleted`; a table that is not open is opened for
+    /// its index only where new tables warm the cache).
+    pub fn evict_deleted(&self, number: u64, path: &Path) {
+        self.cache.evict_deleted(number, path, self.warm_new_tables);
     }
 }
 

@@ -85,10 +85,21 @@ impl Offer {
         }
         // Counted in `state` before the caller closed it, so the caller waits for this
         // call to end before its stack (`work`'s borrows) goes. A panic fails the chunk
-        // it was reading (its result stays empty), not this thread.
+        // it was reading (its result stays empty), not this thread; the count drops on
+        // every way out (a guard, so even a panic while dropping the panic's payload).
+        let _leave = Leave(self);
         let _ = catch_unwind(AssertUnwindSafe(|| (self.work)()));
-        if self.state.fetch_sub(1, Ordering::AcqRel) == CLOSED | 1 {
-            self.caller.unpark();
+    }
+}
+
+/// Takes a helper out of its offer's count when dropped, waking the caller if it was the
+/// last one after the caller withdrew.
+struct Leave<'a>(&'a Offer);
+
+impl Drop for Leave<'_> {
+    fn drop(&mut self) {
+        if self.0.state.fetch_sub(1, Ordering::AcqRel) == CLOSED | 1 {
+            self.0.caller.unpark();
         }
     }
 }

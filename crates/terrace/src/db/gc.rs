@@ -15,6 +15,14 @@ use super::{DbInner, DbState};
 use crate::error::Error;
 use crate::version::{parse_file_name, FileKind};
 
+/// An obsolete table file about to be deleted.
+struct Doomed {
+    number: u64,
+    /// No live version keeps a copy of the table on another volume: its cached blocks go
+    /// with it.
+    last_copy: bool,
+}
+
 impl DbInner {
     /// Lists obsolete files under the state lock and deletes them with the lock released.
     pub(crate) fn delete_obsolete_files(&self, st: &mut MutexGuard<'_, DbState>) {
@@ -24,8 +32,10 @@ impl DbInner {
         }
         MutexGuard::unlocked(st, || {
             for (path, table) in doomed {
-                if let Some(n) = table {
-                    self.tables.evict_deleted(n);
+                match table {
+                    Some(t) if t.last_copy => self.tables.evict_deleted(t.number, &path),
+                    Some(t) => self.tables.evict(t.number),
+                    None => {}
                 }
                 match self.storage.remove_file(&path) {
                     // Another thread's collection, listing the same files, got there first.
@@ -40,7 +50,7 @@ impl DbInner {
         });
     }
 
-    fn obsolete_files(&self, st: &DbState) -> Vec<(PathBuf, Option<u64>)> {
+    fn obsolete_files(&self, st: &DbState) -> Vec<(PathBuf, Option<Doomed>)> {
         // A table file is live where a live version puts a copy of it (a volume that is
         // not configured reads from the database directory), or, whatever its volume,
         // while a job writes it.
@@ -51,6 +61,7 @@ impl DbInner {
             .into_iter()
             .map(|(v, n)| (volumes.resolve(v), n))
             .collect();
+        let live_numbers: std::collections::HashSet<u64> = live.iter().map(|&(_, n)| n).collect();
         let pending = &st.pending_outputs;
         let log_number = st.versions.log_number();
         let manifest = st.versions.manifest_number();
@@ -72,7 +83,12 @@ impl DbInner {
                     _ => false,
                 };
                 if obsolete {
-                    let table = (kind == FileKind::Table).then_some(number);
+                    // A table still live on another volume (the source of a move, a
+                    // dropped replica) keeps its cached blocks.
+                    let table = (kind == FileKind::Table).then(|| Doomed {
+                        number,
+                        last_copy: !live_numbers.contains(&number),
+                    });
                     out.push((dir.join(&name), table));
                 }
             }

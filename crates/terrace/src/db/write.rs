@@ -601,7 +601,9 @@ pub(crate) fn insert_into_memtable_shared(
 fn inserted(mem: &MemTable, bytes: u64) -> Result<u64> {
     if mem.insert_failed() {
         return Err(Error::Internal(
-            "memtable full: its node arena ran out of block slots or memory".into(),
+            "memtable insert failed: its node arena ran out of block slots or memory, or a \
+             helper did not complete its part"
+                .into(),
         ));
     }
     Ok(bytes)

@@ -270,12 +270,15 @@ impl MemTable {
                     }
                 }
             });
+            if !done {
+                tracing::error!("a helper did not complete its part of a memtable insert");
+            }
             done && !failed.load(Ordering::Relaxed)
         } else {
             self.list.insert_sorted(&points)
         };
         if !stored {
-            tracing::error!("memtable full: entries not added");
+            tracing::error!("memtable insert failed: entries not added");
             self.insert_failed.store(true, Ordering::Release);
             return;
         }

@@ -248,7 +248,7 @@ impl Worker {
         let result = self.executor.execute(&task, &env);
         // Inputs are deleted by the database once the result is installed: forget them.
         for f in task.input_files() {
-            self.tables.evict_deleted(f.number);
+            self.tables.evict(f.number);
         }
         let result = result?;
         tracing::info!(

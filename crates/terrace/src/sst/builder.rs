@@ -113,7 +113,9 @@ impl SstBuilder {
     /// without evicting anything: a table just flushed or compacted is then read from
     /// memory instead of from its file. A block that does not fit is removed from the
     /// cache instead, so that no block of an earlier, abandoned build of the same number
-    /// stays under an offset this table's index names.
+    /// stays under an offset this table's index names. That holds because builds of one
+    /// file number never run at the same time and every data block goes through
+    /// `flush_data_block`; meta, filter and index blocks are never read from the cache.
     #[must_use]
     pub fn warm_cache(mut self, cache: Arc<BlockCache>, cache_id: u64) -> Self {
         self.warm = Some((cache, cache_id));

@@ -106,11 +106,29 @@ impl TableCache {
         self.readers.remove(&file_number);
     }
 
-    /// Forgets table `file_number`, whose file is being deleted, and drops its data
-    /// blocks from the block cache if it was open: nothing will read them again, and
-    /// their memory serves the next blocks read instead of fresh pages.
-    pub fn evict_deleted(&self, file_number: u64) {
+    /// Forgets table `file_number`, whose file at `path` is being deleted, and drops its
+    /// data blocks from the block cache: nothing will read them again, and their memory
+    /// serves the next blocks read instead of fresh pages. With `open_to_drop` a table
+    /// that is not open is opened for its index first (its blocks may be cached without
+    /// any read: `SstBuilder::warm_cache`); if that fails, its blocks stay until the
+    /// cache evicts them.
+    pub fn evict_deleted(&self, file_number: u64, path: &Path, open_to_drop: bool) {
         if let Some((_, reader)) = self.readers.remove(&file_number) {
+            reader.drop_cached_blocks();
+            return;
+        }
+        if !open_to_drop || self.block_cache.is_none() {
+            return;
+        }
+        let reader = self.storage.open(path).and_then(|file| {
+            SstReader::open(
+                file,
+                path.to_path_buf(),
+                file_number,
+                self.block_cache.clone(),
+            )
+        });
+        if let Ok(reader) = reader {
             reader.drop_cached_blocks();
         }
     }

@@ -188,13 +188,17 @@ fn a_deleted_tables_blocks_leave_the_block_cache_and_a_moved_tables_stay() {
     assert_eq!(block_cache.usage_bytes(), both);
     read_all(2);
     // A deleted table's go; the other table's stay.
-    tc.evict_deleted(1);
+    tc.evict_deleted(1, &paths[0], false);
     assert_eq!(block_cache.usage_bytes(), both - one);
     let misses = block_cache.misses();
     read_all(2);
     assert_eq!(block_cache.misses(), misses, "table 2 is still cached");
-    // Evicting a table that is not open changes nothing.
-    tc.evict_deleted(1);
+    // Evicting a table that is not open changes nothing unless asked to open it.
+    read_all(1);
+    tc.evict(1);
+    tc.evict_deleted(1, &paths[0], false);
+    assert_eq!(block_cache.usage_bytes(), both);
+    tc.evict_deleted(1, &paths[0], true);
     assert_eq!(block_cache.usage_bytes(), both - one);
 }
 
@@ -229,6 +233,14 @@ fn a_warmed_table_is_read_from_the_cache_and_never_from_a_stale_block() {
         assert_eq!(v.as_ref(), &[7u8; 40][..]);
     }
     assert_eq!(cache.misses(), 0, "every block was warmed");
+    // Deleted without ever being opened, a warmed table's blocks still go.
+    let unread = dir.path().join("000002.sst");
+    write_warm(storage.as_ref(), &unread, &cache, 2, 8);
+    let with_unread = cache.usage_bytes();
+    tc.evict_deleted(2, &unread, true);
+    assert!(cache.usage_bytes() < with_unread);
+    tc.evict_deleted(1, &path, true);
+    assert_eq!(cache.usage_bytes(), 0);
 
     // A cache with no room left, holding blocks of an earlier, abandoned build of the
     // same number: the new build removes them instead of leaving them under its
