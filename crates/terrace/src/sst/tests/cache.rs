@@ -147,6 +147,30 @@ fn readers_and_caches_are_shared_between_threads() {
     });
 }
 
+/// A table of 200 keys in blocks of 256 bytes, every value 40 bytes of `tag`, warming
+/// `warm`'s cache under its id if given.
+fn write_blocks(
+    storage: &dyn Storage,
+    path: &Path,
+    warm: Option<(&Arc<BlockCache>, u64)>,
+    tag: u8,
+) {
+    let file = storage.create(path, IoClass::Flush).unwrap();
+    let opts = SstOptions {
+        block_size: 256,
+        ..SstOptions::default()
+    };
+    let mut b = SstBuilder::new(file, path.to_path_buf(), opts);
+    if let Some((cache, id)) = warm {
+        b = b.warm_cache(cache.clone(), id);
+    }
+    for i in 0..200u32 {
+        let k = internal_key(format!("k{i:05}").as_bytes(), 1, ValueType::Value);
+        b.add(&k, &[tag; 40]).unwrap();
+    }
+    b.finish().unwrap();
+}
+
 #[test]
 fn a_deleted_tables_blocks_leave_the_block_cache_and_a_moved_tables_stay() {
     let dir = tempfile::tempdir().unwrap();
@@ -156,17 +180,7 @@ fn a_deleted_tables_blocks_leave_the_block_cache_and_a_moved_tables_stay() {
         .collect();
     // Tables of several blocks each.
     for p in &paths {
-        let file = storage.create(p, IoClass::Flush).unwrap();
-        let opts = SstOptions {
-            block_size: 256,
-            ..SstOptions::default()
-        };
-        let mut b = SstBuilder::new(file, p.to_path_buf(), opts);
-        for i in 0..200u32 {
-            let k = internal_key(format!("k{i:05}").as_bytes(), 1, ValueType::Value);
-            b.add(&k, &[7u8; 40]).unwrap();
-        }
-        b.finish().unwrap();
+        write_blocks(storage.as_ref(), p, None, 7);
     }
     let block_cache = Arc::new(BlockCache::new(1 << 24));
     let tc = TableCache::new(storage.clone(), 8, Some(block_cache.clone()));
@@ -203,17 +217,7 @@ fn a_deleted_tables_blocks_leave_the_block_cache_and_a_moved_tables_stay() {
 }
 
 fn write_warm(storage: &dyn Storage, path: &Path, cache: &Arc<BlockCache>, id: u64, tag: u8) {
-    let file = storage.create(path, IoClass::Flush).unwrap();
-    let opts = SstOptions {
-        block_size: 256,
-        ..SstOptions::default()
-    };
-    let mut b = SstBuilder::new(file, path.to_path_buf(), opts).warm_cache(cache.clone(), id);
-    for i in 0..200u32 {
-        let k = internal_key(format!("k{i:05}").as_bytes(), 1, ValueType::Value);
-        b.add(&k, &[tag; 40]).unwrap();
-    }
-    b.finish().unwrap();
+    write_blocks(storage, path, Some((cache, id)), tag);
 }
 
 #[test]
